@@ -1,0 +1,113 @@
+// The plan: built once for a Config and a SequenceShape on one backend (like cuDNN's
+// descriptors or oneDNN's primitive descriptors). Building validates everything,
+// computes the sequence schedule and the buffer sizes; executing takes raw buffers.
+//
+// Buffers are dense, in the plan's dtype, in the layouts of sequence.hpp:
+//   h0, hy  [L*D, B, P']   c0, cy [L*D, B, H]   (original batch order)
+//   weights the flat buffer of weights.hpp
+// Workspace is scratch for one call; reserve is written by a training forward and read
+// by the backward of the same batch. With a caller-provided workspace, execution
+// allocates nothing; with workspace == nullptr the plan uses (and keeps) its own.
+// A plan may be executed by one thread at a time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "rnnx/config.hpp"
+#include "rnnx/sequence.hpp"
+#include "rnnx/weights.hpp"
+
+namespace rnnx {
+
+enum class Backend { reference, cpu };
+const char* to_string(Backend backend);
+Backend backend_from_string(const std::string& name);  // throws invalid_argument
+
+struct PlanOptions {
+  Backend backend = Backend::cpu;
+  int num_threads = 0;  // 0 = the OpenMP default
+};
+
+struct ForwardArgs {
+  const void* x = nullptr;        // required
+  const void* h0 = nullptr;       // optional, zeros when null
+  const void* c0 = nullptr;       // optional (LSTM), zeros when null
+  const void* weights = nullptr;  // required
+  void* y = nullptr;              // required
+  void* hy = nullptr;             // optional output
+  void* cy = nullptr;             // optional output (LSTM)
+  bool training = false;
+  // Dropout: the mask of this call is a pure function of (config.seed, dropout_counter,
+  // layer, position); a framework advances the counter once per training call.
+  uint64_t dropout_counter = 0;
+  void* workspace = nullptr;
+  size_t workspace_size = 0;
+  void* reserve = nullptr;  // required when training
+  size_t reserve_size = 0;
+};
+
+enum class GradMode { overwrite, accumulate };
+
+struct BackwardArgs {
+  const void* x = nullptr;        // required
+  const void* h0 = nullptr;       // as given to forward
+  const void* c0 = nullptr;
+  const void* weights = nullptr;  // required
+  const void* dy = nullptr;       // optional, zero when null
+  const void* dhy = nullptr;      // optional, zero when null
+  const void* dcy = nullptr;      // optional (LSTM), zero when null
+  void* dx = nullptr;             // optional output (skipped when null)
+  void* dh0 = nullptr;            // optional output
+  void* dc0 = nullptr;            // optional output (LSTM)
+  void* dweights = nullptr;       // optional output, flat layout
+  GradMode weight_grad_mode = GradMode::overwrite;
+  void* workspace = nullptr;
+  size_t workspace_size = 0;
+  const void* reserve = nullptr;  // required: what the training forward kept
+  size_t reserve_size = 0;
+};
+
+class BackendImpl;
+
+class Plan {
+ public:
+  Plan(const Config& config, const SequenceShape& shape, const PlanOptions& options = {});
+  ~Plan();
+  Plan(Plan&&) noexcept;
+  Plan& operator=(Plan&&) noexcept;
+
+  const Config& config() const;
+  const SequenceShape& shape() const;
+  const WeightLayout& weight_layout() const;
+
+  int64_t max_seq_len() const;  // T of the padded tensors (for packed: batch_sizes.size())
+  int64_t batch() const;        // B
+  int64_t tokens() const;       // real tokens: sum of lengths
+  // Element counts of each tensor, for allocation.
+  int64_t x_numel() const;
+  int64_t y_numel() const;
+  int64_t h_numel() const;  // h0, hy
+  int64_t c_numel() const;  // c0, cy (LSTM), 0 otherwise
+  int64_t weights_numel() const;
+
+  size_t forward_workspace_size(bool training) const;  // bytes
+  size_t backward_workspace_size() const;              // bytes
+  size_t reserve_size() const;                         // bytes
+
+  // What runs: "reference", "cpu:avx512/onednn-sgemm", ...
+  std::string impl_name() const;
+  // Printable problem name, e.g. lstm_l2_bidir_t7_b3_i17_h34_p0_len-mixed.
+  std::string problem_name() const;
+
+  void forward(const ForwardArgs& args);
+  void backward(const BackwardArgs& args);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace rnnx

@@ -1,0 +1,10 @@
+// rnnx: fused recurrent operators (RNN-tanh/ReLU, LSTM, GRU), multi-layer,
+// bidirectional, forward and backward, with variable-length sequences.
+#pragma once
+
+#include "rnnx/config.hpp"
+#include "rnnx/error.hpp"
+#include "rnnx/plan.hpp"
+#include "rnnx/sequence.hpp"
+#include "rnnx/version.hpp"
+#include "rnnx/weights.hpp"

@@ -1,0 +1,67 @@
+// What a backend implements behind a Plan. The plan has already validated the config,
+// the shape and the buffers; a backend sees the shared schedule and weight layout and
+// raw pointers, never re-validates, and never reimplements the schedule.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/schedule.hpp"
+#include "rnnx/config.hpp"
+#include "rnnx/plan.hpp"
+#include "rnnx/weights.hpp"
+
+namespace rnnx {
+
+struct PlanContext {
+  Config config;
+  SequenceShape shape;
+  core::Schedule schedule;
+  WeightLayout weights;
+  PlanOptions options;
+};
+
+class BackendImpl {
+ public:
+  explicit BackendImpl(const PlanContext& ctx) : ctx_(ctx) {}
+  virtual ~BackendImpl() = default;
+  virtual std::string name() const = 0;
+  virtual size_t forward_workspace_size(bool training) const = 0;
+  virtual size_t backward_workspace_size() const = 0;
+  virtual size_t reserve_size() const = 0;
+  // args.reserve points past the plan's header; `workspace` is never null when the
+  // corresponding size is non-zero. dropout_counter is the one the forward used.
+  virtual void forward(const ForwardArgs& args, void* workspace) = 0;
+  virtual void backward(const BackwardArgs& args, void* workspace, uint64_t dropout_counter) = 0;
+
+ protected:
+  const PlanContext& ctx_;
+};
+
+std::unique_ptr<BackendImpl> make_reference_backend(const PlanContext& ctx);
+std::unique_ptr<BackendImpl> make_cpu_backend(const PlanContext& ctx);
+
+// Bytes rounded up so that every sub-buffer a backend carves out stays 64-byte aligned.
+inline size_t align_up(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// Carves aligned sub-buffers out of a workspace or reserve; used the same way to compute
+// the size (base == nullptr) and to hand out pointers, so the two cannot disagree.
+class Carver {
+ public:
+  explicit Carver(void* base = nullptr) : base_(static_cast<char*>(base)) {}
+  template <typename T>
+  T* take(int64_t count) {
+    T* p = base_ ? reinterpret_cast<T*>(base_ + used_) : nullptr;
+    used_ += align_up(sizeof(T) * static_cast<size_t>(count));
+    return p;
+  }
+  size_t used() const { return used_; }
+
+ private:
+  char* base_;
+  size_t used_ = 0;
+};
+
+}  // namespace rnnx

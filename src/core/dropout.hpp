@@ -1,0 +1,37 @@
+// Dropout between layers from a counter-based generator (Philox4x32-10): the keep/drop
+// decision of an element is a pure function of (seed, call counter, layer, t, original
+// batch index b, feature j), so it is the same for any thread count, any layout
+// (time-major, batch-first, packed) and on every backend. Nothing is stateful: a call
+// never re-initialises random state, it only needs the counter.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "core/schedule.hpp"
+
+namespace rnnx::core {
+
+struct DropoutKey {
+  uint64_t seed = 0;
+  uint64_t counter = 0;  // the caller's call counter
+  int64_t layer = 0;     // dropout after layer `layer` (0 .. L-2)
+  double p = 0.0;
+};
+
+std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> ctr, std::array<uint32_t, 2> key);
+
+// Element index on the logical [T, B, width] grid; independent of the caller's layout.
+inline uint64_t dropout_element(int64_t t, int64_t b, int64_t B, int64_t width, int64_t j) {
+  return (static_cast<uint64_t>(t) * B + b) * width + j;
+}
+
+// True when element e is kept (probability 1 - p).
+bool dropout_keep(const DropoutKey& key, uint64_t element);
+
+// Multiplies packed sorted rows [tokens, width] by mask / (1 - p) in place: the forward
+// of dropout and, applied to gradients, its backward.
+template <typename T>
+void dropout_apply_rows(const DropoutKey& key, const Schedule& s, int64_t width, T* rows);
+
+}  // namespace rnnx::core

@@ -1,0 +1,180 @@
+// Sequence schedule: sort by length, batch sizes per step, and the gather/scatter maps
+// between the caller's layout and packed sorted rows.
+#include "core/schedule.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <string>
+
+#include "core/checked.hpp"
+#include "rnnx/error.hpp"
+
+namespace rnnx::core {
+namespace {
+
+[[noreturn]] void invalid(const std::string& msg) { throw Error(Status::invalid_argument, msg); }
+
+void finish(Schedule& s) {
+  s.T_eff = s.B > 0 ? s.sorted_lengths[0] : 0;
+  s.batch_sizes.assign(s.T_eff, 0);
+  for (int64_t len : s.sorted_lengths)
+    for (int64_t t = 0; t < len; ++t) ++s.batch_sizes[t];
+  s.offsets.assign(s.T_eff + 1, 0);
+  for (int64_t t = 0; t < s.T_eff; ++t) s.offsets[t + 1] = s.offsets[t] + s.batch_sizes[t];
+  s.tokens = s.offsets[s.T_eff];
+  s.orig_to_sorted.assign(s.B, 0);
+  for (int64_t i = 0; i < s.B; ++i) s.orig_to_sorted[s.sorted_to_orig[i]] = i;
+}
+
+Schedule padded_schedule(const SequenceShape& shape) {
+  Schedule s;
+  s.T = shape.max_seq_len;
+  s.B = shape.batch;
+  if (s.T < 1) invalid("max_seq_len (= " + std::to_string(s.T) + ") must be at least 1");
+  if (s.B < 1) invalid("batch (= " + std::to_string(s.B) + ") must be at least 1");
+  checked_mul(s.T, s.B, "max_seq_len * batch");
+  std::vector<int64_t> lengths = shape.lengths;
+  if (lengths.empty()) {
+    lengths.assign(s.B, s.T);
+  } else if (static_cast<int64_t>(lengths.size()) != s.B) {
+    invalid("lengths has " + std::to_string(lengths.size()) + " entries but batch is " +
+            std::to_string(s.B));
+  }
+  for (int64_t b = 0; b < s.B; ++b) {
+    if (lengths[b] < 0 || lengths[b] > s.T) {
+      invalid("lengths[" + std::to_string(b) + "] (= " + std::to_string(lengths[b]) +
+              ") must be in [0, max_seq_len (= " + std::to_string(s.T) + ")]");
+    }
+  }
+  s.sorted_to_orig.resize(s.B);
+  std::iota(s.sorted_to_orig.begin(), s.sorted_to_orig.end(), 0);
+  std::stable_sort(s.sorted_to_orig.begin(), s.sorted_to_orig.end(),
+                   [&](int64_t a, int64_t b) { return lengths[a] > lengths[b]; });
+  s.sorted_lengths.resize(s.B);
+  for (int64_t i = 0; i < s.B; ++i) s.sorted_lengths[i] = lengths[s.sorted_to_orig[i]];
+  finish(s);
+  return s;
+}
+
+Schedule packed_schedule(const SequenceShape& shape) {
+  const auto& bs = shape.batch_sizes;
+  Schedule s;
+  if (bs.empty()) invalid("batch_sizes is empty; a packed batch needs at least one step");
+  s.T = static_cast<int64_t>(bs.size());
+  s.B = bs[0];
+  for (size_t t = 0; t < bs.size(); ++t) {
+    if (bs[t] < 1) {
+      invalid("batch_sizes[" + std::to_string(t) + "] (= " + std::to_string(bs[t]) +
+              ") must be at least 1");
+    }
+    if (t > 0 && bs[t] > bs[t - 1]) {
+      invalid("batch_sizes must be non-increasing, but batch_sizes[" + std::to_string(t) +
+              "] (= " + std::to_string(bs[t]) + ") > batch_sizes[" + std::to_string(t - 1) +
+              "] (= " + std::to_string(bs[t - 1]) + ")");
+    }
+  }
+  const auto& si = shape.sorted_indices;
+  if (si.empty()) {
+    s.sorted_to_orig.resize(s.B);
+    std::iota(s.sorted_to_orig.begin(), s.sorted_to_orig.end(), 0);
+  } else {
+    if (static_cast<int64_t>(si.size()) != s.B) {
+      invalid("sorted_indices has " + std::to_string(si.size()) +
+              " entries but batch_sizes[0] (= " + std::to_string(s.B) + ")");
+    }
+    std::vector<char> seen(s.B, 0);
+    for (int64_t i = 0; i < s.B; ++i) {
+      if (si[i] < 0 || si[i] >= s.B || seen[si[i]]) {
+        invalid("sorted_indices is not a permutation of 0..batch-1: sorted_indices[" +
+                std::to_string(i) + "] = " + std::to_string(si[i]));
+      }
+      seen[si[i]] = 1;
+    }
+    s.sorted_to_orig = si;
+  }
+  s.sorted_lengths.assign(s.B, 0);
+  for (int64_t t = 0; t < s.T; ++t)
+    for (int64_t i = 0; i < bs[t]; ++i) ++s.sorted_lengths[i];
+  finish(s);
+  return s;
+}
+
+}  // namespace
+
+Schedule make_schedule(const SequenceShape& shape) {
+  return shape.layout == Layout::packed ? packed_schedule(shape) : padded_schedule(shape);
+}
+
+int64_t caller_row(const SequenceShape& shape, const Schedule& s, int64_t t, int64_t b) {
+  switch (shape.layout) {
+    case Layout::time_major: return t * s.B + b;
+    case Layout::batch_first: return b * s.T + t;
+    case Layout::packed: return s.row(t, s.orig_to_sorted[b]);
+  }
+  return 0;
+}
+
+template <typename T>
+void gather_rows(const SequenceShape& shape, const Schedule& s, const T* src, T* dst,
+                 int64_t width) {
+  const size_t bytes = sizeof(T) * width;
+  if (shape.layout == Layout::packed) {
+    std::memcpy(dst, src, bytes * s.tokens);
+    return;
+  }
+  for (int64_t t = 0; t < s.T_eff; ++t)
+    for (int64_t i = 0; i < s.batch_sizes[t]; ++i)
+      std::memcpy(dst + s.row(t, i) * width,
+                  src + caller_row(shape, s, t, s.sorted_to_orig[i]) * width, bytes);
+}
+
+template <typename T>
+void scatter_rows(const SequenceShape& shape, const Schedule& s, const T* src, T* dst,
+                  int64_t width, T fill) {
+  const size_t bytes = sizeof(T) * width;
+  if (shape.layout == Layout::packed) {
+    std::memcpy(dst, src, bytes * s.tokens);
+    return;
+  }
+  for (int64_t t = 0; t < s.T; ++t) {
+    for (int64_t i = 0; i < s.B; ++i) {
+      T* out = dst + caller_row(shape, s, t, s.sorted_to_orig[i]) * width;
+      if (t < s.T_eff && i < s.batch_sizes[t]) {
+        std::memcpy(out, src + s.row(t, i) * width, bytes);
+      } else {
+        std::fill(out, out + width, fill);
+      }
+    }
+  }
+}
+
+template <typename T>
+void gather_state(const Schedule& s, const T* src, T* dst, int64_t width) {
+  for (int64_t i = 0; i < s.B; ++i) {
+    T* out = dst + i * width;
+    if (src == nullptr) {
+      std::fill(out, out + width, T(0));
+    } else {
+      std::memcpy(out, src + s.sorted_to_orig[i] * width, sizeof(T) * width);
+    }
+  }
+}
+
+template <typename T>
+void scatter_state(const Schedule& s, const T* src, T* dst, int64_t width) {
+  for (int64_t i = 0; i < s.B; ++i)
+    std::memcpy(dst + s.sorted_to_orig[i] * width, src + i * width, sizeof(T) * width);
+}
+
+#define RNNX_INSTANTIATE(T)                                                                    \
+  template void gather_rows<T>(const SequenceShape&, const Schedule&, const T*, T*, int64_t); \
+  template void scatter_rows<T>(const SequenceShape&, const Schedule&, const T*, T*, int64_t, \
+                                T);                                                            \
+  template void gather_state<T>(const Schedule&, const T*, T*, int64_t);                       \
+  template void scatter_state<T>(const Schedule&, const T*, T*, int64_t);
+RNNX_INSTANTIATE(float)
+RNNX_INSTANTIATE(double)
+#undef RNNX_INSTANTIATE
+
+}  // namespace rnnx::core

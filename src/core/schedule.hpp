@@ -1,0 +1,51 @@
+// The sequence schedule shared by every backend: sequences sorted by length once
+// (longest first, stable), so that in packed time-major order the sequences active at
+// step t are the first batch_sizes[t] rows, starting at row offsets[t]. Also the maps
+// between the caller's layout (padded time-major, batch-first, or packed) and that order.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "rnnx/sequence.hpp"
+
+namespace rnnx::core {
+
+struct Schedule {
+  int64_t T = 0;       // time axis of the caller's tensors
+  int64_t B = 0;       // batch
+  int64_t T_eff = 0;   // longest real sequence (steps actually run)
+  int64_t tokens = 0;  // sum of lengths
+  std::vector<int64_t> sorted_to_orig;  // [B] sorted position -> original batch index
+  std::vector<int64_t> orig_to_sorted;  // [B]
+  std::vector<int64_t> sorted_lengths;  // [B] non-increasing
+  std::vector<int64_t> batch_sizes;     // [T_eff]
+  std::vector<int64_t> offsets;         // [T_eff + 1] first packed row of each step
+
+  // Packed row of (t, sorted position i); valid for i < batch_sizes[t].
+  int64_t row(int64_t t, int64_t i) const { return offsets[t] + i; }
+};
+
+// Validates the shape (throws invalid_argument naming the argument and the values)
+// and computes the schedule.
+Schedule make_schedule(const SequenceShape& shape);
+
+// Element offset, in units of `width`-wide rows, of (t, original batch b) in the caller's
+// layout; for packed layouts only valid when t < length of b.
+int64_t caller_row(const SequenceShape& shape, const Schedule& s, int64_t t, int64_t b);
+
+// Caller's layout -> packed sorted rows [tokens, width]. Padding is never read.
+template <typename T>
+void gather_rows(const SequenceShape& shape, const Schedule& s, const T* src, T* dst,
+                 int64_t width);
+// Packed sorted rows [tokens, width] -> caller's layout; padding positions get `fill`.
+template <typename T>
+void scatter_rows(const SequenceShape& shape, const Schedule& s, const T* src, T* dst,
+                  int64_t width, T fill);
+// States [B, width] in original order <-> sorted order. A null src gives zeros.
+template <typename T>
+void gather_state(const Schedule& s, const T* src, T* dst, int64_t width);
+template <typename T>
+void scatter_state(const Schedule& s, const T* src, T* dst, int64_t width);
+
+}  // namespace rnnx::core
