@@ -4,6 +4,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -80,9 +81,15 @@ Plan::Plan(const Config& config, const SequenceShape& shape, const PlanOptions& 
     invalid("num_threads (= " + std::to_string(options.num_threads) + ") must be >= 0");
   }
   auto schedule = core::make_schedule(shape);
-  const int64_t in_cols = config.input_size, out_cols = config.num_directions() * config.output_size();
-  core::checked_mul(core::checked_mul(schedule.T, schedule.B, "T * B"), std::max(in_cols, out_cols),
-                    "sequence tensor size");
+  // Every buffer a backend carves is at most (T*B) rows of the widest row, per layer, in
+  // double: refuse up front what could overflow a size computation later.
+  const int64_t widest = std::max({config.input_size, config.num_directions() * config.output_size(),
+                                   config.num_directions() * gates_per_cell(config.cell) *
+                                       config.hidden_size});
+  const int64_t grid = core::checked_mul(schedule.T, schedule.B, "max_seq_len * batch");
+  core::checked_mul(core::checked_mul(core::checked_mul(grid, widest, "sequence tensor size"),
+                                      config.num_layers, "per-layer buffers"),
+                    8 * 4, "buffer bytes");
   state_ = std::make_unique<State>(
       State{PlanContext{config, shape, std::move(schedule), WeightLayout(config), options}, nullptr,
             {}, 0});
