@@ -18,5 +18,5 @@ if [ "${RNNX_SKIP_ASAN:-0}" != "1" ]; then
   cmake --build build/asan -j "$jobs"
   # OpenMP's runtime keeps its thread pool alive at exit; LeakSanitizer would report it.
   (cd build/asan && ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --output-on-failure -LE slow -j "$jobs")
+    ctest --output-on-failure -LE "slow|bench" -j "$jobs")
 fi

@@ -13,7 +13,7 @@ BuildInfo build_info() {
   BuildInfo info{};
   info.version = RNNX_VERSION_STRING;
   info.build_type = RNNX_BUILD_TYPE;
-  info.compiler = __VERSION__;
+  info.compiler = "g++ " __VERSION__;
   info.gemm_engine = "onednn-sgemm (float32), openblas-dgemm (float64)";
 #if defined(__SANITIZE_ADDRESS__)
   info.sanitizers = true;

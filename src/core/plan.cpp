@@ -5,8 +5,11 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/backend.hpp"
@@ -42,10 +45,54 @@ class ThreadScope {
   bool active_;
 };
 
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
-  return h;
+// FNV-1a over the bytes of every value that shapes the reserve: a backward refuses a
+// reserve written by a plan that differs in anything (sizes, lengths and their order,
+// layout, dtype, options, backend).
+class Fingerprint {
+ public:
+  template <typename V>
+  Fingerprint& add(const V& v) {
+    const auto* p = reinterpret_cast<const unsigned char*>(&v);
+    for (size_t i = 0; i < sizeof(V); ++i) h_ = (h_ ^ p[i]) * 1099511628211ull;
+    return *this;
+  }
+  Fingerprint& add(const std::vector<int64_t>& v) {
+    add(v.size());
+    for (int64_t e : v) add(e);
+    return *this;
+  }
+  Fingerprint& add(const std::string& s) {
+    add(s.size());
+    for (char ch : s) add(ch);
+    return *this;
+  }
+  uint64_t value() const { return h_; }
+
+ private:
+  uint64_t h_ = 1469598103934665603ull;
+};
+
+uint64_t plan_fingerprint(const Config& c, const SequenceShape& s, const std::string& impl) {
+  Fingerprint f;
+  f.add(c.cell).add(c.input_size).add(c.hidden_size).add(c.proj_size).add(c.num_layers);
+  f.add(c.bidirectional).add(c.bias).add(c.gru_linear_before_reset);
+  f.add(c.cell_clip.enabled).add(c.cell_clip.lo).add(c.cell_clip.hi);
+  f.add(c.proj_clip.enabled).add(c.proj_clip.lo).add(c.proj_clip.hi);
+  f.add(c.clip_nan).add(c.dropout).add(c.seed).add(c.dtype);
+  f.add(s.layout).add(s.max_seq_len).add(s.batch).add(s.lengths).add(s.batch_sizes);
+  f.add(s.sorted_indices).add(impl);
+  return f.value();
+}
+
+// Caller buffers must be aligned to their element type; workspace and reserve to the
+// widest element a backend carves from them (double, int64). 64 is better: every
+// sub-buffer starts at a 64-byte offset from the base, so it inherits the base's alignment.
+constexpr size_t kBufferAlignment = alignof(double);
+void require_aligned(const void* p, size_t alignment, const char* name) {
+  if (p != nullptr && reinterpret_cast<uintptr_t>(p) % alignment != 0) {
+    invalid(std::string(name) + " (address " + std::to_string(reinterpret_cast<uintptr_t>(p)) +
+            ") must be aligned to " + std::to_string(alignment) + " bytes");
+  }
 }
 
 void require(const void* p, const char* name) {
@@ -57,7 +104,12 @@ void require(const void* p, const char* name) {
 struct Plan::State {
   PlanContext ctx;
   std::unique_ptr<BackendImpl> impl;
-  std::vector<std::max_align_t> own_workspace;  // used when the caller passes none
+  // Used when the caller passes none; 64-byte aligned like every sub-buffer carved from it.
+  struct AlignedFree {
+    void operator()(void* p) const { std::free(p); }
+  };
+  std::unique_ptr<void, AlignedFree> own_workspace;
+  size_t own_workspace_size = 0;
   uint64_t plan_id = 0;
 
   void* workspace(void* given, size_t given_size, size_t needed, const char* call) {
@@ -69,16 +121,31 @@ struct Plan::State {
       }
       return given;
     }
-    const size_t words = (needed + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t);
-    if (own_workspace.size() < words) own_workspace.resize(words);
-    return own_workspace.data();
+    if (own_workspace_size < needed) {
+      own_workspace.reset(std::aligned_alloc(64, align_up(needed)));
+      own_workspace_size = own_workspace ? needed : 0;
+      if (!own_workspace) {
+        throw Error(Status::out_of_memory,
+                    std::string(call) + ": cannot allocate a workspace of " + std::to_string(needed) +
+                        " bytes");
+      }
+    }
+    return own_workspace.get();
   }
 };
 
-Plan::Plan(const Config& config, const SequenceShape& shape, const PlanOptions& options) {
+Plan::Plan(const Config& config, const SequenceShape& shape, const PlanOptions& options) try {
   validate(config);
   if (options.num_threads < 0) {
     invalid("num_threads (= " + std::to_string(options.num_threads) + ") must be >= 0");
+  }
+  if (shape.layout != Layout::packed) {
+    // Before the schedule allocates [B] and [T] vectors: x alone must be addressable.
+    core::checked_mul(core::checked_mul(core::checked_mul(std::max<int64_t>(shape.max_seq_len, 0),
+                                                          std::max<int64_t>(shape.batch, 0),
+                                                          "max_seq_len * batch"),
+                                        config.input_size, "x size"),
+                      dtype_size(config.dtype), "x bytes");
   }
   auto schedule = core::make_schedule(shape);
   // Every buffer a backend carves is at most (T*B) rows of the widest row, per layer, in
@@ -90,12 +157,22 @@ Plan::Plan(const Config& config, const SequenceShape& shape, const PlanOptions& 
   core::checked_mul(core::checked_mul(core::checked_mul(grid, widest, "sequence tensor size"),
                                       config.num_layers, "per-layer buffers"),
                     8 * 4, "buffer bytes");
+  WeightLayout weights(config);
+  core::checked_mul(weights.numel(), 8, "weight bytes");
   state_ = std::make_unique<State>(
-      State{PlanContext{config, shape, std::move(schedule), WeightLayout(config), options}, nullptr,
-            {}, 0});
+      State{PlanContext{config, shape, std::move(schedule), std::move(weights), options}, nullptr,
+            {}, 0, 0});
   state_->impl = options.backend == Backend::reference ? make_reference_backend(state_->ctx)
                                                        : make_cpu_backend(state_->ctx);
-  state_->plan_id = fnv1a(problem_name() + "/" + impl_name());
+  state_->plan_id = plan_fingerprint(config, shape, impl_name());
+} catch (const std::bad_alloc&) {
+  throw Error(Status::out_of_memory, "plan: out of memory for max_seq_len = " +
+                                         std::to_string(shape.max_seq_len) + ", batch = " +
+                                         std::to_string(shape.batch));
+} catch (const std::length_error&) {
+  throw Error(Status::invalid_argument, "plan: sizes too large for max_seq_len = " +
+                                            std::to_string(shape.max_seq_len) + ", batch = " +
+                                            std::to_string(shape.batch));
 }
 
 Plan::~Plan() = default;
@@ -156,7 +233,17 @@ void Plan::forward(const ForwardArgs& in) {
   require(in.y, "forward: y");
   if (!lstm && in.c0) invalid(std::string("forward: c0 given but cell is ") + to_string(config().cell));
   if (!lstm && in.cy) invalid(std::string("forward: cy given but cell is ") + to_string(config().cell));
+  const size_t elem = static_cast<size_t>(dtype_size(config().dtype));
+  require_aligned(in.x, elem, "forward: x");
+  require_aligned(in.h0, elem, "forward: h0");
+  require_aligned(in.c0, elem, "forward: c0");
+  require_aligned(in.weights, elem, "forward: weights");
+  require_aligned(in.y, elem, "forward: y");
+  require_aligned(in.hy, elem, "forward: hy");
+  require_aligned(in.cy, elem, "forward: cy");
+  require_aligned(in.workspace, kBufferAlignment, "forward: workspace");
   if (in.training) {
+    require_aligned(in.reserve, kBufferAlignment, "forward: reserve");
     require(in.reserve, "forward (training): reserve");
     if (in.reserve_size < reserve_size()) {
       invalid("forward: reserve_size (= " + std::to_string(in.reserve_size) +
@@ -167,11 +254,8 @@ void Plan::forward(const ForwardArgs& in) {
                                "forward");
   ForwardArgs args = in;
   if (in.training) {
-    auto* header = static_cast<ReserveHeader*>(in.reserve);
-    std::memset(header, 0, sizeof(ReserveHeader));
-    header->magic = kReserveMagic;
-    header->plan_id = state_->plan_id;
-    header->dropout_counter = in.dropout_counter;
+    // Marked valid only once the forward has succeeded.
+    std::memset(in.reserve, 0, sizeof(ReserveHeader));
     args.reserve = static_cast<char*>(in.reserve) + sizeof(ReserveHeader);
     args.reserve_size = in.reserve_size - sizeof(ReserveHeader);
   } else {
@@ -180,6 +264,13 @@ void Plan::forward(const ForwardArgs& in) {
   }
   ThreadScope threads(state_->ctx.options.num_threads);
   state_->impl->forward(args, ws);
+  if (in.training) {
+    ReserveHeader header{};
+    header.magic = kReserveMagic;
+    header.plan_id = state_->plan_id;
+    header.dropout_counter = in.dropout_counter;
+    std::memcpy(in.reserve, &header, sizeof(header));
+  }
 }
 
 void Plan::backward(const BackwardArgs& in) {
@@ -187,6 +278,17 @@ void Plan::backward(const BackwardArgs& in) {
   require(in.x, "backward: x");
   require(in.weights, "backward: weights");
   require(in.reserve, "backward: reserve");
+  const size_t elem = static_cast<size_t>(dtype_size(config().dtype));
+  for (auto [p, name] : {std::pair<const void*, const char*>{in.x, "backward: x"},
+                         {in.h0, "backward: h0"}, {in.c0, "backward: c0"},
+                         {in.weights, "backward: weights"}, {in.dy, "backward: dy"},
+                         {in.dhy, "backward: dhy"}, {in.dcy, "backward: dcy"},
+                         {in.dx, "backward: dx"}, {in.dh0, "backward: dh0"},
+                         {in.dc0, "backward: dc0"}, {in.dweights, "backward: dweights"}}) {
+    require_aligned(p, elem, name);
+  }
+  require_aligned(in.workspace, kBufferAlignment, "backward: workspace");
+  require_aligned(in.reserve, kBufferAlignment, "backward: reserve");
   if (!lstm && (in.c0 || in.dcy || in.dc0)) {
     invalid(std::string("backward: c0/dcy/dc0 given but cell is ") + to_string(config().cell));
   }

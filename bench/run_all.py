@@ -1,0 +1,693 @@
+#!/usr/bin/python3
+"""The side-by-side benchmark in one command: rnnx against oneDNN's RNN primitives and PyTorch.
+
+For every problem of bench/problems.txt x lengths (full, uniform, longtail) x thread count it
+runs, each as its own process: `rnnx bench --backend cpu`, rnnx_onednn_peer (oneDNN, padded
+T x B), torch_peer.py --variant padded and --variant packed, and for variable lengths rnnx on
+the equivalent full batch (the "ragged" reference). It measures the GEMM peak once per thread
+count, prints one table and writes bench/RESULTS.md (and the raw records to RESULTS.jsonl).
+Definitions: bench/README.md. Run with Debian's /usr/bin/python3 (python3-torch).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import lengths as lengths_mod  # noqa: E402
+
+GATES = {"lstm": 4, "gru": 3, "gru-orig": 3, "rnn_tanh": 1, "rnn_relu": 1}
+DISTRIBUTIONS = ("full", "uniform", "longtail")
+MODES = ("infer", "train", "fwdbwd")
+PEERS = ("onednn", "torch-padded", "torch-packed")
+
+# The issue's targets (#3).
+TARGET_FULL_VS_ONEDNN = 0.95   # full length: rnnx at least 0.95x oneDNN's speed
+TARGET_FULL_VS_TORCH = 2.0     # full length: at least 2x PyTorch (the faster of padded, packed)
+TARGET_VAR_VS_PEERS = {"uniform": 1.8, "longtail": 3.0}  # vs the fastest peer
+TARGET_RAGGED = 1.15           # ragged time / time of the equivalent full batch
+
+
+# ----------------------------------------------------------------------------------------
+# Problems
+# ----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Problem:
+    cell: str
+    layers: int
+    bidir: bool
+    input: int
+    hidden: int
+    proj: int
+    T: int
+    B: int
+    line: str = ""
+
+    def flags(self, T=None, B=None):
+        f = ["--cell", self.cell, "--layers", str(self.layers), "--input", str(self.input),
+             "--hidden", str(self.hidden), "--proj", str(self.proj),
+             "--batch", str(self.B if B is None else B), "--seq", str(self.T if T is None else T)]
+        return f + (["--bidirectional"] if self.bidir else [])
+
+    def name(self, lens, T=None, B=None):
+        """Plan::problem_name() of rnnx."""
+        T = self.T if T is None else T
+        B = self.B if B is None else B
+        full = all(v == T for v in lens)
+        return (f"{self.cell}_l{self.layers}_{'bidir' if self.bidir else 'uni'}_t{T}_b{B}"
+                f"_i{self.input}_h{self.hidden}_p{self.proj}_len-{'full' if full else 'mixed'}")
+
+    def forward_flops(self, tokens):
+        G, H, D = GATES[self.cell], self.hidden, 2 if self.bidir else 1
+        P = self.proj if self.proj > 0 else H
+        per_token = 0.0
+        for l in range(self.layers):
+            i_l = self.input if l == 0 else D * P
+            per_token += D * (2.0 * G * H * (i_l + P) + (2.0 * H * P if self.proj > 0 else 0.0))
+        return per_token * tokens
+
+    def flops(self, mode, tokens):
+        return self.forward_flops(tokens) * (3.0 if mode == "fwdbwd" else 1.0)
+
+
+def parse_problems(path):
+    """One problem a line: `lstm l=2 bidir i=256 h=256 p=0 t=100 b=32`; '#' starts a comment."""
+    problems = []
+    keys = {"l": "layers", "i": "input", "h": "hidden", "p": "proj", "t": "T", "b": "B"}
+    with open(path) as f:
+        for line_no, raw in enumerate(f, 1):
+            line = raw.split("#", 1)[0].strip()
+            if not line:
+                continue
+            words = line.split()
+            where = f"{path}:{line_no}"
+            if words[0] not in GATES:
+                raise SystemExit(f"{where}: cell '{words[0]}' is not one of {', '.join(GATES)}")
+            v = {"layers": 1, "proj": 0, "bidir": False}
+            for w in words[1:]:
+                if w in ("bidir", "uni"):
+                    v["bidir"] = w == "bidir"
+                    continue
+                k, _, val = w.partition("=")
+                if k not in keys or not val.isdigit():
+                    raise SystemExit(f"{where}: '{w}' is not bidir, uni or one of "
+                                     f"{', '.join(k + '=N' for k in keys)}")
+                v[keys[k]] = int(val)
+            missing = [k for k, name in keys.items() if name not in v]
+            if missing:
+                raise SystemExit(f"{where}: missing {', '.join(k + '=' for k in missing)}")
+            problems.append(Problem(words[0], v["layers"], v["bidir"], v["input"], v["hidden"],
+                                    v["proj"], v["T"], v["B"], line))
+    return problems
+
+
+# ----------------------------------------------------------------------------------------
+# Running the runners
+# ----------------------------------------------------------------------------------------
+
+class Runners:
+    def __init__(self, args):
+        self.args = args
+        self.rnnx = args.rnnx or find_file(args.build, ["tools/rnnx/rnnx", "rnnx", "bin/rnnx"])
+        self.onednn = args.onednn_peer or find_file(
+            args.build, ["bench/rnnx_onednn_peer", "rnnx_onednn_peer", "bin/rnnx_onednn_peer"])
+        self.torch_peer = os.path.join(HERE, "torch_peer.py")
+        self.log = []  # (command, rc, stderr tail) of failed runs
+
+    def env(self, runner, threads):
+        e = dict(os.environ)
+        for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            e[k] = str(threads)
+        policy = wait_policy(self.args.wait_policy, runner)
+        if policy:
+            e["OMP_WAIT_POLICY"] = policy
+        else:
+            e.pop("OMP_WAIT_POLICY", None)
+        if runner.startswith("torch") and self.args.torch_malloc == "keep":
+            # glibc keeps freed memory instead of returning it to the kernel, so PyTorch's
+            # per-call tensors are not fresh pages (first touch ~0.3 GB/s, PERF-NOTES.md).
+            e["GLIBC_TUNABLES"] = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736"
+        return e
+
+    def run(self, runner, cmd, threads):
+        """Runs one command; returns (records, error text or None)."""
+        if cmd is None:
+            return [], "runner not found (see --build)"
+        start = time.monotonic()
+        try:
+            p = subprocess.run(cmd, env=self.env(runner, threads), capture_output=True, text=True,
+                               timeout=self.args.timeout)
+        except subprocess.TimeoutExpired:
+            self.log.append((cmd, "timeout", f"killed after {self.args.timeout} s"))
+            return [], f"timed out after {self.args.timeout} s"
+        except OSError as e:
+            self.log.append((cmd, "oserror", str(e)))
+            return [], str(e)
+        recs = []
+        for line in p.stdout.splitlines():
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    recs.append(json.loads(line))
+                except json.JSONDecodeError:
+                    pass
+        err = None
+        if p.returncode != 0:
+            tail = " | ".join(p.stderr.strip().splitlines()[-3:])[-400:]
+            self.log.append((cmd, p.returncode, tail))
+            err = f"exit {p.returncode}: {tail}" if tail else f"exit {p.returncode}"
+        if self.args.verbose:
+            print(f"  [{time.monotonic() - start:6.1f} s] {runner}: {shlex.join(cmd)}"
+                  f"{'  -> ' + err if err else ''}", file=sys.stderr)
+        return recs, err
+
+    def common(self, modes, threads, lengths_arg, seed):
+        return ["--lengths", lengths_arg, "--seed", str(seed), "--mode", ",".join(modes),
+                "--threads", str(threads), "--repeat", str(self.args.repeat),
+                "--warmup", str(self.args.warmup), "--json"]
+
+    def rnnx_cmd(self, prob, modes, threads, lengths_arg, seed, T=None, B=None):
+        if not self.rnnx:
+            return None
+        return ([self.rnnx, "bench", "--backend", self.args.rnnx_backend] + prob.flags(T, B)
+                + self.common(modes, threads, lengths_arg, seed))
+
+    def onednn_cmd(self, prob, modes, threads, lengths_arg, seed):
+        if not self.onednn:
+            return None
+        return [self.onednn] + prob.flags() + self.common(modes, threads, lengths_arg, seed)
+
+    def torch_cmd(self, variant, prob, modes, threads, lengths_arg, seed):
+        cmd = [self.args.torch_python, self.torch_peer, "--variant", variant] + prob.flags()
+        cmd += self.common(modes, threads, lengths_arg, seed)
+        if self.args.torch_budget_s > 0:
+            cmd += ["--budget-s", str(self.args.torch_budget_s)]
+        return cmd
+
+    def gemm_peak(self, threads):
+        if not self.onednn:
+            return {}, "rnnx_onednn_peer not found"
+        cmd = [self.onednn, "--gemm-peak", "--gemm-size", str(self.args.gemm_size), "--threads",
+               str(threads), "--repeat", str(max(3, min(self.args.repeat, 10))), "--warmup", "1",
+               "--json"]
+        recs, err = self.run("onednn", cmd, threads)
+        return {r["kind"]: r for r in recs}, err
+
+
+def wait_policy(setting, runner):
+    """OMP_WAIT_POLICY for a runner. auto: PASSIVE for PyTorch only, whose OpenMP pool and
+    OpenBLAS's threads otherwise spin against each other on 2 cores (PERF-NOTES.md); rnnx and
+    oneDNN use one OpenMP runtime, where the default (spin, then sleep) is best for the many
+    short parallel regions of a time loop."""
+    if setting == "auto":
+        return "PASSIVE" if runner.startswith("torch") else None
+    return None if setting == "unset" else setting.upper()
+
+
+def find_file(build, candidates):
+    if not build:
+        return None
+    for c in candidates:
+        p = os.path.join(build, c)
+        if os.path.isfile(p) and os.access(p, os.X_OK):
+            return p
+    return None
+
+
+# ----------------------------------------------------------------------------------------
+# Rows
+# ----------------------------------------------------------------------------------------
+
+def by_mode(recs, threads):
+    out = {}
+    for r in recs:
+        if r.get("threads") == threads or len({x.get("threads") for x in recs}) == 1:
+            out[r.get("mode")] = r
+    return out
+
+
+def ms_of(rec):
+    if rec and "error" not in rec and rec.get("ms_median"):
+        return rec["ms_median"]
+    return None
+
+
+def ratio(num, den):
+    return num / den if num and den else None
+
+
+def make_row(prob, dist, lens, mode, threads, res, ragged_ref, peak):
+    tokens = sum(lens)
+    row = {"problem": prob.name(lens), "lengths": dist, "mode": mode, "threads": threads,
+           "real_tokens": tokens, "padded_tokens": prob.T * prob.B}
+    rx = res["rnnx"].get(mode)
+    rx_ms = ms_of(rx)
+    flops = prob.flops(mode, tokens)
+    row["rnnx_impl"] = rx.get("impl") if rx else None
+    row["rnnx_ms"] = rx_ms
+    row["rnnx_ms_min"] = rx.get("ms_min") if rx_ms else None
+    row["rnnx_ms_max"] = rx.get("ms_max") if rx_ms else None
+    row["rnnx_gflops"] = flops / (rx_ms * 1e-3) / 1e9 if rx_ms else None
+    row["pct_peak"] = 100.0 * row["rnnx_gflops"] / peak if row["rnnx_gflops"] and peak else None
+    if rx_ms and tokens:
+        row["bytes_per_token"] = ((rx.get("workspace_bytes") or 0) + (rx.get("reserve_bytes") or 0)) / tokens
+    else:
+        row["bytes_per_token"] = None
+    row["rnnx_error"] = (rx or {}).get("error") or (res["errors"].get("rnnx") if not rx_ms else None)
+    for peer in PEERS:
+        pr = res[peer].get(mode)
+        pms = ms_of(pr)
+        row[f"{peer}_ms"] = pms
+        row[f"{peer}_impl"] = pr.get("impl") if pr else None
+        row[f"x_{peer}"] = ratio(pms, rx_ms)
+        if not pms:
+            row[f"{peer}_error"] = (pr or {}).get("error") or res["errors"].get(peer)
+    # Ragged: rnnx on a full batch of B' sequences of length T' = max(lens) (same number of
+    # time steps), B' = round(tokens / T'), scaled linearly to the same number of tokens.
+    row["ragged"] = None
+    if ragged_ref:
+        ref_ms = ms_of(ragged_ref["recs"].get(mode))
+        if ref_ms and rx_ms:
+            scaled = ref_ms * tokens / (ragged_ref["B"] * ragged_ref["T"])
+            row["ragged_ref_ms"] = scaled
+            row["ragged"] = rx_ms / scaled
+        row["ragged_ref_shape"] = f"T'={ragged_ref['T']} B'={ragged_ref['B']}"
+    row["targets"] = targets(row, dist, lens, prob)
+    return row
+
+
+def targets(row, dist, lens, prob):
+    """[(label, ok or None when not measurable)] for the issue's targets that apply."""
+    t = []
+    full = all(v == prob.T for v in lens)
+    torch_ms = [row[f"{p}_ms"] for p in ("torch-padded", "torch-packed") if row[f"{p}_ms"]]
+    if full:
+        x = row["x_onednn"]
+        t.append((f"dnn>={TARGET_FULL_VS_ONEDNN}", None if x is None else x >= TARGET_FULL_VS_ONEDNN))
+        x = min(torch_ms) / row["rnnx_ms"] if torch_ms and row["rnnx_ms"] else None
+        t.append((f"pt>={TARGET_FULL_VS_TORCH:g}", None if x is None else x >= TARGET_FULL_VS_TORCH))
+    else:
+        need = TARGET_VAR_VS_PEERS.get(dist)
+        if need:
+            peers = [row[f"{p}_ms"] for p in PEERS if row[f"{p}_ms"]]
+            # The fastest peer, and only when every peer ran: a missing peer could be faster.
+            x = min(peers) / row["rnnx_ms"] if len(peers) == len(PEERS) and row["rnnx_ms"] else None
+            row["x_best_peer"] = x
+            t.append((f"peers>={need:g}", None if x is None else x >= need))
+        r = row["ragged"]
+        t.append((f"ragged<={TARGET_RAGGED}", None if r is None else r <= TARGET_RAGGED))
+    return t
+
+
+# ----------------------------------------------------------------------------------------
+# Table
+# ----------------------------------------------------------------------------------------
+
+def fmt(v, spec, na="n/a"):
+    return na if v is None else format(v, spec)
+
+
+COLUMNS = [
+    ("problem", "problem", lambda r: r["problem"]),
+    ("lengths", "lengths", lambda r: r["lengths"]),
+    ("mode", "mode", lambda r: r["mode"]),
+    ("thr", "threads", lambda r: str(r["threads"])),
+    ("tokens", "real tokens", lambda r: str(r["real_tokens"])),
+    ("rnnx ms", "rnnx ms median (min-max)",
+     lambda r: "n/a" if r["rnnx_ms"] is None else
+     f"{r['rnnx_ms']:.2f} ({r['rnnx_ms_min']:.2f}-{r['rnnx_ms_max']:.2f})"),
+    ("GF/s", "rnnx GFLOP/s (real tokens)", lambda r: fmt(r["rnnx_gflops"], ".1f")),
+    ("%peak", "% of f32 GEMM peak", lambda r: fmt(r["pct_peak"], ".0f")),
+    ("B/tok", "workspace+reserve bytes / real token", lambda r: fmt(r["bytes_per_token"], ".0f")),
+    ("x1dnn", "oneDNN ms / rnnx ms", lambda r: fmt(r["x_onednn"], ".2f")),
+    ("xpt-pad", "torch padded ms / rnnx ms", lambda r: fmt(r["x_torch-padded"], ".2f")),
+    ("xpt-pack", "torch packed ms / rnnx ms", lambda r: fmt(r["x_torch-packed"], ".2f")),
+    ("ragged", "rnnx ms / equivalent full batch ms", lambda r: fmt(r["ragged"], ".2f", "-")),
+    ("targets", "issue #3 targets", lambda r: " ".join(
+        f"{label}:{'n/a' if ok is None else 'ok' if ok else 'MISS'}" for label, ok in r["targets"])),
+]
+
+
+def console_table(rows):
+    cells = [[c[0] for c in COLUMNS]] + [[c[2](r) for c in COLUMNS] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(COLUMNS))]
+    lines = []
+    for k, row in enumerate(cells):
+        lines.append("  ".join(v.ljust(w) if i < 4 or i == len(COLUMNS) - 1 else v.rjust(w)
+                               for i, (v, w) in enumerate(zip(row, widths))).rstrip())
+        if k == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def markdown_table(rows):
+    head = "| " + " | ".join(c[1] for c in COLUMNS) + " |"
+    sep = "|" + "|".join("---" if i < 4 or i == len(COLUMNS) - 1 else "--:"
+                         for i in range(len(COLUMNS))) + "|"
+    body = ["| " + " | ".join(c[2](r) for c in COLUMNS) + " |" for r in rows]
+    return "\n".join([head, sep] + body)
+
+
+def target_summary(rows):
+    met, missed, na = {}, {}, {}
+    for r in rows:
+        for label, ok in r["targets"]:
+            d = na if ok is None else met if ok else missed
+            d[label] = d.get(label, 0) + 1
+    labels = sorted(set(met) | set(missed) | set(na))
+    return [f"{lab}: {met.get(lab, 0)} met, {missed.get(lab, 0)} missed, {na.get(lab, 0)} not measured"
+            for lab in labels]
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    have = set(line.split(":", 1)[1].split())
+                    return [x for x in ("avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16") if x in have]
+    except OSError:
+        pass
+    return []
+
+
+class BusyProbe:
+    """Samples whether other processes compete for the CPUs: the runnable count of
+    /proc/loadavg, taken between runs (when none of ours runs), minus this process."""
+
+    def __init__(self):
+        self.samples = 0
+        self.busy = 0
+        self.worst = 0
+
+    def sample(self):
+        try:
+            with open("/proc/loadavg") as f:
+                running = int(f.read().split()[3].split("/")[0]) - 1
+        except (OSError, ValueError, IndexError):
+            return
+        self.samples += 1
+        self.busy += running > 0
+        self.worst = max(self.worst, running)
+
+    def note(self):
+        if self.busy:
+            return (f"other processes were running at {self.busy} of {self.samples} samples taken "
+                    f"between runs (up to {self.worst} at once): the machine was not idle, "
+                    f"times are noisy, 2-thread times most of all")
+        return None
+
+
+def tool_output(cmd):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def write_results(path, args, rows, peaks, runners, started, elapsed, notes):
+    now = datetime.datetime.now().astimezone()
+    lines = [
+        "# rnnx benchmark results",
+        "",
+        f"* Date: {now:%Y-%m-%d %H:%M %Z} (took {elapsed / 60:.1f} min)",
+        f"* CPU: {cpu_model()}, {os.cpu_count()} logical CPUs, flags {' '.join(cpu_flags())}",
+        f"* Threads: {','.join(map(str, args.threads))}",
+        f"* Command: `{shlex.join([sys.executable] + sys.argv)}`",
+        f"* Commit: {tool_output(['git', '-C', HERE, 'rev-parse', '--short', 'HEAD']) or 'unknown'}"
+        f"{' (working tree has changes)' if tool_output(['git', '-C', HERE, 'status', '--porcelain']) else ''}",
+        f"* rnnx: `{runners.rnnx}` --backend {args.rnnx_backend}; oneDNN peer: `{runners.onednn}`; "
+        f"PyTorch: {tool_output([args.torch_python, '-c', 'import torch; print(torch.__version__)']) or 'n/a'}",
+        f"* Repeat {args.repeat}, warm-up {args.warmup}"
+        f"{f', PyTorch capped at about {args.torch_budget_s:g} s per measurement (at least 3 runs)' if args.torch_budget_s > 0 else ''}; "
+        f"seed {args.seed}",
+        f"* OMP_WAIT_POLICY: {args.wait_policy} (rnnx: {wait_policy(args.wait_policy, 'rnnx') or 'unset'}, "
+        f"oneDNN: {wait_policy(args.wait_policy, 'onednn') or 'unset'}, "
+        f"PyTorch: {wait_policy(args.wait_policy, 'torch') or 'unset'}); "
+        f"OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = thread count; "
+        f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}; "
+        f"PyTorch malloc: {args.torch_malloc}",
+        "",
+    ]
+    info = tool_output([runners.rnnx, "info"]) if runners.rnnx else ""
+    if info:
+        lines += ["```", info, "```", ""]
+    lines += ["## GEMM peak (oneDNN, m = n = k = %d, GFLOP/s)" % args.gemm_size, "",
+              "| threads | sgemm | matmul f32 | matmul bf16 (f32 acc.) |", "|--:|--:|--:|--:|"]
+    for t in args.threads:
+        p = peaks.get(t, {})
+        lines.append(f"| {t} | " + " | ".join(
+            fmt((p.get(k) or {}).get("gflops"), ".1f") for k in ("sgemm", "matmul-f32", "matmul-bf16")) + " |")
+    lines += ["", "%peak below is against the f32 peak: the larger of sgemm and matmul f32.", "",
+              "## Results", "", markdown_table(rows), "",
+              "Ratios are peer ms / rnnx ms (> 1: rnnx is faster). GFLOP/s count real tokens only "
+              "for every runner (bench/README.md). ragged = rnnx's time over its time on a full "
+              "batch of B' = round(tokens / T') sequences of length T' = the longest length "
+              "(same number of steps), scaled to the same number of tokens.", "",
+              "## Targets (issue #3)", ""]
+    lines += [f"* {s}" for s in target_summary(rows)] + [""]
+    if notes:
+        lines += ["## Notes", ""] + [f"* {n}" for n in notes] + [""]
+    errs = {}
+    for r in rows:
+        for k in ["rnnx"] + list(PEERS):
+            e = r.get(f"{k}_error")
+            if e:
+                errs.setdefault(f"{k}: {e}", []).append(f"{r['problem']} {r['lengths']} {r['mode']} t{r['threads']}")
+    if errs:
+        lines += ["## Runs that gave no time", ""]
+        for e, where in errs.items():
+            lines.append(f"* {e} — {len(where)} row(s), e.g. {where[0]}")
+        lines.append("")
+    with open(path, "w") as f:
+        f.write("\n".join(lines))
+
+
+# ----------------------------------------------------------------------------------------
+# Main
+# ----------------------------------------------------------------------------------------
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--build", help="build folder holding tools/rnnx/rnnx and bench/rnnx_onednn_peer")
+    p.add_argument("--rnnx", help="path of the rnnx command (default: found in --build)")
+    p.add_argument("--onednn-peer", help="path of rnnx_onednn_peer (default: found in --build)")
+    p.add_argument("--rnnx-backend", default="cpu", help="backend of `rnnx bench` (default cpu)")
+    p.add_argument("--torch-python", default="/usr/bin/python3", help="a Python with torch")
+    p.add_argument("--problems", help="problem list (default bench/problems.txt, "
+                                      "bench/problems-quick.txt with --quick)")
+    p.add_argument("--filter", help="regular expression: keep problems whose line or name matches")
+    p.add_argument("--lengths", default=",".join(DISTRIBUTIONS),
+                   help="comma-separated: full, uniform, longtail")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", default="1,2", help="comma-separated thread counts")
+    p.add_argument("--modes", default=",".join(MODES), help="comma-separated: infer, train, fwdbwd")
+    p.add_argument("--repeat", type=int, default=None, help="timed runs per measurement (default 10)")
+    p.add_argument("--warmup", type=int, default=None, help="untimed runs first (default 2)")
+    p.add_argument("--torch-budget-s", type=float, default=20.0,
+                   help="cap PyTorch's timed runs at about this many seconds per measurement "
+                        "(at least 3 runs; 0 = always --repeat): packed training is very slow")
+    p.add_argument("--torch-malloc", choices=["default", "keep"], default="default",
+                   help="keep: glibc never returns freed memory to the kernel in the PyTorch "
+                        "runs, so they do not pay first touch on every call")
+    p.add_argument("--wait-policy", default="auto", choices=["auto", "passive", "active", "unset"],
+                   help="OMP_WAIT_POLICY of the runners (auto: PASSIVE for PyTorch only)")
+    p.add_argument("--gemm-size", type=int, default=None, help="m = n = k of the GEMM peak (2048)")
+    p.add_argument("--timeout", type=float, default=3600.0, help="seconds per runner process")
+    p.add_argument("--skip", default="", help="comma-separated runners to skip: onednn, "
+                                              "torch-padded, torch-packed, ragged")
+    p.add_argument("--quick", action="store_true",
+                   help="smoke test: small problems, 1 thread, few runs (about a minute)")
+    p.add_argument("--out", default=os.path.join(HERE, "RESULTS.md"))
+    p.add_argument("--no-write", action="store_true", help="print the table only")
+    p.add_argument("--verbose", "-v", action="store_true", help="print every command run")
+    a = p.parse_args(argv)
+    if a.quick:
+        a.problems = a.problems or os.path.join(HERE, "problems-quick.txt")
+        a.threads = "1" if a.threads == "1,2" else a.threads
+        a.lengths = "full,longtail" if a.lengths == ",".join(DISTRIBUTIONS) else a.lengths
+        a.repeat = a.repeat or 2
+        a.warmup = 1 if a.warmup is None else a.warmup
+        a.gemm_size = a.gemm_size or 512
+        a.torch_budget_s = min(a.torch_budget_s, 2.0)
+    a.problems = a.problems or os.path.join(HERE, "problems.txt")
+    a.repeat = a.repeat or 10
+    a.warmup = 2 if a.warmup is None else a.warmup
+    a.gemm_size = a.gemm_size or 2048
+    a.threads = [int(t) for t in a.threads.split(",") if t]
+    a.modes = [m for m in a.modes.split(",") if m]
+    a.lengths = [d for d in a.lengths.split(",") if d]
+    a.skip = set(s for s in a.skip.split(",") if s)
+    for m in a.modes:
+        if m not in MODES:
+            p.error(f"--modes: '{m}' is not one of {', '.join(MODES)}")
+    for d in a.lengths:
+        if d not in DISTRIBUTIONS:
+            p.error(f"--lengths: '{d}' is not one of {', '.join(DISTRIBUTIONS)}")
+    if not a.build and not a.rnnx:
+        p.error("give --build DIR (or --rnnx and --onednn-peer)")
+    return a
+
+
+def check_lengths_generator(runners, seed, notes):
+    """The driver hands every runner a lengths file; still check once that its generator is
+    `rnnx bench`'s, so that `rnnx bench --lengths uniform` means the same lengths by hand."""
+    if not runners.rnnx:
+        return
+    T, B = 100, 64
+    for dist in ("uniform", "longtail"):
+        cmd = [runners.rnnx, "bench", "--backend", "reference", "--cell", "rnn_tanh", "--input", "1",
+               "--hidden", "1", "--batch", str(B), "--seq", str(T), "--lengths", dist,
+               "--seed", str(seed), "--repeat", "1", "--warmup", "0", "--json"]
+        recs, err = runners.run("rnnx", cmd, 1)
+        mine = sum(lengths_mod.make_lengths(dist, T, B, seed))
+        if err or not recs:
+            notes.append(f"lengths check ({dist}) could not run rnnx: {err}")
+        elif recs[0].get("tokens") != mine:
+            notes.append(f"lengths check FAILED: rnnx bench --lengths {dist} gives "
+                         f"{recs[0].get('tokens')} tokens, bench/lengths.py {mine}")
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    started = time.monotonic()
+    runners = Runners(args)
+    notes = []
+    if not runners.rnnx:
+        notes.append("rnnx not found: every rnnx column is n/a")
+    if not runners.onednn:
+        notes.append("rnnx_onednn_peer not found: oneDNN columns and the GEMM peak are n/a")
+    problems = parse_problems(args.problems)
+    if args.filter:
+        rx = re.compile(args.filter)
+        problems = [p for p in problems if rx.search(p.line) or rx.search(p.name([p.T] * p.B))]
+    if not problems:
+        raise SystemExit(f"no problem in {args.problems} matches --filter {args.filter!r}")
+
+    check_lengths_generator(runners, args.seed, notes)
+    peaks = {}
+    for t in args.threads:
+        peaks[t], err = runners.gemm_peak(t)
+        if err:
+            notes.append(f"GEMM peak at {t} thread(s): {err}")
+        got = ", ".join(f"{k} {v.get('gflops', 0):.0f}" for k, v in peaks[t].items() if "gflops" in v)
+        print(f"GEMM peak, {t} thread(s): {got or 'n/a'} GFLOP/s", file=sys.stderr)
+
+    busy = BusyProbe()
+    tmp = tempfile.mkdtemp(prefix="rnnx-bench-")
+    rows = []
+    raw = []
+    work = [(p, d, t) for p in problems for d in args.lengths for t in args.threads]
+    try:
+        for k, (prob, dist, threads) in enumerate(work, 1):
+            lens = lengths_mod.make_lengths(dist, prob.T, prob.B, args.seed)
+            if dist != "full" and lens == [prob.T] * prob.B and "full" in args.lengths:
+                notes.append(f"{prob.line}: {dist} lengths are all T (B = {prob.B}); same as full, skipped")
+                continue
+            lfile = os.path.join(tmp, f"lengths-{k}.txt")
+            lengths_mod.write_lengths_file(lfile, lens)
+            res = {"errors": {}}
+            t0 = time.monotonic()
+
+            def go(key, cmd):
+                busy.sample()
+                recs, err = runners.run(key, cmd, threads)
+                for r in recs:
+                    raw.append(dict(r, runner=key, lengths_dist=dist, line=prob.line))
+                res[key] = by_mode(recs, threads)
+                if err:
+                    res["errors"][key] = err
+
+            go("rnnx", runners.rnnx_cmd(prob, args.modes, threads, lfile, args.seed))
+            for peer in PEERS:
+                if peer in args.skip:
+                    res[peer] = {}
+                    res["errors"][peer] = "skipped (--skip)"
+                elif peer == "onednn":
+                    go(peer, runners.onednn_cmd(prob, args.modes, threads, lfile, args.seed))
+                else:
+                    go(peer, runners.torch_cmd(peer.split("-")[1], prob, args.modes, threads, lfile, args.seed))
+            ragged_ref = None
+            tokens = sum(lens)
+            if dist != "full" and tokens > 0 and "ragged" not in args.skip:
+                Tr = max(lens)
+                Br = max(1, round(tokens / Tr))
+                recs, err = runners.run("rnnx", runners.rnnx_cmd(prob, args.modes, threads, "full",
+                                                                 args.seed, T=Tr, B=Br), threads)
+                for r in recs:
+                    raw.append(dict(r, runner="rnnx-ragged-ref", lengths_dist="full", line=prob.line))
+                ragged_ref = {"T": Tr, "B": Br, "recs": by_mode(recs, threads)}
+            for mode in args.modes:
+                row = make_row(prob, dist, lens, mode, threads, res, ragged_ref,
+                               best_f32_peak(peaks.get(threads, {})))
+                rows.append(row)
+                rx_tokens = (res["rnnx"].get(mode) or {}).get("tokens")
+                if rx_tokens is not None and rx_tokens != tokens:
+                    notes.append(f"{row['problem']} {dist}: rnnx reports {rx_tokens} tokens, the lengths file has {tokens}")
+            print(f"[{k}/{len(work)}] {prob.name(lens)} {dist} threads={threads}: "
+                  f"{time.monotonic() - t0:.1f} s; rnnx "
+                  + ", ".join(f"{m} {fmt(ms_of(res['rnnx'].get(m)), '.2f')} ms" for m in args.modes),
+                  file=sys.stderr)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    elapsed = time.monotonic() - started
+    if busy.note():
+        notes.append(busy.note())
+    print(console_table(rows))
+    print()
+    for t in args.threads:
+        p = peaks.get(t, {})
+        print(f"GEMM peak, {t} thread(s), GFLOP/s: " + ", ".join(
+            f"{k} {fmt((p.get(k) or {}).get('gflops'), '.1f')}" for k in ("sgemm", "matmul-f32", "matmul-bf16")))
+    for s in target_summary(rows):
+        print(f"target {s}")
+    for n in notes:
+        print(f"note: {n}")
+    if not args.no_write:
+        write_results(args.out, args, rows, peaks, runners, started, elapsed, notes)
+        stem = os.path.splitext(args.out)[0]
+        with open(stem + ".jsonl", "w") as f:
+            for r in raw:
+                f.write(json.dumps(r) + "\n")
+            for t, p in peaks.items():
+                for r in p.values():
+                    f.write(json.dumps(dict(r, runner="gemm-peak")) + "\n")
+            for r in rows:
+                f.write(json.dumps(dict(r, runner="row")) + "\n")
+        print(f"wrote {args.out} and {stem}.jsonl", file=sys.stderr)
+    # The smoke test fails when rnnx itself gave no time; peers may be missing (n/a).
+    return 1 if any(r["rnnx_ms"] is None for r in rows) else 0
+
+
+def best_f32_peak(p):
+    vals = [(p.get(k) or {}).get("gflops") for k in ("sgemm", "matmul-f32")]
+    vals = [v for v in vals if v]
+    return max(vals) if vals else None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+// The cpu backend's reserve and workspaces, each carved by one function that serves both the
+// size query (base == nullptr) and execution, so sizes and pointers cannot disagree.
+// Token-indexed buffers are sized by the real token count N, never by B * T.
+#pragma once
+
+#include <cstdint>
+
+#include "core/backend.hpp"
+#include "cpu/problem.hpp"
+
+namespace rnnx::cpu {
+
+// One direction's part of a layer's reserve; absent parts are null.
+template <typename T>
+struct ReserveDir {
+  T* gates = nullptr;         // [N, G*H] activated gates (LSTM, GRU)
+  T* c = nullptr;             // [N, H] LSTM c_t after clipping
+  uint8_t* c_pass = nullptr;  // [N, H] LSTM with cell clip: gradient passes the clip
+  T* h_full = nullptr;        // [N, H] LSTMP o * tanh(c), the projection's input
+  uint8_t* r_pass = nullptr;  // [N, P'] LSTMP with proj clip
+  T* hn = nullptr;            // [N, H] GRU: W_hn h + b_hn (linear before reset) or r * h
+};
+
+template <typename T>
+struct ReserveLayer {
+  T* y = nullptr;          // [N, D*P'] the layer's output as computed: the recurrent states
+  T* y_dropped = nullptr;  // [N, D*P'] after dropout, the next layer's input (when dropout)
+  ReserveDir<T> dir[2];
+};
+
+// Carves layer l's block; the backend records each block's offset at plan time.
+template <typename T>
+ReserveLayer<T> carve_reserve_layer(const Problem& p, Carver& carver, int64_t l);
+// Layer l's block inside the reserve at `base`, from the recorded offsets.
+template <typename T>
+ReserveLayer<T> reserve_layer(const Problem& p, const void* base, int64_t l);
+
+template <typename T>
+struct ForwardBuffers {
+  T* x = nullptr;        // [N, I] gathered input (not for packed input, which is used as is)
+  T* y[2] = {};          // [N, D*P'] inference layer outputs, ping-pong
+  T* gx = nullptr;       // [N, G*H] inference input projection (LSTM, GRU)
+  T* h_state = nullptr;  // [B, P']
+  T* c_state = nullptr;  // [B, H]
+  T* hg = nullptr;       // [B, G*H] recurrent projection of one step
+  T* scratch = nullptr;  // [B, H] inference LSTMP h_full or original-GRU r * h of one step
+  T* bias = nullptr;     // [G*H + H] combined biases of one direction, then b_hn
+};
+
+template <typename T>
+Carver carve_forward(const Problem& p, bool training, void* base, ForwardBuffers<T>* out);
+
+template <typename T>
+struct BackwardBuffers {
+  T* x = nullptr;         // [N, I] gathered input (not for packed input)
+  T* dy[2] = {};          // [N, D*P'] output gradients of the layers, ping-pong
+  T* dx = nullptr;        // [N, I] layer-0 input gradient (not for packed: written in place)
+  T* dg = nullptr;        // [N, G*H] input-side pre-activation gradients of one direction
+  T* dgh = nullptr;       // [N, 3H] GRU linear before reset: hidden-side gradients
+  T* h_prev = nullptr;    // [N, P'] previous state of every token of one direction
+  T* dr = nullptr;        // [N, P'] LSTMP: gradient of r before the clip
+  T* ones = nullptr;      // [N] for bias gradients as a GEMM
+  T* dh_state = nullptr;  // [B, P']
+  T* dc_state = nullptr;  // [B, H]
+  T* h0 = nullptr;        // [B, P'] sorted initial state of one layer and direction
+  T* c0 = nullptr;        // [B, H]
+  T* scratch = nullptr;   // [B, H] LSTMP dh_full or original-GRU d(r*h) of one step
+};
+
+template <typename T>
+Carver carve_backward(const Problem& p, void* base, BackwardBuffers<T>* out);
+
+}  // namespace rnnx::cpu

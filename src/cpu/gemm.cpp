@@ -1,0 +1,64 @@
+// GEMM engine wrappers: dnnl_sgemm for float, cblas_dgemm for double, both row-major.
+// The K = 0 case is handled here because BLAS leaves it to the caller to skip, and
+// overwritten weight gradients of an empty layer must still come out as zeros.
+#include "cpu/gemm.hpp"
+
+#include <cblas.h>
+#include <oneapi/dnnl/dnnl.h>
+
+#include <limits>
+#include <string>
+
+#include "rnnx/error.hpp"
+
+namespace rnnx::cpu {
+namespace {
+
+template <typename T>
+void scale_only(int64_t M, int64_t N, T beta, T* C, int64_t ldc) {
+  if (beta == T(1)) return;
+  for (int64_t i = 0; i < M; ++i) {
+    T* row = C + i * ldc;
+    // beta = 0 overwrites, so NaN left in C (an uninitialised workspace) does not survive.
+    for (int64_t j = 0; j < N; ++j) row[j] = beta == T(0) ? T(0) : beta * row[j];
+  }
+}
+
+}  // namespace
+
+template <>
+void gemm<float>(Op trans_a, Op trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                 const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+                 int64_t ldc) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) return scale_only(M, N, beta, C, ldc);
+  const dnnl_status_t st = dnnl_sgemm(static_cast<char>(trans_a), static_cast<char>(trans_b), M, N,
+                                      K, alpha, A, lda, B, ldb, beta, C, ldc);
+  if (st != dnnl_success) {
+    throw Error(Status::internal, "dnnl_sgemm failed with status " + std::to_string(st) +
+                                      " (M = " + std::to_string(M) + ", N = " + std::to_string(N) +
+                                      ", K = " + std::to_string(K) + ")");
+  }
+}
+
+template <>
+void gemm<double>(Op trans_a, Op trans_b, int64_t M, int64_t N, int64_t K, double alpha,
+                  const double* A, int64_t lda, const double* B, int64_t ldb, double beta,
+                  double* C, int64_t ldc) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) return scale_only(M, N, beta, C, ldc);
+  const auto op = [](Op o) { return o == Op::N ? CblasNoTrans : CblasTrans; };
+  // OpenBLAS takes blasint (32-bit in Debian's build) sizes: refuse rather than truncate.
+  constexpr int64_t kMax = std::numeric_limits<blasint>::max();
+  if (M > kMax || N > kMax || K > kMax || lda > kMax || ldb > kMax || ldc > kMax) {
+    throw Error(
+        Status::unsupported,
+        "cblas_dgemm: a dimension exceeds the BLAS integer range (M = " + std::to_string(M) +
+            ", N = " + std::to_string(N) + ", K = " + std::to_string(K) + ")");
+  }
+  cblas_dgemm(CblasRowMajor, op(trans_a), op(trans_b), static_cast<blasint>(M),
+              static_cast<blasint>(N), static_cast<blasint>(K), alpha, A, static_cast<blasint>(lda),
+              B, static_cast<blasint>(ldb), beta, C, static_cast<blasint>(ldc));
+}
+
+}  // namespace rnnx::cpu

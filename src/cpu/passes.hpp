@@ -1,0 +1,34 @@
+// The forward and backward passes of the cpu backend: layer, direction and time loops
+// around the GEMM engine and the fused step kernels.
+#pragma once
+
+#include <cstdint>
+
+#include "cpu/problem.hpp"
+#include "rnnx/plan.hpp"
+
+namespace rnnx::cpu {
+
+// `workspace` holds carve_forward(p, args.training); args.reserve (training) the layers
+// at p.reserve_layer.
+template <typename T>
+void run_forward(const Problem& p, const ForwardArgs& args, void* workspace);
+
+// `workspace` holds carve_backward(p); args.reserve what the training forward kept.
+template <typename T>
+void run_backward(const Problem& p, const BackwardArgs& args, void* workspace,
+                  uint64_t dropout_counter);
+
+// Where the previous state of step t's rows comes from, in the direction's own order:
+// rows i < count are the rows of step `step` (packed rows from offsets[step]); the
+// others start their sequence at t and read the initial state.
+struct PrevStep {
+  int64_t count = 0;
+  int64_t step = 0;
+};
+inline PrevStep prev_step(const core::Schedule& s, int64_t direction, int64_t t) {
+  if (direction == 0) return t > 0 ? PrevStep{s.batch_sizes[t], t - 1} : PrevStep{0, 0};
+  return t + 1 < s.T_eff ? PrevStep{s.batch_sizes[t + 1], t + 1} : PrevStep{0, 0};
+}
+
+}  // namespace rnnx::cpu

@@ -1,0 +1,40 @@
+// Problem: the plan's dimensions and weight offsets, computed once at plan time.
+#include "cpu/problem.hpp"
+
+namespace rnnx::cpu {
+
+Problem::Problem(const PlanContext& c) : ctx(&c) {
+  const Config& cfg = c.config;
+  cell = cfg.cell;
+  gru_lbr = cfg.gru_linear_before_reset;
+  proj = cfg.cell == CellType::lstm && cfg.proj_size > 0;
+  bias = cfg.bias;
+  packed = c.shape.layout == Layout::packed;
+  cell_clip = cfg.cell == CellType::lstm && cfg.cell_clip.enabled;
+  proj_clip = proj && cfg.proj_clip.enabled;
+  dropout = cfg.dropout;
+  L = cfg.num_layers;
+  D = cfg.num_directions();
+  H = cfg.hidden_size;
+  P = cfg.output_size();
+  G = gates_per_cell(cfg.cell);
+  GH = G * H;
+  I0 = cfg.input_size;
+  DP = D * P;
+  B = c.schedule.B;
+  N = c.schedule.tokens;
+  T_eff = c.schedule.T_eff;
+  params.resize(L * D);
+  for (int64_t l = 0; l < L; ++l) {
+    for (int64_t d = 0; d < D; ++d) {
+      auto off = [&](WeightKind kind) -> int64_t {
+        const WeightParam* w = c.weights.get(l, d, kind);
+        return w ? w->offset : -1;
+      };
+      params[l * D + d] = {off(WeightKind::w_ih), off(WeightKind::w_hh), off(WeightKind::b_ih),
+                           off(WeightKind::b_hh), off(WeightKind::w_hr)};
+    }
+  }
+}
+
+}  // namespace rnnx::cpu

@@ -1,0 +1,46 @@
+// The sizes and switches of one cpu plan, derived once from the PlanContext: dimensions,
+// which optional parts exist, where each layer's weights sit in the flat buffer, and where
+// each layer's block starts in the reserve.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/backend.hpp"
+
+namespace rnnx::cpu {
+
+// Element offsets of one layer and direction's parameters in the flat weight buffer
+// (-1 when absent).
+struct ParamOffsets {
+  int64_t w_ih = -1, w_hh = -1, b_ih = -1, b_hh = -1, w_hr = -1;
+};
+
+struct Problem {
+  explicit Problem(const PlanContext& ctx);
+
+  const PlanContext* ctx;
+  CellType cell;
+  bool gru_lbr;  // GRU linear before reset
+  bool proj;     // LSTM projection
+  bool bias;
+  bool packed;  // caller's tensors are already packed sorted rows
+  bool cell_clip, proj_clip;
+  double dropout;
+  int64_t L, D, H, P, G, GH, I0, DP;
+  int64_t B, N, T_eff;                // batch, real tokens, steps actually run
+  std::vector<ParamOffsets> params;   // [L * D]
+  std::vector<size_t> reserve_layer;  // [L] byte offset of each layer's reserve block
+
+  const core::Schedule& schedule() const { return ctx->schedule; }
+  const SequenceShape& shape() const { return ctx->shape; }
+  const Config& config() const { return ctx->config; }
+  int64_t input_width(int64_t l) const { return l == 0 ? I0 : DP; }
+  // Dropout follows layer l in training (every layer but the last).
+  bool dropout_after(int64_t l) const { return dropout > 0.0 && l < L - 1; }
+  const ParamOffsets& param(int64_t l, int64_t d) const { return params[l * D + d]; }
+  bool is_rnn() const { return cell == CellType::rnn_tanh || cell == CellType::rnn_relu; }
+};
+
+}  // namespace rnnx::cpu

@@ -1,0 +1,277 @@
+// The problem list the cpu backend is checked on against the reference: every cell
+// variant crossed with a table of scenarios (topology, awkward sizes, lengths, layout,
+// optional tensors, gradient mode), plus the options that only some cells have (dropout,
+// cell/projection clipping with both NaN policies, NaN inputs). Each problem has a
+// printable name: Plan::problem_name() plus a variant tag for what that name leaves out.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "test_util.hpp"
+
+namespace rnnx_test {
+
+struct Problem {
+  std::string name;  // sanitized problem_name() + "_" + variant (dtype is added by the test)
+  Config cfg;        // dtype is set by the test
+  SequenceShape shape;
+  DataOptions data;
+  GradMode mode = GradMode::overwrite;
+  uint64_t dropout_counter = 0;
+  bool backward = true;
+  // Puts NaN into one real element of x (sequence 1, t = 2): forward only, checks that
+  // NaN goes where the reference sends it (clip_nan propagate / replace).
+  bool nan_in_x = false;
+};
+
+inline std::ostream& operator<<(std::ostream& os, const Problem& p) {
+  return os << p.name;
+}
+
+struct CellVariant {
+  const char* tag;
+  CellType cell;
+  bool lbr;   // GRU linear-before-reset
+  bool proj;  // LSTM projection (P' = max(1, H/3))
+};
+
+inline const std::vector<CellVariant>& cell_variants() {
+  static const std::vector<CellVariant> v = {
+      {"rnn_tanh", CellType::rnn_tanh, true, false}, {"rnn_relu", CellType::rnn_relu, true, false},
+      {"lstm", CellType::lstm, true, false},         {"lstmp", CellType::lstm, true, true},
+      {"gru", CellType::gru, true, false},           {"gru-orig", CellType::gru, false, false},
+  };
+  return v;
+}
+
+inline Config config_for(const CellVariant& v, int64_t I, int64_t H, int64_t L, bool bidir,
+                         bool bias) {
+  Config c = make_config(v.cell, I, H, L, bidir, DataType::f32,
+                         v.proj ? std::max<int64_t>(1, H / 3) : 0, v.lbr);
+  c.bias = bias;
+  return c;
+}
+
+// The variant tag: everything the problem name does not say.
+inline std::string variant_tag(const Config& c, LayoutKind layout, const DataOptions& d,
+                               GradMode mode, bool backward) {
+  std::string s = tag(layout);
+  if (!c.bias) s += "_nobias";
+  if (c.cell_clip.enabled) s += "_cclip";
+  if (c.proj_clip.enabled) s += "_pclip";
+  if ((c.cell_clip.enabled || c.proj_clip.enabled) && c.clip_nan == NanPolicy::replace)
+    s += "-nanrepl";
+  if (c.dropout > 0) s += "_drop" + std::to_string(static_cast<int>(c.dropout * 100 + 0.5));
+  if (c.padding_fill != 0.0) s += "_fill";
+  if (!d.h0) s += "_noh0";
+  if (backward) {
+    std::string g;
+    if (d.dy) g += "dy";
+    if (d.dhy) g += "dhy";
+    if (d.dcy && c.cell == CellType::lstm) g += "dcy";
+    if (g.empty()) g = "nograd";
+    s += '_';
+    s += g;  // (not "_" + g: GCC 12 warns falsely about that, -Wrestrict)
+    if (mode == GradMode::accumulate) s += "_acc";
+  } else {
+    s += "_fwdonly";
+  }
+  return s;
+}
+
+inline Problem make_problem(const Config& c, LayoutKind layout, int64_t T, int64_t B,
+                            std::vector<int64_t> lengths, DataOptions d, GradMode mode,
+                            bool backward = true, const std::string& extra = "") {
+  Problem p;
+  p.cfg = c;
+  p.shape = make_shape(layout, T, B, lengths);
+  d.c0 = d.h0;  // c0 goes with h0
+  p.data = d;
+  p.mode = mode;
+  p.backward = backward;
+  const std::string base = Plan(c, p.shape, backend_options(Backend::reference)).problem_name();
+  p.name = sanitize(base + "_" + variant_tag(c, layout, d, mode, backward) + extra);
+  return p;
+}
+
+inline std::vector<Problem> cpu_vs_reference_problems() {
+  std::vector<Problem> out;
+  using LK = LayoutKind;
+  const DataOptions all{};
+  const DataOptions noh0{false, false, true, true, true};
+  const DataOptions dy_only{true, true, true, false, false};
+  const DataOptions dhy_only{true, true, false, true, false};
+  const DataOptions dy_dcy{true, true, true, false, true};
+  const DataOptions none{true, true, false, false, false};
+  const DataOptions noh0_dy{false, false, true, false, false};
+  const auto OW = GradMode::overwrite, ACC = GradMode::accumulate;
+
+  struct Scenario {
+    int64_t L;
+    bool bidir;
+    int64_t T, B, I, H;
+    std::vector<int64_t> lengths;  // empty = all T
+    LK layout;
+    bool bias;
+    DataOptions data;
+    GradMode mode;
+    double fill;
+  };
+  // Sizes: 1, 17, 37 and others that are not multiples of a vector width; T=1, B=1,
+  // zero lengths, a batch of only empty sequences, mostly-length-1 batches.
+  const std::vector<Scenario> scenarios = {
+      {1, false, 5, 3, 7, 9, {}, LK::time_major, true, all, OW, 0.0},
+      {1, true, 7, 4, 17, 13, {7, 3, 0, 5}, LK::batch_first, false, noh0_dy, ACC, 0.0},
+      {2, false, 6, 5, 8, 16, {2, 6, 3, 6, 1}, LK::packed_sorted_indices, true, dhy_only, OW, 0.0},
+      {2, true, 9, 6, 37, 17, {9, 4, 0, 1, 9, 6}, LK::time_major, true, all, ACC, 0.0},
+      {3, true, 4, 3, 5, 11, {4, 3, 3}, LK::packed, false, noh0, OW, 0.0},
+      {3, false, 8, 2, 12, 37, {3, 8}, LK::batch_first, true, dy_dcy, OW, 0.0},
+      {1, false, 1, 1, 3, 4, {}, LK::time_major, true, all, OW, 0.0},
+      {2, true, 3, 4, 6, 8, {0, 0, 0, 0}, LK::time_major, true, all, OW, 0.0},
+      {1, true, 9, 1, 40, 40, {}, LK::batch_first, true, all, ACC, 0.0},
+      {2, false, 7, 6, 10, 20, {1, 1, 7, 1, 1, 1}, LK::time_major, true, noh0, OW, 0.0},
+      {2, true, 5, 3, 1, 2, {5, 2, 4}, LK::time_major, true, all, OW, 0.0},
+      {2, true, 6, 4, 9, 12, {6, 5, 0, 3}, LK::time_major, true, none, OW, 0.0},
+      {1, false, 8, 5, 33, 24, {}, LK::packed_sorted_indices, true, dhy_only, ACC, 0.0},
+      {1, true, 6, 3, 5, 7, {6, 2, 4}, LK::batch_first, true, dy_only, OW, -7.5},
+  };
+  for (const CellVariant& v : cell_variants()) {
+    for (const Scenario& s : scenarios) {
+      Config c = config_for(v, s.I, s.H, s.L, s.bidir, s.bias);
+      c.padding_fill = s.fill;
+      out.push_back(make_problem(c, s.layout, s.T, s.B, s.lengths, s.data, s.mode));
+    }
+  }
+
+  // Dropout between layers (training), fixed seed and counter, every cell.
+  for (const CellVariant& v : cell_variants()) {
+    Config c = config_for(v, 9, 12, 2, true, true);
+    c.dropout = 0.3;
+    c.seed = 42;
+    Problem p = make_problem(c, LK::time_major, 6, 4, {6, 3, 0, 5}, all, OW);
+    p.dropout_counter = 7;
+    out.push_back(p);
+    c = config_for(v, 7, 10, 3, false, true);
+    c.dropout = 0.3;
+    c.seed = 0x123456789abcdefull;
+    p = make_problem(c, LK::packed_sorted_indices, 5, 3, {5, 5, 2}, dy_only, ACC);
+    p.dropout_counter = (1ull << 32) + 3;  // the counter's high half matters too
+    out.push_back(p);
+  }
+  {  // p = 1: the upper layer sees only zeros.
+    Config c = config_for(cell_variants()[2], 6, 8, 2, true, true);
+    c.dropout = 1.0;
+    Problem p = make_problem(c, LK::time_major, 4, 3, {4, 1, 3}, all, OW, true, "_p1");
+    out.push_back(p);
+  }
+
+  // Cell and projection clipping. Bounds well inside the range the states take with
+  // these weights (|c| ~ 1; |r| ~ 0.1 once c is clipped), so that many elements are clipped.
+  const CellVariant lstm = cell_variants()[2], lstmp = cell_variants()[3];
+  auto clipped = [](Config c, bool cell, bool proj, NanPolicy nan) {
+    if (cell) c.cell_clip = {true, -0.3, 0.35};
+    if (proj) c.proj_clip = {true, -0.05, 0.04};
+    c.clip_nan = nan;
+    return c;
+  };
+  out.push_back(make_problem(
+      clipped(config_for(lstm, 7, 9, 2, true, true), true, false, NanPolicy::propagate),
+      LK::time_major, 6, 4, {6, 2, 0, 5}, all, OW));
+  out.push_back(make_problem(
+      clipped(config_for(lstm, 5, 17, 1, false, true), true, false, NanPolicy::replace),
+      LK::batch_first, 7, 3, {7, 7, 4}, all, ACC));
+  out.push_back(make_problem(
+      clipped(config_for(lstmp, 6, 12, 2, true, true), true, true, NanPolicy::propagate),
+      LK::time_major, 5, 4, {5, 1, 3, 0}, all, OW));
+  out.push_back(make_problem(
+      clipped(config_for(lstmp, 8, 10, 2, false, false), false, true, NanPolicy::replace),
+      LK::batch_first, 6, 3, {}, noh0, OW));
+  {
+    Config c = clipped(config_for(lstmp, 5, 9, 3, true, true), true, true, NanPolicy::replace);
+    c.dropout = 0.3;
+    c.seed = 9;
+    Problem p = make_problem(c, LK::packed_sorted_indices, 4, 3, {2, 4, 3}, all, OW);
+    p.dropout_counter = 11;
+    out.push_back(p);
+  }
+
+  // NaN in x (forward only): where NaN goes and where a clip replaces it.
+  auto nan_problem = [&](Config c) {
+    Problem p = make_problem(c, LK::time_major, 5, 3, {5, 4, 2}, all, OW, false, "_nanx");
+    p.nan_in_x = true;
+    out.push_back(p);
+  };
+  nan_problem(clipped(config_for(lstm, 4, 6, 2, true, true), true, false, NanPolicy::propagate));
+  nan_problem(clipped(config_for(lstm, 4, 6, 2, true, true), true, false, NanPolicy::replace));
+  nan_problem(clipped(config_for(lstmp, 4, 6, 2, true, true), true, true, NanPolicy::propagate));
+  nan_problem(clipped(config_for(lstmp, 4, 6, 2, true, true), true, true, NanPolicy::replace));
+  nan_problem(config_for(cell_variants()[5], 4, 6, 1, false, true));
+
+  // Names must be unique (gtest refuses duplicates): say so here rather than at startup.
+  std::map<std::string, int> seen;
+  for (Problem& p : out)
+    if (seen[p.name]++ > 0) p.name += "_dup" + std::to_string(seen[p.name]);
+  return out;
+}
+
+inline uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
+  return h;
+}
+
+// Runs one problem on the cpu backend and the reference and compares everything:
+// inference and training forward, then backward. Padding of x and dy holds NaN.
+inline void check_cpu_against_reference(Problem p, DataType dtype) {
+  p.cfg.dtype = dtype;
+  const Config& c = p.cfg;
+  Plan ref(c, p.shape, backend_options(Backend::reference));
+  std::unique_ptr<Plan> cpu;
+  try {
+    cpu = std::make_unique<Plan>(c, p.shape, backend_options(Backend::cpu));
+  } catch (const Error& e) {
+    FAIL() << "cpu plan refused a valid problem (" << to_string(e.code()) << "): " << e.what();
+  }
+  EXPECT_EQ(cpu->problem_name(), ref.problem_name());
+  const Geometry g = geometry_of(p.shape);
+  Data d = make_data(c, g.lengths, fnv1a(p.name), p.data);
+  if (p.nan_in_x) d.x.at(1).at(2 * c.input_size) = kNaN;
+  // Padding of x and dy holds NaN: never read, says the contract.
+  const Tensors in = make_tensors(ref, d, kNaN, kNaN);
+  const int64_t T = g.T, B = g.B;
+  const double tol_f = tolerance(c, T, B, false), tol_b = tolerance(c, T, B, true);
+
+  {
+    SCOPED_TRACE("inference forward");
+    expect_results_near(run(*cpu, in), run(ref, in), tol_f, tol_b);
+  }
+  RunOptions train;
+  train.training = true;
+  train.dropout_counter = p.dropout_counter;
+  {
+    SCOPED_TRACE("training forward");
+    expect_results_near(run(*cpu, in, train), run(ref, in, train), tol_f, tol_b);
+  }
+  if (!p.backward) return;
+  RunOptions bwd = train;
+  bwd.backward = true;
+  bwd.mode = p.mode;
+  if (p.mode == GradMode::accumulate) {
+    Rng rng(7);
+    bwd.dw_init.resize(ref.weights_numel());
+    for (double& v : bwd.dw_init) v = rng.uniform(-1.0, 1.0);
+  }
+  const Results want = run(ref, in, bwd);
+  const Results got = run(*cpu, in, bwd);
+  {
+    SCOPED_TRACE("backward");
+    expect_results_near(got, want, tol_f, tol_b);
+  }
+  // The contract's fixed values, exactly: y padding = padding_fill, dx padding = 0.
+  for (double v : padding_values(g, got.y, out_width(c))) ASSERT_EQ(v, c.padding_fill);
+  for (double v : padding_values(g, got.dx, c.input_size)) ASSERT_EQ(v, 0.0);
+}
+
+}  // namespace rnnx_test

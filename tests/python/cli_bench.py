@@ -1,0 +1,163 @@
+#!/usr/bin/python3
+# `rnnx info` and `rnnx bench` end to end on tiny problems: the fields they promise, the
+# token counts of each length distribution, the FLOP formula of docs/bench.md, and the
+# refusal of bad flags. Timings are not judged (speed lives in benchmarks, not tests).
+"""Needs only numpy. Usage: /usr/bin/python3 tests/python/cli_bench.py --rnnx PATH"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
+BENCH_KEYS = ["problem", "backend", "impl", "mode", "threads", "tokens", "ms_median", "ms_min",
+              "ms_max", "gflops", "workspace_bytes", "reserve_bytes"]
+
+
+def forward_flops(cell, I, H, P, L, D, tokens):
+    """docs/bench.md: per real token, layer and direction 2*G*H*(I_l + P') + 2*H*P'."""
+    Pp = P or H
+    per = sum(D * (2 * GATES[cell] * H * ((I if l == 0 else D * Pp) + Pp) + (2 * H * Pp if P else 0))
+              for l in range(L))
+    return per * tokens
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--rnnx", required=True)
+    args = ap.parse_args()
+    passed = failed = 0
+
+    def report(name, problems):
+        nonlocal passed, failed
+        print(("FAIL " if problems else "PASS ") + name + (": " + "; ".join(problems) if problems else ""))
+        if problems:
+            failed += 1
+        else:
+            passed += 1
+
+    def run(argv):
+        return subprocess.run([args.rnnx] + argv, capture_output=True, text=True, timeout=300)
+
+    # info, text and JSON
+    p = run(["info"])
+    report("info", [] if p.returncode == 0 and p.stdout.startswith("rnnx ") and "backend:" in p.stdout
+           else [f"status {p.returncode}: {p.stdout!r} {p.stderr!r}"])
+    p = run(["info", "--json"])
+    problems = []
+    try:
+        info = json.loads(p.stdout)
+        for k in ["version", "build_type", "compiler", "sanitizers", "backends", "cpu_isa_detected",
+                  "cpu_isa_used", "gemm_engine", "threads"]:
+            if k not in info:
+                problems.append(f"no key {k}")
+        if not info["backends"]["reference"]["available"]:
+            problems.append("the reference backend is not available")
+    except (ValueError, KeyError) as e:
+        problems.append(f"bad JSON ({e}): {p.stdout!r}")
+        info = {"backends": {}}
+    report("info_json", problems)
+    backends = ["reference"] + (["cpu"] if info["backends"].get("cpu", {}).get("available") else [])
+
+    tmp = tempfile.mkdtemp(prefix="rnnx_cli_bench_")
+    lengths_file = os.path.join(tmp, "lengths.txt")
+    with open(lengths_file, "w") as f:
+        f.write("7\n0\n\n3\n 1 \n")
+    problems_cfg = [
+        # cell, I, H, P, L, bidir, B, T, lengths, expected tokens (None: only 1 <= len <= T)
+        ("lstm", 5, 6, 0, 2, True, 4, 7, "full", 28),
+        ("lstm", 5, 8, 3, 2, True, 4, 7, lengths_file, 11),
+        ("gru", 9, 5, 0, 1, False, 16, 12, "longtail", None),
+        ("rnn_tanh", 3, 4, 0, 3, True, 8, 6, "uniform", None),
+        ("rnn_relu", 4, 4, 0, 1, False, 4, 7, lengths_file, 11),
+    ]
+    for backend in backends:
+        for cell, I, H, P, L, bidir, B, T, lengths, tokens in problems_cfg:
+            for dtype in ("float32", "float64"):
+                argv = ["bench", "--cell", cell, "--input", str(I), "--hidden", str(H), "--layers", str(L),
+                        "--batch", str(B), "--seq", str(T), "--lengths", lengths, "--seed", "3",
+                        "--mode", "infer,train,fwdbwd", "--threads", "1", "--backend", backend,
+                        "--dtype", dtype, "--repeat", "2", "--warmup", "1", "--json"]
+                if P:
+                    argv += ["--proj", str(P)]
+                if bidir:
+                    argv.append("--bidirectional")
+                name = f"bench_{backend}_{cell}_{os.path.basename(lengths)}_{dtype}"
+                p = run(argv)
+                problems = []
+                if p.returncode != 0:
+                    report(name, [f"status {p.returncode}: {p.stderr.strip()}"])
+                    continue
+                rows = [json.loads(line) for line in p.stdout.splitlines()]
+                if [r.get("mode") for r in rows] != ["infer", "train", "fwdbwd"]:
+                    problems.append(f"modes {[r.get('mode') for r in rows]}")
+                for r in rows:
+                    missing = [k for k in BENCH_KEYS if k not in r]
+                    if missing:
+                        problems.append(f"missing keys {missing}")
+                        continue
+                    if tokens is not None and r["tokens"] != tokens:
+                        problems.append(f"tokens {r['tokens']}, expected {tokens}")
+                    if not 1 * B <= r["tokens"] <= T * B:
+                        problems.append(f"tokens {r['tokens']} outside [B, T*B]")
+                    flops = forward_flops(cell, I, H, P, L, 2 if bidir else 1, r["tokens"])
+                    flops *= 3 if r["mode"] == "fwdbwd" else 1
+                    if abs(r["flops"] - flops) > 1e-9 * flops:
+                        problems.append(f"{r['mode']}: flops {r['flops']}, formula gives {flops}")
+                    want = flops / (r["ms_median"] * 1e-3) / 1e9
+                    if abs(r["gflops"] - want) > 1e-6 * want:
+                        problems.append(f"{r['mode']}: gflops {r['gflops']} != flops / median = {want}")
+                    if not r["ms_min"] <= r["ms_median"] <= r["ms_max"]:
+                        problems.append(f"{r['mode']}: min/median/max out of order")
+                    if r["threads"] != 1 or r["backend"] != backend or r["dtype"] != dtype:
+                        problems.append(f"echoed fields wrong: {r}")
+                    if (r["mode"] == "infer") != (r["reserve_bytes"] == 0):
+                        problems.append(f"{r['mode']}: reserve_bytes {r['reserve_bytes']}")
+                if len({r["tokens"] for r in rows}) != 1:
+                    problems.append("tokens differ between modes")
+                report(name, problems)
+
+    # The seeded distributions are reproducible, and text output is one line per measurement.
+    base_flags = {"--cell": "gru", "--input": "4", "--hidden": "4", "--batch": "32", "--seq": "50",
+                  "--backend": "reference", "--repeat": "1", "--warmup": "0"}
+
+    def bench_argv(*pairs):
+        flags = dict(base_flags)
+        flags.update(dict(zip(pairs[::2], pairs[1::2])))
+        return ["bench"] + [v for kv in flags.items() for v in kv]
+
+    toks = lambda extra: json.loads(run(bench_argv(*extra) + ["--json"]).stdout)["tokens"]
+    a, b, c = toks(["--lengths", "longtail", "--seed", "9"]), toks(["--lengths", "longtail", "--seed", "9"]), \
+        toks(["--lengths", "longtail", "--seed", "10"])
+    report("longtail_seeded", [] if a == b and a < 32 * 50 // 2 else [f"tokens {a}, {b}, {c}"])
+    u = toks(["--lengths", "uniform", "--seed", "9"])
+    report("uniform_mean", [] if 32 * 50 // 4 < u < 3 * 32 * 50 // 4 else [f"uniform tokens {u}"])
+    p = run(bench_argv("--mode", "infer,train", "--threads", "1,2"))
+    report("text_lines", [] if p.returncode == 0 and len(p.stdout.splitlines()) == 4 else [p.stdout + p.stderr])
+
+    # Refusals: status 2 and one error line.
+    bad_file = os.path.join(tmp, "bad.txt")
+    with open(bad_file, "w") as f:
+        f.write("3\nseven\n")
+    for name, extra, needle in [
+        ("bad_mode", ["--mode", "inference"], "--mode 'inference'"),
+        ("bad_threads", ["--threads", "two"], "--threads 'two'"),
+        ("lengths_count", ["--lengths", lengths_file], "has 4 lengths but --batch is 32"),
+        ("lengths_not_int", ["--lengths", bad_file], "bad.txt:2: expected one integer length"),
+        ("lengths_missing", ["--lengths", os.path.join(tmp, "none")], "not full, uniform or longtail"),
+        ("bad_cell", ["--cell", "lstmp"], "--cell"),
+        ("hidden_zero", ["--hidden", "0"], "hidden_size (= 0)"),
+    ]:
+        p = run(bench_argv(*extra))
+        lines = p.stderr.splitlines()
+        ok = p.returncode == 2 and len(lines) == 1 and lines[0].startswith("rnnx: error: ") and needle in p.stderr
+        report(name, [] if ok else [f"status {p.returncode}, stderr {p.stderr!r}"])
+
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

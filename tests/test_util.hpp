@@ -1,0 +1,660 @@
+// Shared helpers of the rnnx tests: a seeded generator, buffers in a plan's dtype, the
+// caller's sequence layouts re-implemented here independently of src/core, random problem
+// data, one helper that runs forward/backward through rnnx::Plan, the tolerance formula
+// and the comparisons.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "rnnx/rnnx.hpp"
+
+// Readable parameter values in gtest's and ctest's listings (found by ADL).
+namespace rnnx {
+inline void PrintTo(Backend b, std::ostream* os) {
+  *os << to_string(b);
+}
+inline void PrintTo(DataType d, std::ostream* os) {
+  *os << to_string(d);
+}
+}  // namespace rnnx
+
+namespace rnnx_test {
+
+using namespace rnnx;
+
+// The (backend, dtype) parameter of the suites that run on every backend.
+struct BackendParam {
+  Backend backend;
+  DataType dtype;
+};
+inline void PrintTo(const BackendParam& p, std::ostream* os) {
+  *os << to_string(p.backend) << "/" << to_string(p.dtype);
+}
+inline std::string backend_param_name(const ::testing::TestParamInfo<BackendParam>& info) {
+  return std::string(to_string(info.param.backend)) + "_" + to_string(info.param.dtype);
+}
+inline auto all_backends() {
+  return ::testing::Values(BackendParam{Backend::reference, DataType::f64},
+                           BackendParam{Backend::reference, DataType::f32},
+                           BackendParam{Backend::cpu, DataType::f32},
+                           BackendParam{Backend::cpu, DataType::f64});
+}
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// ---------------------------------------------------------------------------------------
+// Random numbers: splitmix64, the same stream on every platform and standard library.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : s_(seed) {}
+  uint64_t next() {
+    uint64_t z = (s_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  double uniform(double lo, double hi) {
+    return lo + (hi - lo) * static_cast<double>(next() >> 11) * 0x1.0p-53;
+  }
+
+ private:
+  uint64_t s_;
+};
+
+// ---------------------------------------------------------------------------------------
+// A dense buffer in a plan's dtype, read and written as doubles. "Absent" buffers give a
+// null pointer, which is how the API spells an optional argument that is not passed.
+class Buf {
+ public:
+  Buf() = default;
+  Buf(DataType dt, int64_t n, double fill = 0.0) : dt_(dt), present_(true) {
+    if (dt == DataType::f32) {
+      f_.assign(static_cast<size_t>(n), static_cast<float>(fill));
+    } else {
+      d_.assign(static_cast<size_t>(n), fill);
+    }
+  }
+  bool present() const { return present_; }
+  DataType dtype() const { return dt_; }
+  int64_t size() const {
+    return static_cast<int64_t>(dt_ == DataType::f32 ? f_.size() : d_.size());
+  }
+  void* data() {
+    if (!present_) return nullptr;
+    return dt_ == DataType::f32 ? static_cast<void*>(f_.data()) : static_cast<void*>(d_.data());
+  }
+  const void* data() const { return const_cast<Buf*>(this)->data(); }
+  double get(int64_t i) const { return dt_ == DataType::f32 ? f_[i] : d_[i]; }
+  void set(int64_t i, double v) {
+    if (dt_ == DataType::f32) {
+      f_[i] = static_cast<float>(v);
+    } else {
+      d_[i] = v;
+    }
+  }
+  void fill(double v) {
+    for (int64_t i = 0; i < size(); ++i) set(i, v);
+  }
+  std::vector<double> values() const {
+    std::vector<double> v(size());
+    for (int64_t i = 0; i < size(); ++i) v[i] = get(i);
+    return v;
+  }
+  static Buf from(DataType dt, const std::vector<double>& v) {
+    Buf b(dt, static_cast<int64_t>(v.size()));
+    for (size_t i = 0; i < v.size(); ++i) b.set(static_cast<int64_t>(i), v[i]);
+    return b;
+  }
+
+ private:
+  DataType dt_ = DataType::f64;
+  bool present_ = false;
+  std::vector<float> f_;
+  std::vector<double> d_;
+};
+
+// Raw bytes for a workspace or reserve, as an ordinary caller has them (the README passes
+// a std::vector<std::byte>): aligned to 16 bytes and deliberately *not* to 32 or 64, so a
+// backend that assumed more would fail here rather than by luck. The buffer ends exactly
+// at the end of its allocation, so AddressSanitizer sees any access past `size`.
+struct Bytes {
+  explicit Bytes(size_t n, unsigned char fill = 0) : size(n) {
+    void* raw = nullptr;
+    if (posix_memalign(&raw, 64, n + kOffset) != 0) throw std::bad_alloc();
+    raw_.reset(static_cast<unsigned char*>(raw));
+    std::memset(raw_.get() + kOffset, fill, n);
+  }
+  size_t size;
+  void* data() { return raw_.get() + kOffset; }
+  const unsigned char* begin() const { return raw_.get() + kOffset; }
+  const unsigned char* end() const { return begin() + size; }
+
+ private:
+  static constexpr size_t kOffset = 16;
+  struct Free {
+    void operator()(unsigned char* p) const { std::free(p); }
+  };
+  std::unique_ptr<unsigned char, Free> raw_;
+};
+
+// ---------------------------------------------------------------------------------------
+// The caller's sequence layouts, written from DESIGN.md / sequence.hpp (not from
+// src/core): where row (t, b) of x, y, dx, dy lives.
+struct Geometry {
+  Layout layout = Layout::time_major;
+  int64_t T = 0;
+  int64_t B = 0;
+  std::vector<int64_t> lengths;     // [B], original batch order
+  std::vector<int64_t> sorted_pos;  // packed: original b -> its column in batch_sizes order
+  std::vector<int64_t> offsets;     // packed: first row of step t
+  int64_t rows = 0;                 // rows of x and y
+
+  bool real(int64_t t, int64_t b) const { return t < lengths[b]; }
+  int64_t row(int64_t t, int64_t b) const {
+    switch (layout) {
+      case Layout::time_major:
+        return t * B + b;
+      case Layout::batch_first:
+        return b * T + t;
+      case Layout::packed:
+        return offsets[t] + sorted_pos[b];
+    }
+    return -1;
+  }
+};
+
+inline Geometry geometry_of(const SequenceShape& s) {
+  Geometry g;
+  g.layout = s.layout;
+  if (s.layout == Layout::packed) {
+    const auto& bs = s.batch_sizes;
+    g.T = static_cast<int64_t>(bs.size());
+    g.B = bs.at(0);
+    g.lengths.assign(g.B, 0);
+    g.sorted_pos.assign(g.B, 0);
+    for (int64_t i = 0; i < g.B; ++i) {
+      const int64_t b = s.sorted_indices.empty() ? i : s.sorted_indices[i];
+      g.sorted_pos[b] = i;
+      for (int64_t t = 0; t < g.T; ++t) g.lengths[b] += bs[t] > i ? 1 : 0;
+    }
+    g.offsets.assign(g.T + 1, 0);
+    for (int64_t t = 0; t < g.T; ++t) g.offsets[t + 1] = g.offsets[t] + bs[t];
+    g.rows = g.offsets[g.T];
+  } else {
+    g.T = s.max_seq_len;
+    g.B = s.batch;
+    g.lengths = s.lengths.empty() ? std::vector<int64_t>(g.B, g.T) : s.lengths;
+    g.rows = g.T * g.B;
+  }
+  return g;
+}
+
+// PyTorch's pack_padded_sequence(enforce_sorted=False): sort by length, longest first.
+// Ties are broken by *descending* batch index on purpose, a different order from the
+// library's own stable sort. Without sorted_indices the lengths must already be
+// non-increasing (enforce_sorted=True).
+inline SequenceShape packed_shape(const std::vector<int64_t>& lengths, bool with_sorted_indices) {
+  const int64_t B = static_cast<int64_t>(lengths.size());
+  std::vector<int64_t> order(B);
+  std::iota(order.begin(), order.end(), 0);
+  if (with_sorted_indices) {
+    std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      return lengths[a] != lengths[b] ? lengths[a] > lengths[b] : a > b;
+    });
+  }
+  const int64_t T = B > 0 ? lengths[order[0]] : 0;
+  std::vector<int64_t> batch_sizes(T, 0);
+  for (int64_t i = 0; i < B; ++i)
+    for (int64_t t = 0; t < lengths[order[i]]; ++t) ++batch_sizes[t];
+  return SequenceShape::packed(batch_sizes, with_sorted_indices ? order : std::vector<int64_t>{});
+}
+
+// The same lengths in each of the three layouts.
+enum class LayoutKind { time_major, batch_first, packed, packed_sorted_indices };
+inline const char* tag(LayoutKind k) {
+  switch (k) {
+    case LayoutKind::time_major:
+      return "tm";
+    case LayoutKind::batch_first:
+      return "bf";
+    case LayoutKind::packed:
+      return "packed";
+    case LayoutKind::packed_sorted_indices:
+      return "packedsi";
+  }
+  return "?";
+}
+inline SequenceShape make_shape(LayoutKind k, int64_t T, int64_t B, std::vector<int64_t> lengths) {
+  switch (k) {
+    case LayoutKind::time_major:
+      return SequenceShape::padded(T, B, lengths, false);
+    case LayoutKind::batch_first:
+      return SequenceShape::padded(T, B, lengths, true);
+    case LayoutKind::packed:
+    case LayoutKind::packed_sorted_indices: {
+      if (lengths.empty()) lengths.assign(B, T);
+      return packed_shape(lengths, k == LayoutKind::packed_sorted_indices);
+    }
+  }
+  return {};
+}
+
+// ---------------------------------------------------------------------------------------
+// Problem data in logical form: per sequence (original batch order) rows [t][feature],
+// and the state tensors [L*D][B][width]. Independent of the layout, so that one data set
+// can be run through plans of different layouts and batch compositions.
+using Seqs = std::vector<std::vector<double>>;
+
+struct DataOptions {
+  bool h0 = true, c0 = true;               // initial states given
+  bool dy = true, dhy = true, dcy = true;  // output gradients given
+};
+
+struct Data {
+  std::vector<int64_t> lengths;
+  Seqs x;                      // [b][t * I + i]
+  std::vector<double> h0, c0;  // empty = absent
+  std::vector<double> w;
+  Seqs dy;  // [b][t * D*P' + j]; empty = absent
+  std::vector<double> dhy, dcy;
+};
+
+inline int64_t state_rows(const Config& c) {
+  return c.num_layers * c.num_directions();
+}
+inline int64_t out_width(const Config& c) {
+  return c.num_directions() * c.output_size();
+}
+inline bool is_lstm(const Config& c) {
+  return c.cell == CellType::lstm;
+}
+
+// Weights uniform in +-1/sqrt(H) like PyTorch's reset_parameters; activations and
+// gradients uniform in +-1.
+inline std::vector<double> random_weights(const Config& c, Rng& rng) {
+  const double k = 1.0 / std::sqrt(static_cast<double>(c.hidden_size));
+  std::vector<double> w(WeightLayout(c).numel());
+  for (double& v : w) v = rng.uniform(-k, k);
+  return w;
+}
+
+inline Data make_data(const Config& c, const std::vector<int64_t>& lengths, uint64_t seed,
+                      const DataOptions& o = {}) {
+  Rng rng(seed);
+  Data d;
+  const int64_t B = static_cast<int64_t>(lengths.size());
+  const int64_t P = c.output_size(), H = c.hidden_size, W = out_width(c), LD = state_rows(c);
+  d.lengths = lengths;
+  auto fill = [&](std::vector<double>& v, int64_t n) {
+    v.resize(n);
+    for (double& e : v) e = rng.uniform(-1.0, 1.0);
+  };
+  d.w = random_weights(c, rng);
+  d.x.resize(B);
+  for (int64_t b = 0; b < B; ++b) fill(d.x[b], lengths[b] * c.input_size);
+  if (o.h0) fill(d.h0, LD * B * P);
+  if (o.c0 && is_lstm(c)) fill(d.c0, LD * B * H);
+  if (o.dy) {
+    d.dy.resize(B);
+    for (int64_t b = 0; b < B; ++b) fill(d.dy[b], lengths[b] * W);
+  }
+  if (o.dhy) fill(d.dhy, LD * B * P);
+  if (o.dcy && is_lstm(c)) fill(d.dcy, LD * B * H);
+  return d;
+}
+
+// The sequences `order[k]` of `d`, in that order, as a new batch.
+inline Data select(const Config& c, const Data& d, const std::vector<int64_t>& order) {
+  const int64_t B = static_cast<int64_t>(d.lengths.size()), Bn = static_cast<int64_t>(order.size());
+  const int64_t LD = state_rows(c), P = c.output_size(), H = c.hidden_size;
+  auto states = [&](const std::vector<double>& s, int64_t width) {
+    if (s.empty()) return s;
+    std::vector<double> r(LD * Bn * width);
+    for (int64_t ld = 0; ld < LD; ++ld)
+      for (int64_t k = 0; k < Bn; ++k)
+        std::copy_n(s.begin() + (ld * B + order[k]) * width, width,
+                    r.begin() + (ld * Bn + k) * width);
+    return r;
+  };
+  Data r;
+  r.w = d.w;
+  for (int64_t b : order) {
+    r.lengths.push_back(d.lengths[b]);
+    r.x.push_back(d.x[b]);
+    if (!d.dy.empty()) r.dy.push_back(d.dy[b]);
+  }
+  r.h0 = states(d.h0, P);
+  r.c0 = states(d.c0, H);
+  r.dhy = states(d.dhy, P);
+  r.dcy = states(d.dcy, H);
+  return r;
+}
+
+// Logical sequences -> the caller's layout; padding positions get `pad`.
+inline Buf lay_out(const Geometry& g, DataType dt, const Seqs& seqs, int64_t width, double pad) {
+  Buf buf(dt, g.rows * width, pad);
+  for (int64_t b = 0; b < g.B; ++b)
+    for (int64_t t = 0; t < g.lengths[b]; ++t)
+      for (int64_t j = 0; j < width; ++j) buf.set(g.row(t, b) * width + j, seqs[b][t * width + j]);
+  return buf;
+}
+
+// The caller's layout -> logical sequences (real positions only).
+inline Seqs read_seqs(const Geometry& g, const Buf& buf, int64_t width) {
+  Seqs s(g.B);
+  for (int64_t b = 0; b < g.B; ++b) {
+    s[b].resize(g.lengths[b] * width);
+    for (int64_t t = 0; t < g.lengths[b]; ++t)
+      for (int64_t j = 0; j < width; ++j) s[b][t * width + j] = buf.get(g.row(t, b) * width + j);
+  }
+  return s;
+}
+
+// Values of `buf` at padding positions (padded layouts; packed has none).
+inline std::vector<double> padding_values(const Geometry& g, const Buf& buf, int64_t width) {
+  std::vector<double> v;
+  if (g.layout == Layout::packed) return v;
+  for (int64_t b = 0; b < g.B; ++b)
+    for (int64_t t = g.lengths[b]; t < g.T; ++t)
+      for (int64_t j = 0; j < width; ++j) v.push_back(buf.get(g.row(t, b) * width + j));
+  return v;
+}
+
+struct Tensors {
+  Buf x, h0, c0, w, dy, dhy, dcy;
+};
+
+// The tensors of `d` for `plan`, in the plan's dtype and layout. x and dy padding hold
+// x_pad and dy_pad (the contract says they are never read).
+inline Tensors make_tensors(const Plan& plan, const Data& d, double x_pad = 0.0,
+                            double dy_pad = 0.0) {
+  const Config& c = plan.config();
+  const Geometry g = geometry_of(plan.shape());
+  EXPECT_EQ(g.lengths, d.lengths) << "test bug: data and plan disagree on lengths";
+  Tensors t;
+  const DataType dt = c.dtype;
+  t.x = lay_out(g, dt, d.x, c.input_size, x_pad);
+  if (!d.h0.empty()) t.h0 = Buf::from(dt, d.h0);
+  if (!d.c0.empty()) t.c0 = Buf::from(dt, d.c0);
+  t.w = Buf::from(dt, d.w);
+  if (!d.dy.empty()) t.dy = lay_out(g, dt, d.dy, out_width(c), dy_pad);
+  if (!d.dhy.empty()) t.dhy = Buf::from(dt, d.dhy);
+  if (!d.dcy.empty()) t.dcy = Buf::from(dt, d.dcy);
+  return t;
+}
+
+// ---------------------------------------------------------------------------------------
+// Running a plan. Every output is pre-filled with a sentinel (NaN by default) so that an
+// element the library forgot to write shows up in every comparison.
+struct Results {
+  Buf y, hy, cy;         // forward
+  Buf dx, dh0, dc0, dw;  // backward (absent when not run or not asked for)
+};
+
+struct RunOptions {
+  bool training = false;  // forced on when backward is asked for
+  uint64_t dropout_counter = 0;
+  bool backward = false;
+  GradMode mode = GradMode::overwrite;
+  std::vector<double> dw_init;  // initial dweights content (default: the sentinel)
+  bool caller_workspace = false;
+  unsigned char workspace_fill = 0xFF;  // caller workspace bytes (0xFF.. is a NaN pattern)
+  double sentinel = kNaN;
+  bool want_hy = true, want_cy = true;
+  bool want_dx = true, want_dh0 = true, want_dc0 = true, want_dw = true;
+};
+
+inline Results run(Plan& plan, const Tensors& in, const RunOptions& o = {}) {
+  const Config& c = plan.config();
+  const DataType dt = c.dtype;
+  const bool lstm = is_lstm(c);
+  const bool training = o.training || o.backward;
+  Results r;
+  r.y = Buf(dt, plan.y_numel(), o.sentinel);
+  if (o.want_hy) r.hy = Buf(dt, plan.h_numel(), o.sentinel);
+  if (o.want_cy && lstm) r.cy = Buf(dt, plan.c_numel(), o.sentinel);
+  Bytes reserve(training ? plan.reserve_size() : 0);
+  {
+    ForwardArgs a;
+    a.x = in.x.data();
+    a.h0 = in.h0.data();
+    a.c0 = in.c0.data();
+    a.weights = in.w.data();
+    a.y = r.y.data();
+    a.hy = r.hy.data();
+    a.cy = r.cy.data();
+    a.training = training;
+    a.dropout_counter = o.dropout_counter;
+    if (training) {
+      a.reserve = reserve.data();
+      a.reserve_size = reserve.size;
+    }
+    std::unique_ptr<Bytes> ws;
+    if (o.caller_workspace) {
+      ws = std::make_unique<Bytes>(plan.forward_workspace_size(training), o.workspace_fill);
+      a.workspace = ws->data();
+      a.workspace_size = ws->size;
+    }
+    plan.forward(a);
+  }
+  if (!o.backward) return r;
+  if (o.want_dx) r.dx = Buf(dt, plan.x_numel(), o.sentinel);
+  if (o.want_dh0) r.dh0 = Buf(dt, plan.h_numel(), o.sentinel);
+  if (o.want_dc0 && lstm) r.dc0 = Buf(dt, plan.c_numel(), o.sentinel);
+  if (o.want_dw) {
+    r.dw = o.dw_init.empty() ? Buf(dt, plan.weights_numel(), o.sentinel) : Buf::from(dt, o.dw_init);
+  }
+  BackwardArgs a;
+  a.x = in.x.data();
+  a.h0 = in.h0.data();
+  a.c0 = in.c0.data();
+  a.weights = in.w.data();
+  a.dy = in.dy.data();
+  a.dhy = in.dhy.data();
+  a.dcy = in.dcy.data();
+  a.dx = r.dx.data();
+  a.dh0 = r.dh0.data();
+  a.dc0 = r.dc0.data();
+  a.dweights = r.dw.data();
+  a.weight_grad_mode = o.mode;
+  a.reserve = reserve.data();
+  a.reserve_size = reserve.size;
+  std::unique_ptr<Bytes> ws;
+  if (o.caller_workspace) {
+    ws = std::make_unique<Bytes>(plan.backward_workspace_size(), o.workspace_fill);
+    a.workspace = ws->data();
+    a.workspace_size = ws->size;
+  }
+  plan.backward(a);
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------
+// Tolerance of a backend against the reference (which computes in double and rounds each
+// result once), from the accumulation depth:
+//   A dot product of depth K computed in precision eps has error <= K*eps*sum|terms|
+//   (Higham, Accuracy and Stability, 3.1); here every term is O(1): |w| <= 1/sqrt(H),
+//   |x|, |h| <= 1, and sum|terms| <= K/sqrt(H) <= K, so K*eps bounds each step.
+//   Forward, per step: one pre-activation of depth I_l + P' (I_l = max(I, D*P') over the
+//   layers), plus the two biases, the projection (depth H), and the activation functions
+//   (a vectorised exp/tanh may be off by a few ulp: counted as kActivationUlps terms).
+//   Errors made at one step are carried along the sequence and up the layers; with the
+//   weights above the recurrence is non-expanding on average (spectral radius of
+//   W_hh ~ 1/sqrt(3)), so the step errors add up over at most T + L steps.
+//   Backward adds, per step, dh = W_hh^T da and dx = W_ih^T da (depth G*H), carried
+//   back the same T + L steps, and the weight gradients sum over all B*T tokens.
+// kSafety = 2 covers the O(1) amplification the sum above ignores. For float32 this is
+// ~1e-4..1e-3 relative, far below what a wrong equation gives (>= 1e-2), and far above
+// what a correct kernel shows (~1e-6); for float64 it is ~1e-12.
+inline double tolerance(const Config& c, int64_t T, int64_t B, bool backward) {
+  constexpr double kActivationUlps = 8, kBiases = 2, kSafety = 2;
+  const double eps = c.dtype == DataType::f32 ? std::numeric_limits<float>::epsilon()
+                                              : std::numeric_limits<double>::epsilon();
+  const double I_l = static_cast<double>(std::max(c.input_size, out_width(c)));
+  const double P = static_cast<double>(c.output_size());
+  const double proj = c.proj_size > 0 ? static_cast<double>(c.hidden_size) : 0.0;
+  const double steps = static_cast<double>(T + c.num_layers);
+  double depth = (I_l + P + kBiases + proj + kActivationUlps) * steps;
+  if (backward) {
+    depth += static_cast<double>(gates_per_cell(c.cell) * c.hidden_size) * steps +
+             static_cast<double>(T * B);
+  }
+  return kSafety * depth * eps;
+}
+
+// |got - want| <= atol + rtol*|want| with rtol = tol and atol = tol * max(1, max|want|):
+// the absolute part is relative to the tensor's scale, because an element that is small
+// after cancellation carries the rounding error of its large terms. NaN matches NaN and
+// infinities must match exactly.
+inline ::testing::AssertionResult near(const std::string& what, const Buf& got, const Buf& want,
+                                       double tol) {
+  if (got.present() != want.present()) {
+    return ::testing::AssertionFailure()
+           << what << ": present " << got.present() << " vs " << want.present();
+  }
+  if (got.size() != want.size()) {
+    return ::testing::AssertionFailure()
+           << what << ": size " << got.size() << " vs " << want.size();
+  }
+  double scale = 1.0;
+  for (int64_t i = 0; i < want.size(); ++i)
+    if (std::isfinite(want.get(i))) scale = std::max(scale, std::abs(want.get(i)));
+  const double atol = tol * scale;
+  int64_t bad = 0;
+  double worst = 0.0;
+  std::ostringstream os;
+  for (int64_t i = 0; i < want.size(); ++i) {
+    const double a = got.get(i), b = want.get(i);
+    bool ok;
+    if (std::isnan(b) || std::isnan(a)) {
+      ok = std::isnan(a) && std::isnan(b);
+    } else if (std::isinf(b) || std::isinf(a)) {
+      ok = a == b;
+    } else {
+      ok = std::abs(a - b) <= atol + tol * std::abs(b);
+      worst = std::max(worst, std::abs(a - b) / (atol + tol * std::abs(b)));
+    }
+    if (!ok) {
+      if (bad < 6) os << "\n  [" << i << "] got " << a << " want " << b << " diff " << (a - b);
+      ++bad;
+    }
+  }
+  // RNNX_TEST_SHOW_MARGIN=1 prints how much of the tolerance each comparison used.
+  static const bool show = std::getenv("RNNX_TEST_SHOW_MARGIN") != nullptr;
+  if (show && tol > 0) std::fprintf(stderr, "margin %-10s %.3g\n", what.c_str(), worst);
+  if (bad == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << what << ": " << bad << " of " << want.size() << " elements differ (tol " << tol
+         << ", atol " << atol << ", worst finite diff/allowed " << worst << ")" << os.str();
+}
+
+// Bitwise-equal values (NaN equal to NaN).
+inline ::testing::AssertionResult identical(const std::string& what, const Buf& got,
+                                            const Buf& want) {
+  return near(what, got, want, 0.0);
+}
+
+inline ::testing::AssertionResult near_values(const std::string& what,
+                                              const std::vector<double>& got,
+                                              const std::vector<double>& want, double tol) {
+  return near(what, Buf::from(DataType::f64, got), Buf::from(DataType::f64, want), tol);
+}
+
+// Compares every result tensor both runs have.
+inline void expect_results_near(const Results& got, const Results& want, double tol_fwd,
+                                double tol_bwd, const std::string& where = "") {
+  auto cmp = [&](const char* name, const Buf& a, const Buf& b, double tol) {
+    if (!a.present() && !b.present()) return;
+    EXPECT_TRUE(near(where + name, a, b, tol));
+  };
+  cmp("y", got.y, want.y, tol_fwd);
+  cmp("hy", got.hy, want.hy, tol_fwd);
+  cmp("cy", got.cy, want.cy, tol_fwd);
+  cmp("dx", got.dx, want.dx, tol_bwd);
+  cmp("dh0", got.dh0, want.dh0, tol_bwd);
+  cmp("dc0", got.dc0, want.dc0, tol_bwd);
+  cmp("dweights", got.dw, want.dw, tol_bwd);
+}
+
+// ---------------------------------------------------------------------------------------
+// Backends.
+inline PlanOptions backend_options(Backend b, int threads = 0) {
+  PlanOptions o;
+  o.backend = b;
+  o.num_threads = threads;
+  return o;
+}
+
+// Whether the cpu backend exists in this build at all (until it lands, every cpu plan
+// throws unsupported). Tests of the cpu backend skip when it does not; CpuBackend.Available
+// fails instead, so a missing backend is never silent.
+inline bool cpu_backend_available() {
+  static const bool available = [] {
+    Config c;
+    c.input_size = 2;
+    c.hidden_size = 3;
+    try {
+      Plan p(c, SequenceShape::padded(2, 1), backend_options(Backend::cpu));
+      return true;
+    } catch (const Error& e) {
+      return e.code() != Status::unsupported;
+    }
+  }();
+  return available;
+}
+
+#define RNNX_SKIP_UNLESS_AVAILABLE(backend)                                            \
+  do {                                                                                 \
+    if ((backend) == ::rnnx::Backend::cpu && !::rnnx_test::cpu_backend_available())    \
+      GTEST_SKIP() << "cpu backend not built yet (every cpu plan throws unsupported)"; \
+  } while (0)
+
+// Only [A-Za-z0-9_] in gtest names.
+inline std::string sanitize(const std::string& s) {
+  std::string r = s;
+  for (char& ch : r)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return r;
+}
+
+inline std::string short_name(const Config& c) {
+  std::string s = to_string(c.cell);
+  if (c.cell == CellType::gru && !c.gru_linear_before_reset) s += "-orig";
+  if (c.proj_size > 0) s += "-p" + std::to_string(c.proj_size);
+  s += "_l" + std::to_string(c.num_layers) + (c.bidirectional ? "_bidir" : "_uni");
+  if (c.cell_clip.enabled) s += "_cclip";
+  if (c.proj_clip.enabled) s += "_pclip";
+  if (c.dropout > 0) s += "_drop";
+  s += c.dtype == DataType::f32 ? "_f32" : "_f64";
+  return s;
+}
+
+// A small config builder for tests that loop over cells.
+inline Config make_config(CellType cell, int64_t I, int64_t H, int64_t L, bool bidir,
+                          DataType dt = DataType::f64, int64_t proj = 0, bool lbr = true) {
+  Config c;
+  c.cell = cell;
+  c.input_size = I;
+  c.hidden_size = H;
+  c.num_layers = L;
+  c.bidirectional = bidir;
+  c.proj_size = proj;
+  c.gru_linear_before_reset = lbr;
+  c.dtype = dt;
+  return c;
+}
+
+}  // namespace rnnx_test

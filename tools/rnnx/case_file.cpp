@@ -1,0 +1,209 @@
+// case.json parsing: one helper per JSON value kind, each error naming the file, the key
+// and the offending value as JSON, then rnnx::validate for the combinations.
+#include "case_file.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "rnnx/error.hpp"
+
+namespace rnnx::tool {
+namespace {
+
+using nlohmann::json;
+
+// Every key case.json may hold; anything else must be listed in "ignore".
+const std::vector<std::string> kKnownKeys = {"cell",      "input_size",   "hidden_size",
+                                             "proj_size", "num_layers",   "bidirectional",
+                                             "bias",      "batch_first",  "gru_linear_before_reset",
+                                             "cell_clip", "proj_clip",    "clip_nan",
+                                             "dropout",   "seed",         "dropout_counter",
+                                             "training",  "padding_fill", "dtype",
+                                             "ignore"};
+
+class Reader {
+ public:
+  Reader(const std::string& path, const json& root) : path_(path), root_(root) {}
+
+  [[noreturn]] void fail(const std::string& key, const std::string& msg) const {
+    throw Error(Status::invalid_argument, path_ + ": key \"" + key + "\" " + msg);
+  }
+  const json* get(const std::string& key) const {
+    auto it = root_.find(key);
+    return it == root_.end() ? nullptr : &*it;
+  }
+  const json& require(const std::string& key) const {
+    const json* v = get(key);
+    if (v == nullptr) {
+      throw Error(Status::invalid_argument, path_ + ": required key \"" + key + "\" is missing");
+    }
+    return *v;
+  }
+
+  int64_t integer(const std::string& key, const json& v) const {
+    if (!v.is_number_integer() ||
+        (v.is_number_unsigned() &&
+         v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))) {
+      fail(key, "must be an integer, got " + v.dump());
+    }
+    return v.get<int64_t>();
+  }
+  int64_t integer(const std::string& key, int64_t fallback) const {
+    const json* v = get(key);
+    return v ? integer(key, *v) : fallback;
+  }
+  uint64_t unsigned_integer(const std::string& key, uint64_t fallback) const {
+    const json* v = get(key);
+    if (v == nullptr) return fallback;
+    if (!v->is_number_unsigned()) fail(key, "must be a non-negative integer, got " + v->dump());
+    return v->get<uint64_t>();
+  }
+  bool boolean(const std::string& key, bool fallback) const {
+    const json* v = get(key);
+    if (v == nullptr) return fallback;
+    if (!v->is_boolean()) fail(key, "must be true or false, got " + v->dump());
+    return v->get<bool>();
+  }
+  double number(const std::string& key, const json& v) const {
+    if (!v.is_number()) fail(key, "must be a number, got " + v.dump());
+    return v.get<double>();
+  }
+  double number(const std::string& key, double fallback) const {
+    const json* v = get(key);
+    return v ? number(key, *v) : fallback;
+  }
+  // A number, or "nan", "inf", "-inf" (JSON has no literals for them).
+  double number_or_special(const std::string& key, double fallback) const {
+    const json* v = get(key);
+    if (v == nullptr) return fallback;
+    if (v->is_string()) {
+      const std::string s = v->get<std::string>();
+      if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
+      if (s == "inf") return std::numeric_limits<double>::infinity();
+      if (s == "-inf") return -std::numeric_limits<double>::infinity();
+    }
+    if (!v->is_number()) {
+      fail(key, "must be a number or one of \"nan\", \"inf\", \"-inf\", got " + v->dump());
+    }
+    return v->get<double>();
+  }
+  // One of `choices` (first one is the default when absent).
+  std::string choice(const std::string& key, const std::vector<std::string>& choices,
+                     const std::string* fallback) const {
+    const json* v = fallback ? get(key) : &require(key);
+    if (v == nullptr) return *fallback;
+    std::string list;
+    for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
+    if (!v->is_string()) fail(key, "must be one of " + list + ", got " + v->dump());
+    const std::string s = v->get<std::string>();
+    if (std::find(choices.begin(), choices.end(), s) == choices.end()) {
+      fail(key, "must be one of " + list + ", got " + v->dump());
+    }
+    return s;
+  }
+  // null or [lo, hi].
+  Clip clip(const std::string& key) const {
+    const json* v = get(key);
+    Clip c;
+    if (v == nullptr || v->is_null()) return c;
+    if (!v->is_array() || v->size() != 2 || !(*v)[0].is_number() || !(*v)[1].is_number()) {
+      fail(key, "must be null or [lo, hi] with two numbers, got " + v->dump());
+    }
+    c.enabled = true;
+    c.lo = (*v)[0].get<double>();
+    c.hi = (*v)[1].get<double>();
+    return c;
+  }
+
+ private:
+  const std::string& path_;
+  const json& root_;
+};
+
+}  // namespace
+
+bool CaseSpec::ignores(const std::string& name) const {
+  return std::find(ignore.begin(), ignore.end(), name) != ignore.end();
+}
+
+CaseSpec parse_case_text(const std::string& path, const std::string& text) {
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw Error(Status::invalid_argument, path + ": not valid JSON: " + e.what());
+  }
+  if (!root.is_object()) {
+    throw Error(Status::invalid_argument,
+                path + ": must hold a JSON object, got " + std::string(root.type_name()));
+  }
+  Reader r(path, root);
+  CaseSpec spec;
+
+  if (const json* ig = r.get("ignore")) {
+    if (!ig->is_array()) r.fail("ignore", "must be an array of strings, got " + ig->dump());
+    for (const auto& item : *ig) {
+      if (!item.is_string()) r.fail("ignore", "must be an array of strings, got " + ig->dump());
+      spec.ignore.push_back(item.get<std::string>());
+    }
+  }
+  for (const auto& item : root.items()) {
+    const std::string& key = item.key();
+    if (std::find(kKnownKeys.begin(), kKnownKeys.end(), key) != kKnownKeys.end()) continue;
+    if (spec.ignores(key)) continue;
+    throw Error(
+        Status::invalid_argument,
+        path + ": unknown key \"" + key +
+            "\" (list it in \"ignore\" to have it passed over; known keys are in docs/cli.md)");
+  }
+
+  Config& c = spec.config;
+  static const std::map<std::string, CellType> cells = {{"lstm", CellType::lstm},
+                                                        {"gru", CellType::gru},
+                                                        {"rnn_tanh", CellType::rnn_tanh},
+                                                        {"rnn_relu", CellType::rnn_relu}};
+  c.cell = cells.at(r.choice("cell", {"lstm", "gru", "rnn_tanh", "rnn_relu"}, nullptr));
+  c.input_size = r.integer("input_size", r.require("input_size"));
+  c.hidden_size = r.integer("hidden_size", r.require("hidden_size"));
+  c.proj_size = r.integer("proj_size", int64_t{0});
+  c.num_layers = r.integer("num_layers", int64_t{1});
+  c.bidirectional = r.boolean("bidirectional", false);
+  c.bias = r.boolean("bias", true);
+  spec.batch_first = r.boolean("batch_first", false);
+  c.gru_linear_before_reset = r.boolean("gru_linear_before_reset", true);
+  c.cell_clip = r.clip("cell_clip");
+  c.proj_clip = r.clip("proj_clip");
+  const std::string propagate = "propagate";
+  c.clip_nan = r.choice("clip_nan", {"propagate", "replace"}, &propagate) == "replace"
+                   ? NanPolicy::replace
+                   : NanPolicy::propagate;
+  c.dropout = r.number("dropout", 0.0);
+  c.seed = r.unsigned_integer("seed", 0);
+  spec.dropout_counter = r.unsigned_integer("dropout_counter", 0);
+  spec.training = r.boolean("training", false);
+  c.padding_fill = r.number_or_special("padding_fill", 0.0);
+  const std::string float32 = "float32";
+  c.dtype = r.choice("dtype", {"float32", "float64"}, &float32) == "float64" ? DataType::f64
+                                                                             : DataType::f32;
+  try {
+    validate(c);
+  } catch (const Error& e) {
+    throw Error(e.code(), path + ": " + e.what());
+  }
+  return spec;
+}
+
+CaseSpec read_case_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(Status::invalid_argument, path + ": cannot open (every case needs one)");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_case_text(path, text.str());
+}
+
+}  // namespace rnnx::tool

@@ -1,0 +1,320 @@
+// `rnnx bench`: times one problem given by flags in the modes infer, train and fwdbwd for
+// one or more thread counts. Every buffer is allocated once and touched before timing
+// (first touch costs ~0.3 GB/s on our VMs, PERF-NOTES.md); warm-up runs precede the
+// timed ones. One line per measurement, text or JSON (docs/bench.md).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench_problem.hpp"
+#include "commands.hpp"
+#include "rnnx/rnnx.hpp"
+
+namespace rnnx::tool {
+namespace {
+
+[[noreturn]] void invalid(const std::string& msg) {
+  throw Error(Status::invalid_argument, msg);
+}
+
+struct BenchOptions {
+  std::string cell = "lstm";
+  int64_t layers = 1;
+  bool bidirectional = false;
+  int64_t input = 0;
+  int64_t hidden = 0;
+  int64_t proj = 0;
+  int64_t batch = 0;
+  int64_t seq = 0;
+  std::string lengths = "full";
+  uint64_t seed = 0;
+  std::string modes = "infer";
+  std::string threads = "0";
+  std::string backend = "cpu";
+  std::string dtype = "float32";
+  double dropout = 0.0;
+  int repeat = 10;
+  int warmup = 2;
+  bool json = false;
+};
+
+enum class Mode { infer, train, fwdbwd };
+const char* to_string(Mode m) {
+  return m == Mode::infer ? "infer" : m == Mode::train ? "train" : "fwdbwd";
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> items;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) items.push_back(item);
+  return items;
+}
+
+std::vector<Mode> parse_modes(const std::string& s) {
+  std::vector<Mode> modes;
+  for (const auto& m : split_list(s)) {
+    if (m == "infer")
+      modes.push_back(Mode::infer);
+    else if (m == "train")
+      modes.push_back(Mode::train);
+    else if (m == "fwdbwd")
+      modes.push_back(Mode::fwdbwd);
+    else
+      invalid("--mode '" + m + "' is not one of infer, train, fwdbwd");
+  }
+  if (modes.empty()) invalid("--mode is empty");
+  return modes;
+}
+
+std::vector<int> parse_threads(const std::string& s) {
+  std::vector<int> threads;
+  for (const auto& t : split_list(s)) {
+    char* end = nullptr;
+    const long v = std::strtol(t.c_str(), &end, 10);
+    if (*end != '\0' || v < 0 || v > 4096) {
+      invalid("--threads '" + t + "' is not a thread count (0 = OpenMP default)");
+    }
+    threads.push_back(static_cast<int>(v));
+  }
+  if (threads.empty()) invalid("--threads is empty");
+  return threads;
+}
+
+// A 64-byte aligned buffer, filled at allocation so that no timed run pays the first touch.
+class Buffer {
+ public:
+  explicit Buffer(size_t bytes) : bytes_(bytes) {
+    if (bytes == 0) return;
+    const size_t rounded = (bytes + 63) / 64 * 64;
+    data_.reset(static_cast<unsigned char*>(std::aligned_alloc(64, rounded)));
+    if (!data_) throw std::bad_alloc();
+    std::memset(data_.get(), 0, rounded);
+  }
+  void* get() const { return data_.get(); }
+  size_t size() const { return bytes_; }
+
+ private:
+  struct Free {
+    void operator()(unsigned char* p) const { std::free(p); }
+  };
+  std::unique_ptr<unsigned char, Free> data_;
+  size_t bytes_ = 0;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::string mib(size_t bytes) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%.2f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return s;
+}
+
+Config make_config(const BenchOptions& o) {
+  Config c;
+  if (o.cell == "lstm")
+    c.cell = CellType::lstm;
+  else if (o.cell == "gru")
+    c.cell = CellType::gru;
+  else if (o.cell == "rnn_tanh")
+    c.cell = CellType::rnn_tanh;
+  else
+    c.cell = CellType::rnn_relu;
+  c.input_size = o.input;
+  c.hidden_size = o.hidden;
+  c.proj_size = o.proj;
+  c.num_layers = o.layers;
+  c.bidirectional = o.bidirectional;
+  c.dropout = o.dropout;
+  c.seed = o.seed;
+  c.dtype = o.dtype == "float64" ? DataType::f64 : DataType::f32;
+  return c;
+}
+
+int run_bench(const BenchOptions& o) {
+  const std::vector<Mode> modes = parse_modes(o.modes);
+  const std::vector<int> thread_counts = parse_threads(o.threads);
+  if (o.repeat < 1) invalid("--repeat (= " + std::to_string(o.repeat) + ") must be >= 1");
+  if (o.seq < 1) invalid("--seq (= " + std::to_string(o.seq) + ") must be >= 1");
+  if (o.batch < 1) invalid("--batch (= " + std::to_string(o.batch) + ") must be >= 1");
+  const Config config = make_config(o);
+  const std::vector<int64_t> lengths = make_lengths(o.lengths, o.seq, o.batch, o.seed);
+  const SequenceShape shape = SequenceShape::padded(o.seq, o.batch, lengths);
+
+  // Plans first (one per thread count), so that every buffer can be sized for all of them.
+  std::vector<Plan> plans;
+  size_t workspace_bytes = 0;
+  for (int t : thread_counts) {
+    plans.emplace_back(config, shape, PlanOptions{backend_from_string(o.backend), t});
+    const Plan& p = plans.back();
+    workspace_bytes = std::max({workspace_bytes, p.forward_workspace_size(false),
+                                p.forward_workspace_size(true), p.backward_workspace_size()});
+  }
+  const Plan& p0 = plans.front();
+  size_t reserve_bytes = 0;
+  for (const Plan& p : plans) reserve_bytes = std::max(reserve_bytes, p.reserve_size());
+  const size_t es = static_cast<size_t>(dtype_size(config.dtype));
+  const bool lstm = config.cell == CellType::lstm;
+
+  Buffer x(p0.x_numel() * es), y(p0.y_numel() * es), dx(p0.x_numel() * es), dy(p0.y_numel() * es);
+  Buffer h0(p0.h_numel() * es), hy(p0.h_numel() * es), dh0(p0.h_numel() * es),
+      dhy(p0.h_numel() * es);
+  Buffer c0(p0.c_numel() * es), cy(p0.c_numel() * es), dc0(p0.c_numel() * es),
+      dcy(p0.c_numel() * es);
+  Buffer w(p0.weights_numel() * es), dw(p0.weights_numel() * es);
+  Buffer workspace(workspace_bytes), reserve(reserve_bytes);
+  // Inputs and weights as PyTorch initialises them; states and gradients in [-1, 1).
+  SplitMix64 rng(o.seed + 1);
+  const double k = 1.0 / std::sqrt(static_cast<double>(o.hidden));
+  fill_uniform(w.get(), config.dtype, p0.weights_numel(), -k, k, rng);
+  fill_uniform(x.get(), config.dtype, p0.x_numel(), -1.0, 1.0, rng);
+  fill_uniform(dy.get(), config.dtype, p0.y_numel(), -1.0, 1.0, rng);
+  fill_uniform(h0.get(), config.dtype, p0.h_numel(), -1.0, 1.0, rng);
+  fill_uniform(dhy.get(), config.dtype, p0.h_numel(), -1.0, 1.0, rng);
+  fill_uniform(c0.get(), config.dtype, p0.c_numel(), -1.0, 1.0, rng);
+  fill_uniform(dcy.get(), config.dtype, p0.c_numel(), -1.0, 1.0, rng);
+
+  const double fwd_flops = forward_flops(config, p0.tokens());
+  for (size_t pi = 0; pi < plans.size(); ++pi) {
+    Plan& plan = plans[pi];
+    const int threads = thread_counts[pi] > 0 ? thread_counts[pi] : max_threads();
+    for (Mode mode : modes) {
+      const bool training = mode != Mode::infer;
+      ForwardArgs f;
+      f.x = x.get();
+      f.h0 = h0.get();
+      f.c0 = lstm ? c0.get() : nullptr;
+      f.weights = w.get();
+      f.y = y.get();
+      f.hy = hy.get();
+      f.cy = lstm ? cy.get() : nullptr;
+      f.training = training;
+      f.workspace = workspace.get();
+      f.workspace_size = workspace.size();
+      f.reserve = training ? reserve.get() : nullptr;
+      f.reserve_size = training ? reserve.size() : 0;
+      BackwardArgs b;
+      b.x = x.get();
+      b.h0 = f.h0;
+      b.c0 = f.c0;
+      b.weights = w.get();
+      b.dy = dy.get();
+      b.dhy = dhy.get();
+      b.dcy = lstm ? dcy.get() : nullptr;
+      b.dx = dx.get();
+      b.dh0 = dh0.get();
+      b.dc0 = lstm ? dc0.get() : nullptr;
+      b.dweights = dw.get();
+      b.workspace = workspace.get();
+      b.workspace_size = workspace.size();
+      b.reserve = reserve.get();
+      b.reserve_size = reserve.size();
+      auto once = [&] {
+        plan.forward(f);
+        if (mode == Mode::fwdbwd) plan.backward(b);
+      };
+      for (int i = 0; i < o.warmup; ++i) once();
+      std::vector<double> ms;
+      for (int i = 0; i < o.repeat; ++i) {
+        const auto start = std::chrono::steady_clock::now();
+        once();
+        const auto stop = std::chrono::steady_clock::now();
+        ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
+      }
+      const double med = median(ms);
+      const double lo = *std::min_element(ms.begin(), ms.end());
+      const double hi = *std::max_element(ms.begin(), ms.end());
+      const double flops = fwd_flops * (mode == Mode::fwdbwd ? 3.0 : 1.0);
+      const double gflops = med > 0.0 ? flops / (med * 1e-3) / 1e9 : 0.0;
+      const size_t ws_used = std::max(plan.forward_workspace_size(training),
+                                      mode == Mode::fwdbwd ? plan.backward_workspace_size() : 0);
+      const size_t rs_used = training ? plan.reserve_size() : 0;
+      if (o.json) {
+        nlohmann::ordered_json j = {{"problem", plan.problem_name()},
+                                    {"backend", o.backend},
+                                    {"impl", plan.impl_name()},
+                                    {"mode", to_string(mode)},
+                                    {"threads", threads},
+                                    {"dtype", o.dtype},
+                                    {"lengths", o.lengths},
+                                    {"seed", o.seed},
+                                    {"tokens", plan.tokens()},
+                                    {"padded_tokens", plan.max_seq_len() * plan.batch()},
+                                    {"repeat", o.repeat},
+                                    {"ms_median", med},
+                                    {"ms_min", lo},
+                                    {"ms_max", hi},
+                                    {"flops", flops},
+                                    {"gflops", gflops},
+                                    {"workspace_bytes", ws_used},
+                                    {"reserve_bytes", rs_used}};
+        std::printf("%s\n", j.dump().c_str());
+      } else {
+        std::printf(
+            "%s %s %s %-6s threads=%d tokens=%lld  median %.3f ms (min %.3f, max %.3f)  "
+            "%.2f GFLOP/s  workspace %s  reserve %s\n",
+            plan.problem_name().c_str(), o.dtype.c_str(), plan.impl_name().c_str(), to_string(mode),
+            threads, static_cast<long long>(plan.tokens()), med, lo, hi, gflops,
+            mib(ws_used).c_str(), mib(rs_used).c_str());
+      }
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_bench_command(CLI::App& parent) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App* app = parent.add_subcommand("bench", "Time a problem given by flags (docs/bench.md)");
+  app->add_option("--cell", o->cell, "lstm, gru, rnn_tanh or rnn_relu")
+      ->check(CLI::IsMember({"lstm", "gru", "rnn_tanh", "rnn_relu"}))
+      ->capture_default_str();
+  app->add_option("--layers", o->layers, "Number of layers")->capture_default_str();
+  app->add_flag("--bidirectional", o->bidirectional, "Two directions");
+  app->add_option("--input", o->input, "Input size I")->required();
+  app->add_option("--hidden", o->hidden, "Hidden size H")->required();
+  app->add_option("--proj", o->proj, "LSTM projection size (0 = none)")->capture_default_str();
+  app->add_option("--batch", o->batch, "Batch size B")->required();
+  app->add_option("--seq", o->seq, "Longest sequence T (the padded time axis)")->required();
+  app->add_option("--lengths", o->lengths,
+                  "full, uniform, longtail, or a file with one length per line")
+      ->capture_default_str();
+  app->add_option("--seed", o->seed, "Seed of the lengths, data and dropout")
+      ->capture_default_str();
+  app->add_option("--mode", o->modes, "infer, train, fwdbwd, or a comma-separated list")
+      ->capture_default_str();
+  app->add_option("--threads", o->threads,
+                  "Thread count or comma-separated list (0 = OpenMP default)")
+      ->capture_default_str();
+  app->add_option("--backend", o->backend, "reference or cpu")
+      ->check(CLI::IsMember({"reference", "cpu"}))
+      ->capture_default_str();
+  app->add_option("--dtype", o->dtype, "float32 or float64")
+      ->check(CLI::IsMember({"float32", "float64"}))
+      ->capture_default_str();
+  app->add_option("--dropout", o->dropout, "Dropout between layers (train and fwdbwd only)")
+      ->capture_default_str();
+  app->add_option("--repeat", o->repeat, "Timed runs per measurement")->capture_default_str();
+  app->add_option("--warmup", o->warmup, "Untimed runs before the timed ones")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app->add_flag("--json", o->json, "One JSON object per line");
+  return {app, [o] { return run_bench(*o); }};
+}
+
+}  // namespace rnnx::tool

@@ -1,0 +1,78 @@
+// `rnnx info`: version, build options, the backends this build can run (probed by
+// building a tiny plan on each, so "available" means a plan really builds), the CPU ISA
+// detected and used, the GEMM engine and the default thread count. Text or --json.
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "commands.hpp"
+#include "rnnx/rnnx.hpp"
+
+namespace rnnx::tool {
+namespace {
+
+struct BackendProbe {
+  Backend backend;
+  bool available = false;
+  std::string detail;  // the impl name of the probe plan, or why it could not be built
+};
+
+BackendProbe probe(Backend backend) {
+  BackendProbe p{backend, false, {}};
+  Config config;  // the smallest LSTM: enough to make the backend build a plan
+  config.input_size = 1;
+  config.hidden_size = 1;
+  try {
+    Plan plan(config, SequenceShape::padded(1, 1), PlanOptions{backend, 0});
+    p.available = true;
+    p.detail = plan.impl_name();
+  } catch (const Error& e) {
+    p.detail = std::string(to_string(e.code())) + ": " + e.what();
+  }
+  return p;
+}
+
+int run_info(bool as_json) {
+  const BuildInfo build = build_info();
+  const BackendProbe probes[] = {probe(Backend::reference), probe(Backend::cpu)};
+  if (as_json) {
+    nlohmann::ordered_json j;
+    j["version"] = build.version;
+    j["build_type"] = build.build_type;
+    j["compiler"] = build.compiler;
+    j["sanitizers"] = build.sanitizers;
+    for (const auto& p : probes) {
+      j["backends"][to_string(p.backend)] = {{"available", p.available}, {"detail", p.detail}};
+    }
+    j["cpu_isa_detected"] = cpu_isa_detected();
+    j["cpu_isa_used"] = cpu_isa_used();
+    j["gemm_engine"] = build.gemm_engine;
+    j["threads"] = max_threads();
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+  std::printf("rnnx %s\n", build.version);
+  std::printf("build:     %s, compiler %s, sanitizers %s\n", build.build_type, build.compiler,
+              build.sanitizers ? "on" : "off");
+  for (const auto& p : probes) {
+    std::printf("backend:   %-9s %s (%s)\n", to_string(p.backend),
+                p.available ? "available" : "not available", p.detail.c_str());
+  }
+  std::printf("cpu isa:   detected %s, used %s\n", cpu_isa_detected(), cpu_isa_used());
+  std::printf("gemm:      %s\n", build.gemm_engine);
+  std::printf("threads:   %d (OpenMP default; OMP_NUM_THREADS or --threads change it)\n",
+              max_threads());
+  return 0;
+}
+
+}  // namespace
+
+Command add_info_command(CLI::App& parent) {
+  auto as_json = std::make_shared<bool>(false);
+  CLI::App* app = parent.add_subcommand("info", "Print the version, build options and backends");
+  app->add_flag("--json", *as_json, "One JSON object instead of text");
+  return {app, [as_json] { return run_info(*as_json); }};
+}
+
+}  // namespace rnnx::tool

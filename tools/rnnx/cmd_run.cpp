@@ -1,0 +1,337 @@
+// `rnnx run CASE_DIR --out OUT_DIR`: one case from case.json and .npy files (weights named
+// as PyTorch's state_dict), forward and, when dy.npy is present, backward; the results are
+// written as .npy files. Every file is checked (dtype, shape) before the plan runs.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "case_file.hpp"
+#include "commands.hpp"
+#include "npy.hpp"
+#include "rnnx/rnnx.hpp"
+
+namespace rnnx::tool {
+namespace {
+
+namespace fs = std::filesystem;
+using Bytes = std::vector<unsigned char>;
+
+[[noreturn]] void invalid(const std::string& msg) {
+  throw Error(Status::invalid_argument, msg);
+}
+
+// Inputs the case may hold besides weights, and the outputs `run` writes (an OUT_DIR equal
+// to CASE_DIR then still reads as a valid case).
+const std::vector<std::string> kInputFiles = {"x", "lengths", "h0", "c0", "dy", "dhy", "dcy"};
+const std::vector<std::string> kOutputFiles = {"y", "hy", "cy", "dx", "dh0", "dc0"};
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+bool looks_like_weight(const std::string& stem) {
+  static const std::regex pattern("(weight|bias)_(ih|hh|hr)_l[0-9]+(_reverse)?");
+  return std::regex_match(stem, pattern);
+}
+
+NpyType npy_type(DataType dtype) {
+  return dtype == DataType::f64 ? NpyType::f8 : NpyType::f4;
+}
+
+// The .npy files of the case directory by name without extension, classified: inputs,
+// weights (checked against the layout later) and outputs of an earlier run are kept or
+// passed over; anything else is refused unless "ignore" lists it, so that a misspelt
+// input (h_0.npy) cannot be silently replaced by zeros.
+std::map<std::string, fs::path> list_case_files(const fs::path& dir, const CaseSpec& spec) {
+  std::map<std::string, fs::path> files;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const fs::path& p = entry.path();
+    if (p.extension() != ".npy" || !entry.is_regular_file()) continue;
+    const std::string stem = p.stem().string(), name = p.filename().string();
+    if (spec.ignores(name) || spec.ignores(stem)) continue;
+    if (contains(kInputFiles, stem) || looks_like_weight(stem)) {
+      files[stem] = p;
+    } else if (!contains(kOutputFiles, stem) && stem.rfind("grad_", 0) != 0) {
+      invalid((dir / name).string() +
+              ": unknown file: not an input (x, lengths, h0, c0, dy, dhy, dcy) nor a weight "
+              "name of PyTorch's state_dict; list \"" +
+              name + "\" in \"ignore\" to allow it");
+    }
+  }
+  return files;
+}
+
+// A floating-point array converted to the case dtype (float32 <-> float64 both accepted;
+// float64 -> float32 rounds to nearest).
+Bytes to_case_dtype(const NpyArray& a, DataType dtype) {
+  if (!a.is_float()) {
+    invalid(a.path + ": dtype is " + npy_type_name(a.type) +
+            ", expected float32 or float64 (converted to the case dtype " + to_string(dtype) + ")");
+  }
+  const std::vector<double> v = a.to_double();
+  Bytes out(v.size() * dtype_size(dtype));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (dtype == DataType::f64) {
+      std::memcpy(out.data() + i * sizeof(double), &v[i], sizeof(double));
+    } else {
+      const float f = static_cast<float>(v[i]);
+      std::memcpy(out.data() + i * sizeof(float), &f, sizeof(float));
+    }
+  }
+  return out;
+}
+
+void check_shape(const NpyArray& a, const std::vector<int64_t>& expected,
+                 const std::string& meaning) {
+  if (a.shape != expected) {
+    invalid(a.path + ": shape " + shape_string(a.shape) + " does not match " + meaning + " = " +
+            shape_string(expected));
+  }
+}
+
+struct RunOptions {
+  std::string case_dir;
+  std::string out_dir;
+  std::string backend = "cpu";
+  int threads = 0;
+};
+
+class CaseRunner {
+ public:
+  explicit CaseRunner(const RunOptions& opts) : opts_(opts), dir_(opts.case_dir) {}
+
+  int run() {
+    if (!fs::is_directory(dir_)) invalid(opts_.case_dir + ": not a directory");
+    spec_ = read_case_file((dir_ / "case.json").string());
+    files_ = list_case_files(dir_, spec_);
+    const Config& c = spec_.config;
+    const bool lstm = c.cell == CellType::lstm;
+    const int64_t L = c.num_layers, D = c.num_directions(), P = c.output_size(), H = c.hidden_size;
+
+    // x fixes T and B; every other shape follows from them and the config.
+    const NpyArray x = load_required("x");
+    if (x.shape.size() != 3) {
+      invalid(x.path + ": shape " + shape_string(x.shape) + " must have 3 dimensions, " +
+              layout_name("I"));
+    }
+    const int64_t T = spec_.batch_first ? x.shape[1] : x.shape[0];
+    const int64_t B = spec_.batch_first ? x.shape[0] : x.shape[1];
+    if (x.shape[2] != c.input_size) {
+      invalid(x.path + ": dim 2 (= " + std::to_string(x.shape[2]) +
+              ") must equal input_size (= " + std::to_string(c.input_size) + ")");
+    }
+    if (T < 1 || B < 1) {
+      invalid(x.path + ": shape " + shape_string(x.shape) + " has T (= " + std::to_string(T) +
+              ") or B (= " + std::to_string(B) + ") below 1, " + layout_name("I"));
+    }
+    const std::vector<int64_t> lengths = load_lengths(T, B);
+    if (!lstm) {
+      for (const char* name : {"c0", "dcy"}) {
+        if (files_.count(name)) {
+          invalid(files_[name].string() + ": given but cell is " + to_string(c.cell) +
+                  "; only lstm has a cell state");
+        }
+      }
+    }
+
+    Plan plan(c, SequenceShape::padded(T, B, lengths, spec_.batch_first),
+              PlanOptions{backend_from_string(opts_.backend), opts_.threads});
+
+    const std::vector<int64_t> h_shape = {L * D, B, P}, c_shape = {L * D, B, H};
+    const std::vector<int64_t> y_shape =
+        spec_.batch_first ? std::vector<int64_t>{B, T, D * P} : std::vector<int64_t>{T, B, D * P};
+    const Bytes x_buf = to_case_dtype(x, c.dtype);
+    const std::optional<Bytes> h0 = load_optional("h0", h_shape, "[L*D, B, P']");
+    const std::optional<Bytes> c0 = load_optional("c0", c_shape, "[L*D, B, H]");
+    const std::optional<Bytes> dy = load_optional("dy", y_shape, layout_name("D*P'"));
+    const std::optional<Bytes> dhy = load_optional("dhy", h_shape, "[L*D, B, P']");
+    const std::optional<Bytes> dcy = load_optional("dcy", c_shape, "[L*D, B, H]");
+    const Bytes weights = load_weights(plan.weight_layout());
+    const bool backward = dy.has_value();
+    if (!backward && (dhy || dcy)) {
+      invalid((dir_ / (dhy ? "dhy.npy" : "dcy.npy")).string() +
+              ": given without dy.npy; backward runs only when dy.npy is present");
+    }
+
+    const int64_t es = dtype_size(c.dtype);
+    Bytes y(plan.y_numel() * es), hy(plan.h_numel() * es), cy(plan.c_numel() * es);
+    // Backward needs the reserve of a training forward, whatever "training" says.
+    const bool training = backward || spec_.training;
+    Bytes reserve(training ? plan.reserve_size() : 0);
+    ForwardArgs f;
+    f.x = x_buf.data();
+    f.h0 = h0 ? h0->data() : nullptr;
+    f.c0 = c0 ? c0->data() : nullptr;
+    f.weights = weights.data();
+    f.y = y.data();
+    f.hy = hy.data();
+    f.cy = lstm ? cy.data() : nullptr;
+    f.training = training;
+    f.dropout_counter = spec_.dropout_counter;
+    f.reserve = training ? reserve.data() : nullptr;
+    f.reserve_size = reserve.size();
+    plan.forward(f);
+
+    Bytes dx, dh0, dc0, dw;
+    if (backward) {
+      dx.resize(plan.x_numel() * es);
+      dh0.resize(plan.h_numel() * es);
+      dc0.resize(plan.c_numel() * es);
+      dw.resize(plan.weights_numel() * es);
+      BackwardArgs b;
+      b.x = x_buf.data();
+      b.h0 = f.h0;
+      b.c0 = f.c0;
+      b.weights = weights.data();
+      b.dy = dy->data();
+      b.dhy = dhy ? dhy->data() : nullptr;
+      b.dcy = dcy ? dcy->data() : nullptr;
+      b.dx = dx.data();
+      b.dh0 = dh0.data();
+      b.dc0 = lstm ? dc0.data() : nullptr;
+      b.dweights = dw.data();
+      b.weight_grad_mode = GradMode::overwrite;
+      b.reserve = reserve.data();
+      b.reserve_size = reserve.size();
+      plan.backward(b);
+    }
+
+    const fs::path out(opts_.out_dir);
+    std::error_code ec;
+    fs::create_directories(out, ec);
+    if (!fs::is_directory(out)) {
+      throw Error(Status::internal, opts_.out_dir + ": cannot create the output directory" +
+                                        (ec ? ": " + ec.message() : std::string()));
+    }
+    const NpyType type = npy_type(c.dtype);
+    int written = 0;
+    auto write = [&](const std::string& name, const std::vector<int64_t>& shape,
+                     const Bytes& data) {
+      write_npy((out / (name + ".npy")).string(), type, shape, data.data());
+      ++written;
+    };
+    write("y", y_shape, y);
+    write("hy", h_shape, hy);
+    if (lstm) write("cy", c_shape, cy);
+    if (backward) {
+      write("dx", x.shape, dx);
+      write("dh0", h_shape, dh0);
+      if (lstm) write("dc0", c_shape, dc0);
+      for (const WeightParam& p : plan.weight_layout().params()) {
+        write_npy((out / ("grad_" + p.name + ".npy")).string(), type, param_shape(p),
+                  dw.data() + p.offset * es);
+        ++written;
+      }
+    }
+    std::printf("rnnx run: %s on %s, %s: wrote %d files to %s\n", plan.problem_name().c_str(),
+                plan.impl_name().c_str(),
+                backward ? "training forward + backward"
+                         : (training ? "training forward" : "inference forward"),
+                written, opts_.out_dir.c_str());
+    return 0;
+  }
+
+ private:
+  std::string layout_name(const std::string& last) const {
+    return spec_.batch_first ? "[B, T, " + last + "] (batch_first)" : "[T, B, " + last + "]";
+  }
+
+  static std::vector<int64_t> param_shape(const WeightParam& p) {
+    return p.is_bias() ? std::vector<int64_t>{p.rows} : std::vector<int64_t>{p.rows, p.cols};
+  }
+
+  NpyArray load_required(const std::string& name) {
+    auto it = files_.find(name);
+    if (it == files_.end()) invalid((dir_ / (name + ".npy")).string() + ": missing (required)");
+    return read_npy(it->second.string());
+  }
+
+  std::optional<Bytes> load_optional(const std::string& name, const std::vector<int64_t>& shape,
+                                     const std::string& meaning) {
+    auto it = files_.find(name);
+    if (it == files_.end()) return std::nullopt;
+    const NpyArray a = read_npy(it->second.string());
+    check_shape(a, shape, meaning);
+    return to_case_dtype(a, spec_.config.dtype);
+  }
+
+  std::vector<int64_t> load_lengths(int64_t T, int64_t B) {
+    auto it = files_.find("lengths");
+    if (it == files_.end()) return {};
+    const NpyArray a = read_npy(it->second.string());
+    if (a.is_float()) {
+      invalid(a.path + ": dtype is " + npy_type_name(a.type) + ", expected int32 or int64");
+    }
+    check_shape(a, {B}, "[B]");
+    std::vector<int64_t> lengths = a.to_int64();
+    for (int64_t b = 0; b < B; ++b) {
+      if (lengths[b] < 0 || lengths[b] > T) {
+        invalid(a.path + ": lengths[" + std::to_string(b) + "] (= " + std::to_string(lengths[b]) +
+                ") must be in [0, T (= " + std::to_string(T) + ")]");
+      }
+    }
+    return lengths;
+  }
+
+  // Every weight of the layout from its own file, into one flat buffer; weight-named files
+  // that the layout does not have are refused (a wrong num_layers or bias would hide there).
+  Bytes load_weights(const WeightLayout& layout) {
+    const Config& c = spec_.config;
+    const std::string summary =
+        std::string("cell ") + to_string(c.cell) + ", num_layers " + std::to_string(c.num_layers) +
+        ", bidirectional " + (c.bidirectional ? "true" : "false") + ", bias " +
+        (c.bias ? "true" : "false") + ", proj_size " + std::to_string(c.proj_size);
+    for (const auto& [stem, path] : files_) {
+      if (looks_like_weight(stem) && layout.try_find(stem) == nullptr) {
+        invalid(path.string() + ": not a weight of this case (" + summary + ")");
+      }
+    }
+    const int64_t es = dtype_size(c.dtype);
+    Bytes flat(layout.numel() * es);
+    for (const WeightParam& p : layout.params()) {
+      auto it = files_.find(p.name);
+      if (it == files_.end()) {
+        invalid((dir_ / (p.name + ".npy")).string() + ": missing; the case (" + summary +
+                ") needs it with shape " + shape_string(param_shape(p)));
+      }
+      const NpyArray a = read_npy(it->second.string());
+      check_shape(a, param_shape(p), p.name);
+      const Bytes v = to_case_dtype(a, c.dtype);
+      std::memcpy(flat.data() + p.offset * es, v.data(), v.size());
+    }
+    return flat;
+  }
+
+  const RunOptions& opts_;
+  fs::path dir_;
+  CaseSpec spec_;
+  std::map<std::string, fs::path> files_;
+};
+
+}  // namespace
+
+Command add_run_command(CLI::App& parent) {
+  auto opts = std::make_shared<RunOptions>();
+  CLI::App* app = parent.add_subcommand(
+      "run", "Run one case from CASE_DIR (case.json and .npy files) and write the results");
+  app->add_option("case_dir", opts->case_dir, "Directory with case.json, x.npy and the weights")
+      ->required();
+  app->add_option("--out", opts->out_dir, "Directory for the results (created if missing)")
+      ->required();
+  app->add_option("--backend", opts->backend, "reference or cpu")
+      ->check(CLI::IsMember({"reference", "cpu"}))
+      ->capture_default_str();
+  app->add_option("--threads", opts->threads, "OpenMP threads (0 = OpenMP default)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  return {app, [opts] { return CaseRunner(*opts).run(); }};
+}
+
+}  // namespace rnnx::tool
