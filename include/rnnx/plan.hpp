@@ -8,6 +8,8 @@
 // Workspace is scratch for one call; reserve is written by a training forward and read
 // by the backward of the same batch. With a caller-provided workspace, execution
 // allocates nothing; with workspace == nullptr the plan uses (and keeps) its own.
+// Every tensor must be aligned to its element size; workspace and reserve to 8 bytes
+// (64 recommended: sub-buffers are carved at 64-byte offsets from the base).
 // A plan may be executed by one thread at a time.
 #pragma once
 
