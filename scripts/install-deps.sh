@@ -8,6 +8,7 @@ packages=(
   libopenblas-openmp-dev       # OpenBLAS (OpenMP build): float64 GEMMs
   nlohmann-json3-dev libcli11-dev libfmt-dev
   python3 python3-numpy python3-torch   # the PyTorch cross-check (Debian's /usr/bin/python3)
+  python3-dev pybind11-dev python3-pytest  # the Python bindings and their tests
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,2 @@
+// Placeholder: the C API over the C++ API lands here (issue 4).
+namespace rnnx {}
