@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace rnnx {
 
@@ -15,6 +16,36 @@ enum class DataType { f32, f64 };
 //   replace:   NaN becomes the upper bound `hi` (what fmax(lo, fmin(x, hi)) gives) and
 //              passes zero gradient, like any other clipped element.
 enum class NanPolicy { propagate, replace };
+
+// ONNX's activation functions (the `activations` attribute of ONNX's LSTM/GRU/RNN), with
+// their alpha and beta: Affine a*x+b, LeakyRelu (alpha), ThresholdedRelu (alpha),
+// ScaledTanh a*tanh(b*x), HardSigmoid min(max(a*x+b, 0), 1), Elu (alpha).
+enum class ActivationKind {
+  sigmoid,
+  tanh,
+  relu,
+  affine,
+  leaky_relu,
+  thresholded_relu,
+  scaled_tanh,
+  hard_sigmoid,
+  elu,
+  softsign,
+  softplus,
+};
+
+struct Activation {
+  ActivationKind kind = ActivationKind::tanh;
+  double alpha = 0.0;
+  double beta = 0.0;
+};
+
+// The activation with ONNX's default alpha and beta (LeakyRelu 0.01, ThresholdedRelu 1,
+// ScaledTanh 1/1, HardSigmoid 0.2/0.5, Elu 1, Affine 1/0).
+Activation default_activation(ActivationKind kind);
+const char* to_string(ActivationKind kind);
+// ONNX's names ("Sigmoid", "LeakyRelu", ...), case-insensitive; throws invalid_argument.
+ActivationKind activation_from_string(const std::string& name);
 
 struct Clip {
   bool enabled = false;
@@ -41,12 +72,29 @@ struct Config {
   DataType dtype = DataType::f32;
   double padding_fill = 0.0;  // value written to y at positions t >= lengths[b]
 
+  // The cell options of ONNX (and oneDNN), see docs/math.md.
+  bool reverse = false;       // one direction that runs from each sequence's end (ONNX "reverse")
+  bool peephole = false;      // LSTM peepholes, weights weight_peephole_l{k} [3H] in order i, f, o
+  double gate_clip = 0.0;     // > 0: clamp every gate pre-activation to [-gate_clip, gate_clip]
+  bool input_forget = false;  // LSTM: couple the gates, f = 1 - i
+  // Per direction: LSTM (f, g, h), GRU (f, g), RNN (f); either one list for every direction
+  // or one per direction (forward first). Empty: sigmoid/tanh/tanh, sigmoid/tanh, and
+  // tanh or relu for rnn_tanh / rnn_relu.
+  std::vector<Activation> activations;
+
   int64_t num_directions() const { return bidirectional ? 2 : 1; }
   // Size of the recurrent state and of each direction's output (P').
   int64_t output_size() const { return proj_size > 0 ? proj_size : hidden_size; }
 };
 
 int64_t gates_per_cell(CellType cell);  // 1, 1, 4, 3
+// Activations per direction: 3 (LSTM), 2 (GRU), 1 (RNN).
+int64_t activations_per_direction(CellType cell);
+// The activations direction `d` uses, defaults filled in.
+std::vector<Activation> direction_activations(const Config& config, int64_t d);
+// True when the config uses any ONNX-only option (peephole, gate_clip, input_forget,
+// reverse, non-default activations).
+bool uses_onnx_options(const Config& config);
 const char* to_string(CellType cell);
 const char* to_string(DataType dtype);
 int64_t dtype_size(DataType dtype);

@@ -5,6 +5,7 @@
 //   bias_ih_l{l}    [G*H]        (only with bias)
 //   bias_hh_l{l}    [G*H]        (only with bias)
 //   weight_hr_l{l}  [P', H]      (only with proj_size > 0)
+//   weight_peephole_l{l} [3*H]   (only with peephole; gates i, f, o)
 // This is the order of PyTorch's _flat_weights, so a state_dict maps one to one.
 #pragma once
 
@@ -16,7 +17,7 @@
 
 namespace rnnx {
 
-enum class WeightKind { w_ih, w_hh, b_ih, b_hh, w_hr };
+enum class WeightKind { w_ih, w_hh, b_ih, b_hh, w_hr, w_peephole };
 
 struct WeightParam {
   std::string name;   // PyTorch name, e.g. "weight_hh_l1_reverse"
@@ -27,6 +28,10 @@ struct WeightParam {
   int64_t rows;
   int64_t cols;       // 1 for biases
   int64_t numel() const { return rows * cols; }
+  // One-dimensional parameters (biases and peepholes).
+  bool is_vector() const {
+    return kind == WeightKind::b_ih || kind == WeightKind::b_hh || kind == WeightKind::w_peephole;
+  }
   bool is_bias() const { return kind == WeightKind::b_ih || kind == WeightKind::b_hh; }
 };
 

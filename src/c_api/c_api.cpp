@@ -1,2 +1,723 @@
-// Placeholder: the C API over the C++ API lands here (issue 4).
-namespace rnnx {}
+// The C API (include/rnnx/rnnx.h) over the C++ API: opaque handles around rnnx::Config and
+// rnnx::Plan, conversion of the C structs and enums, and the error boundary that turns
+// every exception into a status plus this thread's last-error message.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rnnx/rnnx.h"
+#include "rnnx/rnnx.hpp"
+
+struct rnnx_config {
+  rnnx::Config value;
+};
+
+struct rnnx_plan {
+  explicit rnnx_plan(rnnx::Plan p)
+      : plan(std::move(p)), impl_name(plan.impl_name()), problem_name(plan.problem_name()) {}
+  rnnx::Plan plan;
+  // Kept so that the const char* handed out stays valid for the plan's lifetime.
+  std::string impl_name;
+  std::string problem_name;
+};
+
+namespace {
+
+using rnnx::Error;
+using rnnx::Status;
+
+// ---- The error boundary ------------------------------------------------------------
+
+// The thread's last-error message. `fallback` is used when recording the message itself
+// runs out of memory, so that a failure never reads as an empty message.
+struct LastError {
+  std::string text;
+  const char* fallback = nullptr;
+};
+LastError& last_error() noexcept {
+  thread_local LastError e;
+  return e;
+}
+
+void clear_error() noexcept {
+  LastError& e = last_error();
+  e.text.clear();
+  e.fallback = nullptr;
+}
+
+rnnx_status_t fail(rnnx_status_t status, const char* prefix, const char* text) noexcept {
+  LastError& e = last_error();
+  e.fallback = nullptr;
+  try {
+    e.text.clear();
+    if (prefix != nullptr) e.text.append(prefix).append(": ");
+    e.text.append(text);
+  } catch (...) {
+    e.text.clear();
+    e.fallback = "out of memory while recording the error message";
+  }
+  return status;
+}
+
+rnnx_status_t to_c(Status s) noexcept {
+  switch (s) {
+    case Status::invalid_argument:
+      return RNNX_STATUS_INVALID_ARGUMENT;
+    case Status::unsupported:
+      return RNNX_STATUS_UNSUPPORTED;
+    case Status::internal:
+      return RNNX_STATUS_INTERNAL;
+    case Status::out_of_memory:
+      return RNNX_STATUS_OUT_OF_MEMORY;
+    case Status::success:
+      break;  // an Error never carries success; treat it as a bug
+  }
+  return RNNX_STATUS_INTERNAL;
+}
+
+// Runs the body of one entry point. Messages of rnnx::Error pass through unchanged (the
+// C++ API's text); everything else is prefixed with the entry point's name.
+template <typename Body>
+rnnx_status_t guarded(const char* fn, Body&& body) noexcept {
+  try {
+    body(fn);
+    clear_error();
+    return RNNX_STATUS_SUCCESS;
+  } catch (const Error& e) {
+    return fail(to_c(e.code()), nullptr, e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(RNNX_STATUS_OUT_OF_MEMORY, fn, "out of memory");
+  } catch (const std::exception& e) {
+    return fail(RNNX_STATUS_INTERNAL, fn, e.what());
+  } catch (...) {
+    return fail(RNNX_STATUS_INTERNAL, fn, "unknown exception");
+  }
+}
+
+[[noreturn]] void invalid(const char* fn, const std::string& msg) {
+  throw Error(Status::invalid_argument, std::string(fn) + ": " + msg);
+}
+
+template <typename T>
+T* need(T* p, const char* fn, const char* name) {
+  if (p == nullptr) invalid(fn, std::string(name) + " is null");
+  return p;
+}
+
+// ---- Versioned structs -------------------------------------------------------------
+
+// The size of the first version of each struct: the smallest struct_size accepted. Later
+// versions only append fields, so these numbers never change.
+constexpr size_t kSequenceDescV1 = sizeof(rnnx_sequence_desc_t);
+constexpr size_t kForwardArgsV1 = sizeof(rnnx_forward_args_t);
+constexpr size_t kBackwardArgsV1 = sizeof(rnnx_backward_args_t);
+
+// Reads a caller struct that starts with struct_size: a smaller (older) one has its
+// missing fields zero, a larger (newer) one is accepted only if what this library does not
+// know is zero, since a nonzero field would ask for something it cannot do.
+template <typename S>
+S read_struct(const S* in, size_t min_size, const char* fn, const char* name) {
+  size_t given = 0;
+  std::memcpy(&given, in, sizeof(given));
+  if (given < min_size) {
+    invalid(fn, std::string(name) + "->struct_size (= " + std::to_string(given) +
+                    ") is smaller than the struct (= " + std::to_string(min_size) +
+                    "); set it to sizeof the struct, or use the *_init helpers");
+  }
+  // An uninitialised struct_size is usually huge; refuse it before reading past the struct.
+  constexpr size_t kMaxGrowth = 4096;
+  if (given > sizeof(S) + kMaxGrowth) {
+    invalid(fn, std::string(name) + "->struct_size (= " + std::to_string(given) +
+                    ") is not the size of any version of the struct (= " +
+                    std::to_string(sizeof(S)) + " in this one); is it set?");
+  }
+  const auto* bytes = reinterpret_cast<const unsigned char*>(in);
+  for (size_t i = sizeof(S); i < given; ++i) {
+    if (bytes[i] != 0) {
+      throw Error(Status::unsupported,
+                  std::string(fn) + ": " + name + "->struct_size (= " + std::to_string(given) +
+                      ") is larger than this version of rnnx knows (= " +
+                      std::to_string(sizeof(S)) + ") and byte " + std::to_string(i) +
+                      " beyond it is set; this library is older than the header");
+    }
+  }
+  S out;
+  std::memset(&out, 0, sizeof(out));
+  std::memcpy(&out, in, std::min(given, sizeof(S)));
+  return out;
+}
+
+void require_reserved_zero(int32_t value, const char* fn, const char* name) {
+  if (value != 0) {
+    throw Error(Status::unsupported, std::string(fn) + ": " + name +
+                                         " (= " + std::to_string(value) +
+                                         ") must be 0 in this version of rnnx");
+  }
+}
+
+// ---- Enum conversions: explicit, so that a C value outside its enum is refused --------
+
+// A C caller may pass any int as an enum. In C++ an unscoped enum without a fixed type
+// only holds its enumerators' bit range, so its value is read through its bytes, never
+// loaded as the enum (which UBSan's enum check would flag).
+template <typename E>
+int raw(const E& v) {
+  static_assert(sizeof(E) == sizeof(int), "C enums are int-sized");
+  int r = 0;
+  std::memcpy(&r, &v, sizeof r);
+  return r;
+}
+
+std::string bad_enum(const char* name, int value, const char* type) {
+  return std::string(name) + " (= " + std::to_string(value) + ") is not an " + type + " value";
+}
+
+rnnx::CellType to_cpp_cell(int v, const char* fn) {
+  switch (v) {
+    case RNNX_CELL_RNN_TANH:
+      return rnnx::CellType::rnn_tanh;
+    case RNNX_CELL_RNN_RELU:
+      return rnnx::CellType::rnn_relu;
+    case RNNX_CELL_LSTM:
+      return rnnx::CellType::lstm;
+    case RNNX_CELL_GRU:
+      return rnnx::CellType::gru;
+    default:
+      break;
+  }
+  invalid(fn, bad_enum("cell", v, "rnnx_cell_t"));
+}
+rnnx_cell_t to_c(rnnx::CellType v) {
+  switch (v) {
+    case rnnx::CellType::rnn_tanh:
+      return RNNX_CELL_RNN_TANH;
+    case rnnx::CellType::rnn_relu:
+      return RNNX_CELL_RNN_RELU;
+    case rnnx::CellType::lstm:
+      return RNNX_CELL_LSTM;
+    case rnnx::CellType::gru:
+      return RNNX_CELL_GRU;
+  }
+  throw Error(Status::internal, "config holds an unknown cell type");
+}
+
+rnnx::DataType to_cpp_dtype(int v, const char* fn) {
+  switch (v) {
+    case RNNX_DTYPE_FLOAT32:
+      return rnnx::DataType::f32;
+    case RNNX_DTYPE_FLOAT64:
+      return rnnx::DataType::f64;
+    default:
+      break;
+  }
+  invalid(fn, bad_enum("dtype", v, "rnnx_dtype_t"));
+}
+rnnx_dtype_t to_c(rnnx::DataType v) {
+  return v == rnnx::DataType::f64 ? RNNX_DTYPE_FLOAT64 : RNNX_DTYPE_FLOAT32;
+}
+
+rnnx::NanPolicy to_cpp_nan_policy(int v, const char* fn) {
+  switch (v) {
+    case RNNX_NAN_POLICY_PROPAGATE:
+      return rnnx::NanPolicy::propagate;
+    case RNNX_NAN_POLICY_REPLACE:
+      return rnnx::NanPolicy::replace;
+    default:
+      break;
+  }
+  invalid(fn, bad_enum("policy", v, "rnnx_nan_policy_t"));
+}
+rnnx_nan_policy_t to_c(rnnx::NanPolicy v) {
+  return v == rnnx::NanPolicy::replace ? RNNX_NAN_POLICY_REPLACE : RNNX_NAN_POLICY_PROPAGATE;
+}
+
+rnnx::Backend to_cpp_backend(int v, const char* fn) {
+  switch (v) {
+    case RNNX_BACKEND_REFERENCE:
+      return rnnx::Backend::reference;
+    case RNNX_BACKEND_CPU:
+      return rnnx::Backend::cpu;
+    default:
+      break;
+  }
+  invalid(fn, bad_enum("backend", v, "rnnx_backend_t"));
+}
+
+rnnx::GradMode to_cpp_grad_mode(int32_t v, const char* fn) {
+  switch (v) {
+    case RNNX_GRAD_MODE_OVERWRITE:
+      return rnnx::GradMode::overwrite;
+    case RNNX_GRAD_MODE_ACCUMULATE:
+      return rnnx::GradMode::accumulate;
+    default:
+      break;
+  }
+  invalid(fn, bad_enum("args->weight_grad_mode", v, "rnnx_grad_mode_t"));
+}
+
+// The caller's arrays are copied here. Their lengths come from other fields, so copy only
+// once those are sane; otherwise leave the array out and let the plan report the field.
+rnnx::SequenceShape to_cpp_shape(const rnnx_sequence_desc_t& d, const char* fn) {
+  require_reserved_zero(d.reserved0, fn, "shape->reserved0");
+  switch (d.layout) {
+    case RNNX_LAYOUT_TIME_MAJOR:
+    case RNNX_LAYOUT_BATCH_FIRST: {
+      std::vector<int64_t> lengths;
+      int64_t grid = 0;
+      if (d.lengths != nullptr && d.max_seq_len >= 1 && d.batch >= 1 &&
+          !__builtin_mul_overflow(d.max_seq_len, d.batch, &grid)) {
+        lengths.assign(d.lengths, d.lengths + d.batch);
+      }
+      return rnnx::SequenceShape::padded(d.max_seq_len, d.batch, std::move(lengths),
+                                         d.layout == RNNX_LAYOUT_BATCH_FIRST);
+    }
+    case RNNX_LAYOUT_PACKED: {
+      if (d.num_steps < 0) {
+        invalid(fn, "shape->num_steps (= " + std::to_string(d.num_steps) + ") must be >= 1");
+      }
+      if (d.num_steps > 0 && d.batch_sizes == nullptr) {
+        invalid(fn,
+                "shape->batch_sizes is null but shape->num_steps = " + std::to_string(d.num_steps));
+      }
+      std::vector<int64_t> batch_sizes;
+      if (d.num_steps > 0) batch_sizes.assign(d.batch_sizes, d.batch_sizes + d.num_steps);
+      std::vector<int64_t> sorted_indices;
+      if (d.sorted_indices != nullptr && !batch_sizes.empty() && batch_sizes[0] >= 1) {
+        sorted_indices.assign(d.sorted_indices, d.sorted_indices + batch_sizes[0]);
+      }
+      return rnnx::SequenceShape::packed(std::move(batch_sizes), std::move(sorted_indices));
+    }
+    default:
+      break;
+  }
+  invalid(fn, bad_enum("shape->layout", d.layout, "rnnx_layout_t"));
+}
+
+// ---- Config field accessors --------------------------------------------------------
+
+template <typename Set>
+rnnx_status_t config_set(const char* fn, rnnx_config_t config, Set set) noexcept {
+  return guarded(fn, [&](const char* f) { set(need(config, f, "config")->value, f); });
+}
+
+template <typename Out, typename Get>
+rnnx_status_t config_get(const char* fn, rnnx_config_t config, Out* out, const char* out_name,
+                         Get get) noexcept {
+  return guarded(fn, [&](const char* f) {
+    const rnnx::Config& c = need(config, f, "config")->value;
+    *need(out, f, out_name) = get(c);
+  });
+}
+
+rnnx_status_t set_clip(const char* fn, rnnx_config_t config, rnnx::Clip rnnx::Config::*field,
+                       int enabled, double lo, double hi) noexcept {
+  return config_set(fn, config, [&](rnnx::Config& c, const char*) {
+    c.*field = rnnx::Clip{enabled != 0, lo, hi};
+  });
+}
+
+rnnx_status_t get_clip(const char* fn, rnnx_config_t config, rnnx::Clip rnnx::Config::*field,
+                       int* enabled, double* lo, double* hi) noexcept {
+  return guarded(fn, [&](const char* f) {
+    const rnnx::Clip& clip = need(config, f, "config")->value.*field;
+    need(enabled, f, "enabled");
+    need(lo, f, "lo");
+    need(hi, f, "hi");
+    *enabled = clip.enabled ? 1 : 0;
+    *lo = clip.lo;
+    *hi = clip.hi;
+  });
+}
+
+// ---- Plan accessors ----------------------------------------------------------------
+
+template <typename Out, typename Get>
+rnnx_status_t plan_get(const char* fn, rnnx_plan_t plan, Out* out, const char* out_name,
+                       Get get) noexcept {
+  return guarded(fn, [&](const char* f) {
+    const rnnx_plan& p = *need(plan, f, "plan");
+    need(out, f, out_name);
+    *out = get(p);
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+// ---- Status, errors, version -------------------------------------------------------
+
+const char* rnnx_status_string(rnnx_status_t status) {
+  switch (status) {
+    case RNNX_STATUS_SUCCESS:
+      return rnnx::to_string(Status::success);
+    case RNNX_STATUS_INVALID_ARGUMENT:
+      return rnnx::to_string(Status::invalid_argument);
+    case RNNX_STATUS_UNSUPPORTED:
+      return rnnx::to_string(Status::unsupported);
+    case RNNX_STATUS_INTERNAL:
+      return rnnx::to_string(Status::internal);
+    case RNNX_STATUS_OUT_OF_MEMORY:
+      return rnnx::to_string(Status::out_of_memory);
+  }
+  return "unknown";
+}
+
+const char* rnnx_get_last_error_message(void) {
+  const LastError& e = last_error();
+  return e.fallback != nullptr ? e.fallback : e.text.c_str();
+}
+
+rnnx_status_t rnnx_get_version(int* major, int* minor, int* patch) {
+  return guarded(__func__, [&](const char* fn) {
+    need(major, fn, "major");
+    need(minor, fn, "minor");
+    need(patch, fn, "patch");
+    *major = RNNX_VERSION_MAJOR;
+    *minor = RNNX_VERSION_MINOR;
+    *patch = RNNX_VERSION_PATCH;
+  });
+}
+
+// ---- Config ------------------------------------------------------------------------
+
+rnnx_status_t rnnx_config_create(rnnx_config_t* config) {
+  return guarded(__func__, [&](const char* fn) {
+    need(config, fn, "config");
+    *config = nullptr;
+    *config = new rnnx_config{};
+  });
+}
+
+rnnx_status_t rnnx_config_destroy(rnnx_config_t config) {
+  return guarded(__func__, [&](const char*) { delete config; });
+}
+
+rnnx_status_t rnnx_config_validate(rnnx_config_t config) {
+  return guarded(__func__,
+                 [&](const char* fn) { rnnx::validate(need(config, fn, "config")->value); });
+}
+
+rnnx_status_t rnnx_config_set_cell(rnnx_config_t config, rnnx_cell_t cell) {
+  return config_set(__func__, config,
+                    [&](rnnx::Config& c, const char* fn) { c.cell = to_cpp_cell(raw(cell), fn); });
+}
+rnnx_status_t rnnx_config_get_cell(rnnx_config_t config, rnnx_cell_t* cell) {
+  return config_get(__func__, config, cell, "cell",
+                    [](const rnnx::Config& c) { return to_c(c.cell); });
+}
+
+rnnx_status_t rnnx_config_set_input_size(rnnx_config_t config, int64_t input_size) {
+  return config_set(__func__, config,
+                    [&](rnnx::Config& c, const char*) { c.input_size = input_size; });
+}
+rnnx_status_t rnnx_config_get_input_size(rnnx_config_t config, int64_t* input_size) {
+  return config_get(__func__, config, input_size, "input_size",
+                    [](const rnnx::Config& c) { return c.input_size; });
+}
+
+rnnx_status_t rnnx_config_set_hidden_size(rnnx_config_t config, int64_t hidden_size) {
+  return config_set(__func__, config,
+                    [&](rnnx::Config& c, const char*) { c.hidden_size = hidden_size; });
+}
+rnnx_status_t rnnx_config_get_hidden_size(rnnx_config_t config, int64_t* hidden_size) {
+  return config_get(__func__, config, hidden_size, "hidden_size",
+                    [](const rnnx::Config& c) { return c.hidden_size; });
+}
+
+rnnx_status_t rnnx_config_set_proj_size(rnnx_config_t config, int64_t proj_size) {
+  return config_set(__func__, config,
+                    [&](rnnx::Config& c, const char*) { c.proj_size = proj_size; });
+}
+rnnx_status_t rnnx_config_get_proj_size(rnnx_config_t config, int64_t* proj_size) {
+  return config_get(__func__, config, proj_size, "proj_size",
+                    [](const rnnx::Config& c) { return c.proj_size; });
+}
+
+rnnx_status_t rnnx_config_set_num_layers(rnnx_config_t config, int64_t num_layers) {
+  return config_set(__func__, config,
+                    [&](rnnx::Config& c, const char*) { c.num_layers = num_layers; });
+}
+rnnx_status_t rnnx_config_get_num_layers(rnnx_config_t config, int64_t* num_layers) {
+  return config_get(__func__, config, num_layers, "num_layers",
+                    [](const rnnx::Config& c) { return c.num_layers; });
+}
+
+rnnx_status_t rnnx_config_set_bidirectional(rnnx_config_t config, int bidirectional) {
+  return config_set(__func__, config,
+                    [&](rnnx::Config& c, const char*) { c.bidirectional = bidirectional != 0; });
+}
+rnnx_status_t rnnx_config_get_bidirectional(rnnx_config_t config, int* bidirectional) {
+  return config_get(__func__, config, bidirectional, "bidirectional",
+                    [](const rnnx::Config& c) { return c.bidirectional ? 1 : 0; });
+}
+
+rnnx_status_t rnnx_config_set_bias(rnnx_config_t config, int bias) {
+  return config_set(__func__, config, [&](rnnx::Config& c, const char*) { c.bias = bias != 0; });
+}
+rnnx_status_t rnnx_config_get_bias(rnnx_config_t config, int* bias) {
+  return config_get(__func__, config, bias, "bias",
+                    [](const rnnx::Config& c) { return c.bias ? 1 : 0; });
+}
+
+rnnx_status_t rnnx_config_set_gru_linear_before_reset(rnnx_config_t config,
+                                                      int linear_before_reset) {
+  return config_set(__func__, config, [&](rnnx::Config& c, const char*) {
+    c.gru_linear_before_reset = linear_before_reset != 0;
+  });
+}
+rnnx_status_t rnnx_config_get_gru_linear_before_reset(rnnx_config_t config,
+                                                      int* linear_before_reset) {
+  return config_get(__func__, config, linear_before_reset, "linear_before_reset",
+                    [](const rnnx::Config& c) { return c.gru_linear_before_reset ? 1 : 0; });
+}
+
+rnnx_status_t rnnx_config_set_cell_clip(rnnx_config_t config, int enabled, double lo, double hi) {
+  return set_clip(__func__, config, &rnnx::Config::cell_clip, enabled, lo, hi);
+}
+rnnx_status_t rnnx_config_get_cell_clip(rnnx_config_t config, int* enabled, double* lo,
+                                        double* hi) {
+  return get_clip(__func__, config, &rnnx::Config::cell_clip, enabled, lo, hi);
+}
+
+rnnx_status_t rnnx_config_set_proj_clip(rnnx_config_t config, int enabled, double lo, double hi) {
+  return set_clip(__func__, config, &rnnx::Config::proj_clip, enabled, lo, hi);
+}
+rnnx_status_t rnnx_config_get_proj_clip(rnnx_config_t config, int* enabled, double* lo,
+                                        double* hi) {
+  return get_clip(__func__, config, &rnnx::Config::proj_clip, enabled, lo, hi);
+}
+
+rnnx_status_t rnnx_config_set_clip_nan_policy(rnnx_config_t config, rnnx_nan_policy_t policy) {
+  return config_set(__func__, config, [&](rnnx::Config& c, const char* fn) {
+    c.clip_nan = to_cpp_nan_policy(raw(policy), fn);
+  });
+}
+rnnx_status_t rnnx_config_get_clip_nan_policy(rnnx_config_t config, rnnx_nan_policy_t* policy) {
+  return config_get(__func__, config, policy, "policy",
+                    [](const rnnx::Config& c) { return to_c(c.clip_nan); });
+}
+
+rnnx_status_t rnnx_config_set_dropout(rnnx_config_t config, double dropout) {
+  return config_set(__func__, config, [&](rnnx::Config& c, const char*) { c.dropout = dropout; });
+}
+rnnx_status_t rnnx_config_get_dropout(rnnx_config_t config, double* dropout) {
+  return config_get(__func__, config, dropout, "dropout",
+                    [](const rnnx::Config& c) { return c.dropout; });
+}
+
+rnnx_status_t rnnx_config_set_seed(rnnx_config_t config, uint64_t seed) {
+  return config_set(__func__, config, [&](rnnx::Config& c, const char*) { c.seed = seed; });
+}
+rnnx_status_t rnnx_config_get_seed(rnnx_config_t config, uint64_t* seed) {
+  return config_get(__func__, config, seed, "seed", [](const rnnx::Config& c) { return c.seed; });
+}
+
+rnnx_status_t rnnx_config_set_dtype(rnnx_config_t config, rnnx_dtype_t dtype) {
+  return config_set(__func__, config, [&](rnnx::Config& c, const char* fn) {
+    c.dtype = to_cpp_dtype(raw(dtype), fn);
+  });
+}
+rnnx_status_t rnnx_config_get_dtype(rnnx_config_t config, rnnx_dtype_t* dtype) {
+  return config_get(__func__, config, dtype, "dtype",
+                    [](const rnnx::Config& c) { return to_c(c.dtype); });
+}
+
+rnnx_status_t rnnx_config_set_padding_fill(rnnx_config_t config, double padding_fill) {
+  return config_set(__func__, config,
+                    [&](rnnx::Config& c, const char*) { c.padding_fill = padding_fill; });
+}
+rnnx_status_t rnnx_config_get_padding_fill(rnnx_config_t config, double* padding_fill) {
+  return config_get(__func__, config, padding_fill, "padding_fill",
+                    [](const rnnx::Config& c) { return c.padding_fill; });
+}
+
+// ---- Plan --------------------------------------------------------------------------
+
+rnnx_status_t rnnx_plan_create(rnnx_plan_t* plan, rnnx_config_t config,
+                               const rnnx_sequence_desc_t* shape, rnnx_backend_t backend,
+                               int num_threads) {
+  return guarded(__func__, [&](const char* fn) {
+    need(plan, fn, "plan");
+    *plan = nullptr;
+    const rnnx::Config& c = need(config, fn, "config")->value;
+    const rnnx_sequence_desc_t desc =
+        read_struct(need(shape, fn, "shape"), kSequenceDescV1, fn, "shape");
+    rnnx::PlanOptions options;
+    options.backend = to_cpp_backend(raw(backend), fn);
+    options.num_threads = num_threads;
+    auto p = std::make_unique<rnnx_plan>(rnnx::Plan(c, to_cpp_shape(desc, fn), options));
+    *plan = p.release();
+  });
+}
+
+rnnx_status_t rnnx_plan_destroy(rnnx_plan_t plan) {
+  return guarded(__func__, [&](const char*) { delete plan; });
+}
+
+rnnx_status_t rnnx_plan_get_workspace_size(rnnx_plan_t plan, rnnx_phase_t phase, size_t* bytes) {
+  return guarded(__func__, [&](const char* fn) {
+    const rnnx::Plan& p = need(plan, fn, "plan")->plan;
+    need(bytes, fn, "bytes");
+    switch (raw(phase)) {
+      case RNNX_PHASE_FORWARD_INFERENCE:
+        *bytes = p.forward_workspace_size(false);
+        return;
+      case RNNX_PHASE_FORWARD_TRAINING:
+        *bytes = p.forward_workspace_size(true);
+        return;
+      case RNNX_PHASE_BACKWARD:
+        *bytes = p.backward_workspace_size();
+        return;
+      default:
+        break;
+    }
+    invalid(fn, bad_enum("phase", raw(phase), "rnnx_phase_t"));
+  });
+}
+
+rnnx_status_t rnnx_plan_get_reserve_size(rnnx_plan_t plan, size_t* bytes) {
+  return plan_get(__func__, plan, bytes, "bytes",
+                  [](const rnnx_plan& p) { return p.plan.reserve_size(); });
+}
+
+rnnx_status_t rnnx_plan_get_max_seq_len(rnnx_plan_t plan, int64_t* max_seq_len) {
+  return plan_get(__func__, plan, max_seq_len, "max_seq_len",
+                  [](const rnnx_plan& p) { return p.plan.max_seq_len(); });
+}
+rnnx_status_t rnnx_plan_get_batch(rnnx_plan_t plan, int64_t* batch) {
+  return plan_get(__func__, plan, batch, "batch",
+                  [](const rnnx_plan& p) { return p.plan.batch(); });
+}
+rnnx_status_t rnnx_plan_get_tokens(rnnx_plan_t plan, int64_t* tokens) {
+  return plan_get(__func__, plan, tokens, "tokens",
+                  [](const rnnx_plan& p) { return p.plan.tokens(); });
+}
+
+rnnx_status_t rnnx_plan_get_x_numel(rnnx_plan_t plan, int64_t* numel) {
+  return plan_get(__func__, plan, numel, "numel",
+                  [](const rnnx_plan& p) { return p.plan.x_numel(); });
+}
+rnnx_status_t rnnx_plan_get_y_numel(rnnx_plan_t plan, int64_t* numel) {
+  return plan_get(__func__, plan, numel, "numel",
+                  [](const rnnx_plan& p) { return p.plan.y_numel(); });
+}
+rnnx_status_t rnnx_plan_get_h_numel(rnnx_plan_t plan, int64_t* numel) {
+  return plan_get(__func__, plan, numel, "numel",
+                  [](const rnnx_plan& p) { return p.plan.h_numel(); });
+}
+rnnx_status_t rnnx_plan_get_c_numel(rnnx_plan_t plan, int64_t* numel) {
+  return plan_get(__func__, plan, numel, "numel",
+                  [](const rnnx_plan& p) { return p.plan.c_numel(); });
+}
+rnnx_status_t rnnx_plan_get_weights_numel(rnnx_plan_t plan, int64_t* numel) {
+  return plan_get(__func__, plan, numel, "numel",
+                  [](const rnnx_plan& p) { return p.plan.weights_numel(); });
+}
+
+rnnx_status_t rnnx_plan_get_impl_name(rnnx_plan_t plan, const char** name) {
+  return plan_get(__func__, plan, name, "name",
+                  [](const rnnx_plan& p) { return p.impl_name.c_str(); });
+}
+rnnx_status_t rnnx_plan_get_problem_name(rnnx_plan_t plan, const char** name) {
+  return plan_get(__func__, plan, name, "name",
+                  [](const rnnx_plan& p) { return p.problem_name.c_str(); });
+}
+
+rnnx_status_t rnnx_plan_get_weight_param(rnnx_plan_t plan, const char* name, int64_t* offset,
+                                         int64_t* rows, int64_t* cols) {
+  return guarded(__func__, [&](const char* fn) {
+    const rnnx::Plan& p = need(plan, fn, "plan")->plan;
+    need(name, fn, "name");
+    need(offset, fn, "offset");
+    need(rows, fn, "rows");
+    need(cols, fn, "cols");
+    const rnnx::WeightParam& w = p.weight_layout().find(name);
+    *offset = w.offset;
+    *rows = w.rows;
+    *cols = w.cols;
+  });
+}
+
+rnnx_status_t rnnx_plan_get_weight_param_count(rnnx_plan_t plan, int64_t* count) {
+  return plan_get(__func__, plan, count, "count", [](const rnnx_plan& p) {
+    return static_cast<int64_t>(p.plan.weight_layout().params().size());
+  });
+}
+
+rnnx_status_t rnnx_plan_get_weight_param_by_index(rnnx_plan_t plan, int64_t index,
+                                                  const char** name, int64_t* offset, int64_t* rows,
+                                                  int64_t* cols) {
+  return guarded(__func__, [&](const char* fn) {
+    const auto& params = need(plan, fn, "plan")->plan.weight_layout().params();
+    need(name, fn, "name");
+    need(offset, fn, "offset");
+    need(rows, fn, "rows");
+    need(cols, fn, "cols");
+    const auto count = static_cast<int64_t>(params.size());
+    if (index < 0 || index >= count) {
+      invalid(fn, "index (= " + std::to_string(index) +
+                      ") must be in [0, count (= " + std::to_string(count) + "))");
+    }
+    const rnnx::WeightParam& w = params[static_cast<size_t>(index)];
+    *name = w.name.c_str();
+    *offset = w.offset;
+    *rows = w.rows;
+    *cols = w.cols;
+  });
+}
+
+rnnx_status_t rnnx_plan_forward(rnnx_plan_t plan, const rnnx_forward_args_t* args) {
+  return guarded(__func__, [&](const char* fn) {
+    rnnx::Plan& p = need(plan, fn, "plan")->plan;
+    const rnnx_forward_args_t a = read_struct(need(args, fn, "args"), kForwardArgsV1, fn, "args");
+    require_reserved_zero(a.reserved0, fn, "args->reserved0");
+    rnnx::ForwardArgs f;
+    f.x = a.x;
+    f.h0 = a.h0;
+    f.c0 = a.c0;
+    f.weights = a.weights;
+    f.y = a.y;
+    f.hy = a.hy;
+    f.cy = a.cy;
+    f.training = a.training != 0;
+    f.dropout_counter = a.dropout_counter;
+    f.workspace = a.workspace;
+    f.workspace_size = a.workspace_size;
+    f.reserve = a.reserve;
+    f.reserve_size = a.reserve_size;
+    p.forward(f);
+  });
+}
+
+rnnx_status_t rnnx_plan_backward(rnnx_plan_t plan, const rnnx_backward_args_t* args) {
+  return guarded(__func__, [&](const char* fn) {
+    rnnx::Plan& p = need(plan, fn, "plan")->plan;
+    const rnnx_backward_args_t a = read_struct(need(args, fn, "args"), kBackwardArgsV1, fn, "args");
+    require_reserved_zero(a.reserved0, fn, "args->reserved0");
+    rnnx::BackwardArgs b;
+    b.x = a.x;
+    b.h0 = a.h0;
+    b.c0 = a.c0;
+    b.weights = a.weights;
+    b.dy = a.dy;
+    b.dhy = a.dhy;
+    b.dcy = a.dcy;
+    b.dx = a.dx;
+    b.dh0 = a.dh0;
+    b.dc0 = a.dc0;
+    b.dweights = a.dweights;
+    b.weight_grad_mode = to_cpp_grad_mode(a.weight_grad_mode, fn);
+    b.workspace = a.workspace;
+    b.workspace_size = a.workspace_size;
+    b.reserve = a.reserve;
+    b.reserve_size = a.reserve_size;
+    p.backward(b);
+  });
+}
+
+}  // extern "C"

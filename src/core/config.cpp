@@ -1,5 +1,8 @@
 // Config validation and the names of enum values. Every check names the field and value.
+#include <cctype>
 #include <cmath>
+#include <utility>
+#include <vector>
 #include <string>
 
 #include "core/checked.hpp"
@@ -62,6 +65,90 @@ const char* to_string(CellType cell) {
   return "unknown";
 }
 
+int64_t activations_per_direction(CellType cell) {
+  switch (cell) {
+    case CellType::lstm: return 3;
+    case CellType::gru: return 2;
+    default: return 1;
+  }
+}
+
+Activation default_activation(ActivationKind kind) {
+  switch (kind) {
+    case ActivationKind::leaky_relu: return {kind, 0.01, 0.0};
+    case ActivationKind::thresholded_relu: return {kind, 1.0, 0.0};
+    case ActivationKind::scaled_tanh: return {kind, 1.0, 1.0};
+    case ActivationKind::hard_sigmoid: return {kind, 0.2, 0.5};
+    case ActivationKind::elu: return {kind, 1.0, 0.0};
+    case ActivationKind::affine: return {kind, 1.0, 0.0};
+    default: return {kind, 0.0, 0.0};
+  }
+}
+
+namespace {
+constexpr std::pair<ActivationKind, const char*> kActivationNames[] = {
+    {ActivationKind::sigmoid, "Sigmoid"},
+    {ActivationKind::tanh, "Tanh"},
+    {ActivationKind::relu, "Relu"},
+    {ActivationKind::affine, "Affine"},
+    {ActivationKind::leaky_relu, "LeakyRelu"},
+    {ActivationKind::thresholded_relu, "ThresholdedRelu"},
+    {ActivationKind::scaled_tanh, "ScaledTanh"},
+    {ActivationKind::hard_sigmoid, "HardSigmoid"},
+    {ActivationKind::elu, "Elu"},
+    {ActivationKind::softsign, "Softsign"},
+    {ActivationKind::softplus, "Softplus"},
+};
+
+std::string lower(std::string s) {
+  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+std::vector<Activation> default_activations(CellType cell) {
+  using K = ActivationKind;
+  switch (cell) {
+    case CellType::lstm: return {{K::sigmoid}, {K::tanh}, {K::tanh}};
+    case CellType::gru: return {{K::sigmoid}, {K::tanh}};
+    case CellType::rnn_relu: return {{K::relu}};
+    case CellType::rnn_tanh: return {{K::tanh}};
+  }
+  return {};
+}
+}  // namespace
+
+const char* to_string(ActivationKind kind) {
+  for (const auto& [k, name] : kActivationNames)
+    if (k == kind) return name;
+  return "unknown";
+}
+
+ActivationKind activation_from_string(const std::string& name) {
+  for (const auto& [k, n] : kActivationNames)
+    if (lower(n) == lower(name)) return k;
+  invalid("activation '" + name +
+          "' is not one of: Sigmoid, Tanh, Relu, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, "
+          "HardSigmoid, Elu, Softsign, Softplus");
+}
+
+std::vector<Activation> direction_activations(const Config& c, int64_t d) {
+  const int64_t k = activations_per_direction(c.cell);
+  if (c.activations.empty()) return default_activations(c.cell);
+  const int64_t first = static_cast<int64_t>(c.activations.size()) == k ? 0 : d * k;
+  return {c.activations.begin() + first, c.activations.begin() + first + k};
+}
+
+bool uses_onnx_options(const Config& c) {
+  if (c.reverse || c.peephole || c.gate_clip > 0.0 || c.input_forget) return true;
+  for (int64_t d = 0; d < c.num_directions(); ++d) {
+    const auto acts = direction_activations(c, d);
+    const auto defaults = default_activations(c.cell);
+    for (size_t i = 0; i < acts.size(); ++i)
+      if (acts[i].kind != defaults[i].kind) return true;
+  }
+  return false;
+}
+
 const char* to_string(DataType dtype) { return dtype == DataType::f32 ? "float32" : "float64"; }
 
 int64_t dtype_size(DataType dtype) { return dtype == DataType::f32 ? 4 : 8; }
@@ -117,6 +204,35 @@ void validate(const Config& c) {
   validate_clip(c.proj_clip, "proj_clip");
   if (c.clip_nan != NanPolicy::propagate && c.clip_nan != NanPolicy::replace) {
     invalid("clip_nan (= " + std::to_string(static_cast<int>(c.clip_nan)) + ") is not a policy");
+  }
+  if (c.reverse && c.bidirectional) {
+    invalid("reverse runs one direction from each sequence's end; it cannot be combined with "
+            "bidirectional");
+  }
+  if (c.peephole && c.cell != CellType::lstm) {
+    invalid(std::string("peephole is only allowed with cell lstm, not ") + to_string(c.cell));
+  }
+  if (c.input_forget && c.cell != CellType::lstm) {
+    invalid(std::string("input_forget is only allowed with cell lstm, not ") + to_string(c.cell));
+  }
+  if (!(c.gate_clip >= 0.0)) {
+    invalid("gate_clip (= " + num(c.gate_clip) + ") must be >= 0 (0 = no gate clipping)");
+  }
+  {
+    const int64_t k = activations_per_direction(c.cell), n = static_cast<int64_t>(c.activations.size());
+    if (n != 0 && n != k && n != k * c.num_directions()) {
+      invalid("activations has " + std::to_string(n) + " entries; " + to_string(c.cell) +
+              " takes " + std::to_string(k) + " per direction (" + std::to_string(k) + " or " +
+              std::to_string(k * c.num_directions()) + ")");
+    }
+    for (const auto& a : c.activations) {
+      if (static_cast<int>(a.kind) < 0 || static_cast<int>(a.kind) > static_cast<int>(ActivationKind::softplus)) {
+        invalid("activations holds an unknown kind (= " + std::to_string(static_cast<int>(a.kind)) + ")");
+      }
+      if (std::isnan(a.alpha) || std::isnan(a.beta)) {
+        invalid(std::string("activation ") + to_string(a.kind) + " has a NaN alpha or beta");
+      }
+    }
   }
   if (!(c.dropout >= 0.0 && c.dropout <= 1.0)) {
     invalid("dropout (= " + num(c.dropout) + ") must be in [0, 1]");

@@ -80,6 +80,8 @@ uint64_t plan_fingerprint(const Config& c, const SequenceShape& s, const std::st
   f.add(c.proj_clip.enabled).add(c.proj_clip.lo).add(c.proj_clip.hi);
   f.add(c.clip_nan).add(c.dropout).add(c.seed).add(c.dtype);
   f.add(s.layout).add(s.max_seq_len).add(s.batch).add(s.lengths).add(s.batch_sizes);
+  f.add(c.reverse).add(c.peephole).add(c.gate_clip).add(c.input_forget);
+  for (const auto& a : c.activations) f.add(a.kind).add(a.alpha).add(a.beta);
   f.add(s.sorted_indices).add(impl);
   return f.value();
 }
@@ -162,6 +164,7 @@ Plan::Plan(const Config& config, const SequenceShape& shape, const PlanOptions& 
   state_ = std::make_unique<State>(
       State{PlanContext{config, shape, std::move(schedule), std::move(weights), options}, nullptr,
             {}, 0, 0});
+  if (options.backend == Backend::cpu) check_cpu_support(config);
   state_->impl = options.backend == Backend::reference ? make_reference_backend(state_->ctx)
                                                        : make_cpu_backend(state_->ctx);
   state_->plan_id = plan_fingerprint(config, shape, impl_name());

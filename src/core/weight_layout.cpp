@@ -27,6 +27,7 @@ WeightLayout::WeightLayout(const Config& c) : num_directions_(c.num_directions()
         add("bias_hh", WeightKind::b_hh, G * H, 1);
       }
       if (c.proj_size > 0) add("weight_hr", WeightKind::w_hr, P, H);
+      if (c.peephole) add("weight_peephole", WeightKind::w_peephole, 3 * H, 1);
     }
   }
 }

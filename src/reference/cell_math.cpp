@@ -1,6 +1,8 @@
-// Cell equations in double (see docs/math.md). Gate orders: LSTM i, f, g, o; GRU r, z, n.
+// Cell equations in double (see docs/math.md). Gate orders: LSTM i, f, g, o; GRU r, z, n;
+// peepholes i, f, o.
 #include "reference/cell_math.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace rnnx::reference {
@@ -8,7 +10,7 @@ namespace {
 
 double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
 
-// y += W v (W [rows, cols], v [cols]), optionally only rows [r0, r1).
+// y += W v (W [rows, cols], v [cols]) over rows [r0, r1) (y indexed from r0).
 void matvec_add(const WeightView& W, const double* v, double* y, int64_t r0, int64_t r1) {
   for (int64_t r = r0; r < r1; ++r) {
     double acc = 0.0;
@@ -35,6 +37,17 @@ void bias_grad(const WeightView& gb, const double* u, int64_t r0, int64_t r1) {
   for (int64_t r = r0; r < r1; ++r) gb[r] += u[r - r0];
 }
 
+// ONNX's gate clip: a symmetric clamp of a gate's pre-activation, with the NaN policy.
+struct GateClip {
+  Clip clip;
+  NanPolicy nan;
+  GateClip(const Config& c) : clip{c.gate_clip > 0.0, -c.gate_clip, c.gate_clip}, nan(c.clip_nan) {}
+  double apply(double v, char* pass) const {
+    *pass = clip_passes(v, clip, nan) ? 1 : 0;
+    return clip_value(v, clip, nan);
+  }
+};
+
 }  // namespace
 
 double clip_value(double v, const Clip& clip, NanPolicy nan) {
@@ -49,11 +62,62 @@ bool clip_passes(double raw, const Clip& clip, NanPolicy nan) {
   return raw >= clip.lo && raw <= clip.hi;
 }
 
-void cell_forward(const Config& cfg, const CellWeights& w, const double* x, int64_t in,
-                  std::vector<double>& h, std::vector<double>& c, CellRecord* rec) {
-  (void)in;
+double activate(const Activation& a, double x) {
+  switch (a.kind) {
+    case ActivationKind::sigmoid: return sigmoid(x);
+    case ActivationKind::tanh: return std::tanh(x);
+    case ActivationKind::relu: return std::max(x, 0.0);
+    case ActivationKind::affine: return a.alpha * x + a.beta;
+    case ActivationKind::leaky_relu: return x >= 0.0 ? x : a.alpha * x;
+    case ActivationKind::thresholded_relu: return x >= a.alpha ? x : 0.0;
+    case ActivationKind::scaled_tanh: return a.alpha * std::tanh(a.beta * x);
+    case ActivationKind::hard_sigmoid: return std::min(std::max(a.alpha * x + a.beta, 0.0), 1.0);
+    case ActivationKind::elu: return x >= 0.0 ? x : a.alpha * (std::exp(x) - 1.0);
+    case ActivationKind::softsign: return x / (1.0 + std::fabs(x));
+    case ActivationKind::softplus: return x > 0.0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+  }
+  return x;
+}
+
+double activation_grad(const Activation& a, double x) {
+  switch (a.kind) {
+    case ActivationKind::sigmoid: {
+      const double s = sigmoid(x);
+      return s * (1.0 - s);
+    }
+    case ActivationKind::tanh: {
+      const double t = std::tanh(x);
+      return 1.0 - t * t;
+    }
+    case ActivationKind::relu: return x > 0.0 ? 1.0 : 0.0;
+    case ActivationKind::affine: return a.alpha;
+    case ActivationKind::leaky_relu: return x >= 0.0 ? 1.0 : a.alpha;
+    case ActivationKind::thresholded_relu: return x >= a.alpha ? 1.0 : 0.0;
+    case ActivationKind::scaled_tanh: {
+      const double t = std::tanh(a.beta * x);
+      return a.alpha * a.beta * (1.0 - t * t);
+    }
+    case ActivationKind::hard_sigmoid: {
+      const double v = a.alpha * x + a.beta;
+      return v > 0.0 && v < 1.0 ? a.alpha : 0.0;
+    }
+    case ActivationKind::elu: return x >= 0.0 ? 1.0 : a.alpha * std::exp(x);
+    case ActivationKind::softsign: {
+      const double d = 1.0 + std::fabs(x);
+      return 1.0 / (d * d);
+    }
+    case ActivationKind::softplus: return sigmoid(x);
+  }
+  return 1.0;
+}
+
+void cell_forward(const Config& cfg, const std::vector<Activation>& acts, const CellWeights& w,
+                  const double* x, std::vector<double>& h, std::vector<double>& c,
+                  CellRecord* rec) {
   const int64_t H = cfg.hidden_size, P = cfg.output_size(), G = gates_per_cell(cfg.cell);
-  std::vector<double> a(G * H, 0.0);
+  const GateClip gclip(cfg);
+  std::vector<double> a(G * H, 0.0), act(G * H, 0.0);
+  std::vector<char> pass(G * H, 1);
   if (rec) rec->h_prev = h;
   switch (cfg.cell) {
     case CellType::rnn_tanh:
@@ -62,31 +126,40 @@ void cell_forward(const Config& cfg, const CellWeights& w, const double* x, int6
       bias_add(w.b_ih, a.data(), 0, H);
       matvec_add(w.w_hh, h.data(), a.data(), 0, H);
       bias_add(w.b_hh, a.data(), 0, H);
-      for (int64_t j = 0; j < H; ++j)
-        h[j] = cfg.cell == CellType::rnn_tanh ? std::tanh(a[j]) : std::max(a[j], 0.0);
-      if (rec) {
-        rec->pre = a;
-        rec->gates = h;
+      for (int64_t j = 0; j < H; ++j) {
+        a[j] = gclip.apply(a[j], &pass[j]);
+        act[j] = h[j] = activate(acts[0], a[j]);
       }
-      return;
+      break;
     }
     case CellType::lstm: {
+      const Activation &fa = acts[0], &ga = acts[1], &ha = acts[2];
       matvec_add(w.w_ih, x, a.data(), 0, 4 * H);
       bias_add(w.b_ih, a.data(), 0, 4 * H);
       matvec_add(w.w_hh, h.data(), a.data(), 0, 4 * H);
       bias_add(w.b_hh, a.data(), 0, 4 * H);
-      for (int64_t j = 0; j < H; ++j) {
-        a[j] = sigmoid(a[j]);                  // i
-        a[H + j] = sigmoid(a[H + j]);          // f
-        a[2 * H + j] = std::tanh(a[2 * H + j]);  // g
-        a[3 * H + j] = sigmoid(a[3 * H + j]);  // o
-      }
+      const WeightView& p = w.w_peephole;
       std::vector<double> c_raw(H), h_full(H);
       if (rec) rec->c_prev = c;
       for (int64_t j = 0; j < H; ++j) {
-        c_raw[j] = a[H + j] * c[j] + a[j] * a[2 * H + j];
+        if (!p.empty()) {
+          a[j] += p[j] * c[j];
+          a[H + j] += p[H + j] * c[j];
+        }
+        for (int64_t q : {0, 1, 2}) a[q * H + j] = gclip.apply(a[q * H + j], &pass[q * H + j]);
+        const double i = activate(fa, a[j]);
+        const double f = cfg.input_forget ? 1.0 - i : activate(fa, a[H + j]);
+        const double g = activate(ga, a[2 * H + j]);
+        c_raw[j] = f * c[j] + i * g;
         c[j] = clip_value(c_raw[j], cfg.cell_clip, cfg.clip_nan);
-        h_full[j] = a[3 * H + j] * std::tanh(c[j]);
+        if (!p.empty()) a[3 * H + j] += p[2 * H + j] * c[j];
+        a[3 * H + j] = gclip.apply(a[3 * H + j], &pass[3 * H + j]);
+        const double o = activate(fa, a[3 * H + j]);
+        h_full[j] = o * activate(ha, c[j]);
+        act[j] = i;
+        act[H + j] = f;
+        act[2 * H + j] = g;
+        act[3 * H + j] = o;
       }
       if (cfg.proj_size > 0) {
         std::vector<double> r(P, 0.0);
@@ -97,66 +170,76 @@ void cell_forward(const Config& cfg, const CellWeights& w, const double* x, int6
         h = h_full;
       }
       if (rec) {
-        rec->gates = a;
         rec->c_raw = c_raw;
         rec->c = c;
         rec->h_full = h_full;
       }
-      return;
+      break;
     }
     case CellType::gru: {
+      const Activation &fa = acts[0], &ga = acts[1];
       // r and z from both halves; n keeps its input and hidden parts apart.
       std::vector<double> hn(H, 0.0);
       matvec_add(w.w_ih, x, a.data(), 0, 3 * H);
       bias_add(w.b_ih, a.data(), 0, 3 * H);
       matvec_add(w.w_hh, h.data(), a.data(), 0, 2 * H);
       bias_add(w.b_hh, a.data(), 0, 2 * H);
-      for (int64_t j = 0; j < 2 * H; ++j) a[j] = sigmoid(a[j]);
+      for (int64_t j = 0; j < 2 * H; ++j) {
+        a[j] = gclip.apply(a[j], &pass[j]);
+        act[j] = activate(fa, a[j]);
+      }
       if (cfg.gru_linear_before_reset) {
         matvec_add(w.w_hh, h.data(), hn.data(), 2 * H, 3 * H);
         bias_add(w.b_hh, hn.data(), 2 * H, 3 * H);
-        for (int64_t j = 0; j < H; ++j) a[2 * H + j] = std::tanh(a[2 * H + j] + a[j] * hn[j]);
+        for (int64_t j = 0; j < H; ++j) a[2 * H + j] += act[j] * hn[j];
       } else {
-        std::vector<double> rh(H), u(H, 0.0);
-        for (int64_t j = 0; j < H; ++j) rh[j] = a[j] * h[j];
-        matvec_add(w.w_hh, rh.data(), u.data(), 2 * H, 3 * H);
+        std::vector<double> u(H, 0.0);
+        for (int64_t j = 0; j < H; ++j) hn[j] = act[j] * h[j];  // r * h
+        matvec_add(w.w_hh, hn.data(), u.data(), 2 * H, 3 * H);
         bias_add(w.b_hh, u.data(), 2 * H, 3 * H);
-        for (int64_t j = 0; j < H; ++j) a[2 * H + j] = std::tanh(a[2 * H + j] + u[j]);
-        hn = rh;
+        for (int64_t j = 0; j < H; ++j) a[2 * H + j] += u[j];
       }
-      for (int64_t j = 0; j < H; ++j) h[j] = (1.0 - a[H + j]) * a[2 * H + j] + a[H + j] * h[j];
-      if (rec) {
-        rec->gates = a;
-        rec->hh_n = hn;
+      for (int64_t j = 0; j < H; ++j) {
+        a[2 * H + j] = gclip.apply(a[2 * H + j], &pass[2 * H + j]);
+        act[2 * H + j] = activate(ga, a[2 * H + j]);
+        h[j] = (1.0 - act[H + j]) * act[2 * H + j] + act[H + j] * h[j];
       }
-      return;
+      if (rec) rec->hh_n = hn;
+      break;
     }
+  }
+  if (rec) {
+    rec->pre = a;
+    rec->pre_pass = pass;
+    rec->gates = act;
   }
 }
 
-void cell_backward(const Config& cfg, const CellWeights& w, const CellWeights& g, const double* x,
-                   int64_t in, const CellRecord& rec, std::vector<double>& dh,
-                   std::vector<double>& dc, double* dx) {
-  (void)in;
+void cell_backward(const Config& cfg, const std::vector<Activation>& acts, const CellWeights& w,
+                   const CellWeights& g, const double* x, const CellRecord& rec,
+                   std::vector<double>& dh, std::vector<double>& dc, double* dx) {
   const int64_t H = cfg.hidden_size, P = cfg.output_size(), G = gates_per_cell(cfg.cell);
   const double* hp = rec.h_prev.data();
-  std::vector<double> da(G * H, 0.0);     // gradient of the input-side pre-activations
+  const auto& a = rec.pre;
+  const auto& act = rec.gates;
+  // Gradient of a pre-activation through its activation and the gate clip.
+  auto through = [&](const Activation& f, int64_t k, double d_out) {
+    return rec.pre_pass[k] ? d_out * activation_grad(f, a[k]) : 0.0;
+  };
+  std::vector<double> da(G * H, 0.0);  // gradient of the input-side pre-activations
   std::vector<double> dh_prev(P, 0.0);
   switch (cfg.cell) {
     case CellType::rnn_tanh:
     case CellType::rnn_relu: {
-      for (int64_t j = 0; j < H; ++j) {
-        const double deriv = cfg.cell == CellType::rnn_tanh ? 1.0 - rec.gates[j] * rec.gates[j]
-                                                            : (rec.pre[j] > 0.0 ? 1.0 : 0.0);
-        da[j] = dh[j] * deriv;
-      }
+      for (int64_t j = 0; j < H; ++j) da[j] = through(acts[0], j, dh[j]);
       outer_add(g.w_hh, da.data(), hp, 0, H);
       bias_grad(g.b_hh, da.data(), 0, H);
       matvec_t_add(w.w_hh, da.data(), dh_prev.data(), 0, H);
       break;
     }
     case CellType::lstm: {
-      const auto& a = rec.gates;
+      const Activation &fa = acts[0], &ga = acts[1], &ha = acts[2];
+      const WeightView &p = w.w_peephole, &gp = g.w_peephole;
       std::vector<double> dh_full(H, 0.0);
       if (cfg.proj_size > 0) {
         std::vector<double> dr(P);
@@ -168,15 +251,30 @@ void cell_backward(const Config& cfg, const CellWeights& w, const CellWeights& g
         dh_full = dh;
       }
       for (int64_t j = 0; j < H; ++j) {
-        const double i = a[j], f = a[H + j], gg = a[2 * H + j], o = a[3 * H + j];
-        const double tc = std::tanh(rec.c[j]);
-        double dcj = dc[j] + dh_full[j] * o * (1.0 - tc * tc);
-        if (!clip_passes(rec.c_raw[j], cfg.cell_clip, cfg.clip_nan)) dcj = 0.0;
-        da[j] = dcj * gg * i * (1.0 - i);
-        da[H + j] = dcj * rec.c_prev[j] * f * (1.0 - f);
-        da[2 * H + j] = dcj * i * (1.0 - gg * gg);
-        da[3 * H + j] = dh_full[j] * tc * o * (1.0 - o);
-        dc[j] = dcj * f;
+        const double i = act[j], f = act[H + j], gg = act[2 * H + j], o = act[3 * H + j];
+        const double ct = rec.c[j], cp = rec.c_prev[j];
+        const double hc = activate(ha, ct);
+        da[3 * H + j] = through(fa, 3 * H + j, dh_full[j] * hc);
+        double dct = dc[j] + dh_full[j] * o * activation_grad(ha, ct);
+        if (!p.empty()) {
+          gp[2 * H + j] += da[3 * H + j] * ct;
+          dct += da[3 * H + j] * p[2 * H + j];
+        }
+        if (!clip_passes(rec.c_raw[j], cfg.cell_clip, cfg.clip_nan)) dct = 0.0;
+        double di = dct * gg, df = dct * cp;
+        if (cfg.input_forget) {  // f = 1 - i
+          di -= df;
+          df = 0.0;
+        }
+        da[j] = through(fa, j, di);
+        da[H + j] = cfg.input_forget ? 0.0 : through(fa, H + j, df);
+        da[2 * H + j] = through(ga, 2 * H + j, dct * i);
+        dc[j] = dct * f;
+        if (!p.empty()) {
+          gp[j] += da[j] * cp;
+          gp[H + j] += da[H + j] * cp;
+          dc[j] += da[j] * p[j] + da[H + j] * p[H + j];
+        }
       }
       outer_add(g.w_hh, da.data(), hp, 0, 4 * H);
       bias_grad(g.b_hh, da.data(), 0, 4 * H);
@@ -184,43 +282,37 @@ void cell_backward(const Config& cfg, const CellWeights& w, const CellWeights& g
       break;
     }
     case CellType::gru: {
-      const auto& a = rec.gates;
+      const Activation &fa = acts[0], &ga = acts[1];
       std::vector<double> dhh(3 * H, 0.0);  // gradient of the hidden-side pre-activations
       std::vector<double> drh(H, 0.0);
       for (int64_t j = 0; j < H; ++j) {
-        const double r = a[j], z = a[H + j], n = a[2 * H + j];
-        const double dn = dh[j] * (1.0 - z) * (1.0 - n * n);
-        da[H + j] = dh[j] * (hp[j] - n) * z * (1.0 - z);
+        const double r = act[j], z = act[H + j], n = act[2 * H + j];
+        const double dn = through(ga, 2 * H + j, dh[j] * (1.0 - z));
+        da[H + j] = through(fa, H + j, dh[j] * (hp[j] - n));
         da[2 * H + j] = dn;
         dh_prev[j] = dh[j] * z;
         if (cfg.gru_linear_before_reset) {
-          da[j] = dn * rec.hh_n[j] * r * (1.0 - r);
+          da[j] = through(fa, j, dn * rec.hh_n[j]);
           dhh[2 * H + j] = dn * r;
         } else {
           dhh[2 * H + j] = dn;
         }
       }
       if (!cfg.gru_linear_before_reset) {
-        // n = tanh(W_in x + b_in + W_hn (r*h) + b_hn)
+        // n = g(W_in x + b_in + W_hn (r*h) + b_hn)
         matvec_t_add(w.w_hh, dhh.data() + 2 * H, drh.data(), 2 * H, 3 * H);
         for (int64_t j = 0; j < H; ++j) {
-          const double r = a[j];
-          da[j] = drh[j] * hp[j] * r * (1.0 - r);
-          dh_prev[j] += drh[j] * r;
+          da[j] = through(fa, j, drh[j] * hp[j]);
+          dh_prev[j] += drh[j] * act[j];
         }
         outer_add(g.w_hh, dhh.data() + 2 * H, rec.hh_n.data(), 2 * H, 3 * H);
         bias_grad(g.b_hh, dhh.data() + 2 * H, 2 * H, 3 * H);
       }
       for (int64_t j = 0; j < 2 * H; ++j) dhh[j] = da[j];
-      if (cfg.gru_linear_before_reset) {
-        outer_add(g.w_hh, dhh.data(), hp, 0, 3 * H);
-        bias_grad(g.b_hh, dhh.data(), 0, 3 * H);
-        matvec_t_add(w.w_hh, dhh.data(), dh_prev.data(), 0, 3 * H);
-      } else {
-        outer_add(g.w_hh, dhh.data(), hp, 0, 2 * H);
-        bias_grad(g.b_hh, dhh.data(), 0, 2 * H);
-        matvec_t_add(w.w_hh, dhh.data(), dh_prev.data(), 0, 2 * H);
-      }
+      const int64_t rows = cfg.gru_linear_before_reset ? 3 * H : 2 * H;
+      outer_add(g.w_hh, dhh.data(), hp, 0, rows);
+      bias_grad(g.b_hh, dhh.data(), 0, rows);
+      matvec_t_add(w.w_hh, dhh.data(), dh_prev.data(), 0, rows);
       break;
     }
   }

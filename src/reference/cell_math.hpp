@@ -1,5 +1,6 @@
 // One step of each cell, forward and backward, in double, written straight from the
-// equations of docs/math.md. Used only by the reference backend.
+// equations of docs/math.md (PyTorch's cells plus ONNX's options: peepholes, gate clip,
+// coupled input-forget gate, activation functions). Used only by the reference backend.
 #pragma once
 
 #include <cstdint>
@@ -22,20 +23,21 @@ struct WeightView {
 
 // One layer and direction's parameters (or their gradients); absent ones are empty.
 struct CellWeights {
-  WeightView w_ih, w_hh, b_ih, b_hh, w_hr;
+  WeightView w_ih, w_hh, b_ih, b_hh, w_hr, w_peephole;
 };
 
 // What one forward step keeps for its backward.
 struct CellRecord {
   std::vector<double> h_prev;  // [P']
   std::vector<double> c_prev;  // [H] LSTM
-  std::vector<double> gates;   // [G*H] activated gates (RNN: the output h before the state)
+  std::vector<double> pre;     // [G*H] gate pre-activations, after the gate clip
+  std::vector<char> pre_pass;  // [G*H] whether the gate clip let the gradient through
+  std::vector<double> gates;   // [G*H] activated gates
   std::vector<double> hh_n;    // GRU: W_hn h + b_hn (linear before reset) or r*h (original)
   std::vector<double> c_raw;   // LSTM: c before clipping
   std::vector<double> c;       // LSTM: c after clipping
-  std::vector<double> h_full;  // LSTM: o * tanh(c), the input of the projection
+  std::vector<double> h_full;  // LSTM: o * h(c), the input of the projection
   std::vector<double> r_raw;   // LSTMP: W_hr h_full before clipping
-  std::vector<double> pre;     // RNN: pre-activation
 };
 
 // Clamp to [lo, hi] following the NaN policy (replace: NaN becomes hi).
@@ -43,14 +45,19 @@ double clip_value(double v, const Clip& clip, NanPolicy nan);
 // Whether the gradient passes the clamp: the value was inside [lo, hi], or NaN propagated.
 bool clip_passes(double raw, const Clip& clip, NanPolicy nan);
 
+double activate(const Activation& a, double x);
+double activation_grad(const Activation& a, double x);  // derivative at x
+
 // h [P'] and c [H] are the state before the step on entry and after it on return.
-void cell_forward(const Config& cfg, const CellWeights& w, const double* x, int64_t in,
-                  std::vector<double>& h, std::vector<double>& c, CellRecord* rec);
+// `acts` are the direction's activations (direction_activations()).
+void cell_forward(const Config& cfg, const std::vector<Activation>& acts, const CellWeights& w,
+                  const double* x, std::vector<double>& h, std::vector<double>& c,
+                  CellRecord* rec);
 
 // dh [P'] on entry: dL/dh_t (everything reaching this step's output); on return:
 // dL/dh_{t-1}. dc likewise for LSTM. Adds into dx [in] and into the gradients `g`.
-void cell_backward(const Config& cfg, const CellWeights& w, const CellWeights& g, const double* x,
-                   int64_t in, const CellRecord& rec, std::vector<double>& dh,
-                   std::vector<double>& dc, double* dx);
+void cell_backward(const Config& cfg, const std::vector<Activation>& acts, const CellWeights& w,
+                   const CellWeights& g, const double* x, const CellRecord& rec,
+                   std::vector<double>& dh, std::vector<double>& dc, double* dx);
 
 }  // namespace rnnx::reference

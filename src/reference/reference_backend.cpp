@@ -64,6 +64,8 @@ class ReferenceBackend final : public BackendImpl {
       for (int64_t d = 0; d < D; ++d) {
         const CellWeights cw = weights_of(buf.w, l, d);
         const CellWeights gw = weights_of(buf.dw, l, d);
+        const std::vector<Activation> acts = direction_activations(c, d);
+        const bool rev = reversed(d);
         for (int64_t b = 0; b < s.B; ++b) {
           const int64_t len = length_of(b);
           const int64_t sd = (l * D + d) * s.B + b;
@@ -74,8 +76,8 @@ class ReferenceBackend final : public BackendImpl {
           std::vector<double> cs(H, 0.0);
           if (c.cell == CellType::lstm) std::copy(buf.c0 + sd * H, buf.c0 + (sd + 1) * H, cs.begin());
           for (int64_t k = 0; k < len; ++k) {
-            const int64_t t = d == 0 ? k : len - 1 - k;
-            reference::cell_forward(c, cw, layer_in + (t * s.B + b) * in, in, h, cs, &rec[k]);
+            const int64_t t = rev ? len - 1 - k : k;
+            reference::cell_forward(c, acts, cw, layer_in + (t * s.B + b) * in, h, cs, &rec[k]);
           }
           // Back-propagation through time.
           std::vector<double> dh(P, 0.0), dc(H, 0.0);
@@ -86,11 +88,11 @@ class ReferenceBackend final : public BackendImpl {
             for (int64_t j = 0; j < H; ++j) dc[j] = static_cast<const T*>(a.dcy)[sd * H + j];
           }
           for (int64_t k = len - 1; k >= 0; --k) {
-            const int64_t t = d == 0 ? k : len - 1 - k;
+            const int64_t t = rev ? len - 1 - k : k;
             const double* g_out = dout + (t * s.B + b) * width + d * P;
             for (int64_t j = 0; j < P; ++j) dh[j] += g_out[j];
-            reference::cell_backward(c, cw, gw, layer_in + (t * s.B + b) * in, in, rec[k], dh, dc,
-                                     din + (t * s.B + b) * in);
+            reference::cell_backward(c, acts, cw, gw, layer_in + (t * s.B + b) * in, rec[k], dh,
+                                     dc, din + (t * s.B + b) * in);
           }
           if (a.dh0) {
             for (int64_t j = 0; j < P; ++j) static_cast<T*>(a.dh0)[sd * P + j] = static_cast<T>(dh[j]);
@@ -152,6 +154,9 @@ class ReferenceBackend final : public BackendImpl {
     const auto& c = ctx_.config;
     return c.num_layers * c.num_directions() * ctx_.schedule.B * c.hidden_size;
   }
+  // Direction 1 of a bidirectional network, or the single direction of a reverse one,
+  // runs from each sequence's last element to its first.
+  bool reversed(int64_t d) const { return d == 1 || ctx_.config.reverse; }
   int64_t length_of(int64_t b) const {
     const auto& s = ctx_.schedule;
     return s.sorted_lengths[s.orig_to_sorted[b]];
@@ -231,6 +236,7 @@ class ReferenceBackend final : public BackendImpl {
     cw.b_ih = view(WeightKind::b_ih);
     cw.b_hh = view(WeightKind::b_hh);
     cw.w_hr = view(WeightKind::w_hr);
+    cw.w_peephole = view(WeightKind::w_peephole);
     return cw;
   }
 
@@ -257,14 +263,16 @@ class ReferenceBackend final : public BackendImpl {
       std::fill(out, out + s.T * s.B * width, 0.0);
       for (int64_t d = 0; d < D; ++d) {
         const CellWeights cw = weights_of(buf.w, l, d);
+        const std::vector<Activation> acts = direction_activations(c, d);
+        const bool rev = reversed(d);
         for (int64_t b = 0; b < s.B; ++b) {
           const int64_t len = length_of(b);
           const int64_t sd = (l * D + d) * s.B + b;
           h.assign(buf.h0 + sd * P, buf.h0 + (sd + 1) * P);
           if (c.cell == CellType::lstm) cs.assign(buf.c0 + sd * H, buf.c0 + (sd + 1) * H);
           for (int64_t k = 0; k < len; ++k) {
-            const int64_t t = d == 0 ? k : len - 1 - k;
-            reference::cell_forward(c, cw, layer_in + (t * s.B + b) * in, in, h, cs, nullptr);
+            const int64_t t = rev ? len - 1 - k : k;
+            reference::cell_forward(c, acts, cw, layer_in + (t * s.B + b) * in, h, cs, nullptr);
             std::copy(h.begin(), h.end(), out + (t * s.B + b) * width + d * P);
           }
           std::copy(h.begin(), h.end(), buf.hy + sd * P);
