@@ -9,6 +9,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libfmt-dev
   python3 python3-numpy python3-torch   # the PyTorch cross-check (Debian's /usr/bin/python3)
   python3-dev pybind11-dev python3-pytest  # the Python bindings and their tests
+  python3-onnx libonnx-testdata            # ONNX's own node tests
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -28,7 +28,7 @@ std::ostream& operator<<(std::ostream& os, const GradCase& g) {
 }
 
 GradCase grad_case(Config c, LayoutKind layout, int64_t T, int64_t B, std::vector<int64_t> lengths,
-                   bool h0 = true, uint64_t counter = 0) {
+                   bool h0 = true, uint64_t counter = 0, const std::string& suffix = "") {
   c.dtype = DataType::f64;
   GradCase g;
   g.cfg = c;
@@ -36,7 +36,7 @@ GradCase grad_case(Config c, LayoutKind layout, int64_t T, int64_t B, std::vecto
   g.data.h0 = g.data.c0 = h0;
   g.dropout_counter = counter;
   g.name = sanitize(Plan(c, g.shape, backend_options(Backend::reference)).problem_name() + "_" +
-                    variant_tag(c, layout, g.data, GradMode::overwrite, true));
+                    variant_tag(c, layout, g.data, GradMode::overwrite, true) + suffix);
   return g;
 }
 
@@ -110,6 +110,47 @@ std::vector<GradCase> grad_cases() {
     GradCase g = grad_case(c, LK::time_major, 3, 2, {3, 2}, true, 2);
     g.expect_proj_clipped = true;
     v.push_back(g);
+  }
+  // ONNX's cell options. Smooth activations (or kinks the random values are unlikely to sit
+  // within the FD step of); gate_clip bounds inside the range the pre-activations take.
+  using AK = ActivationKind;
+  {
+    Config c = config_for(lstm, 3, 4, 2, true, true);
+    c.peephole = true;
+    c.cell_clip = {true, -0.3, 0.35};
+    v.push_back(grad_case(c, LK::time_major, 4, 3, {4, 1, 3}, true, 0, "_peephole"));
+  }
+  {
+    Config c = config_for(lstm, 3, 4, 1, false, true);
+    c.input_forget = true;
+    c.peephole = true;
+    v.push_back(grad_case(c, LK::batch_first, 4, 2, {4, 3}, true, 0, "_input_forget"));
+  }
+  {
+    Config c = config_for(lstm, 3, 4, 1, false, true);
+    c.reverse = true;
+    c.gate_clip = 0.4;
+    c.activations = {default_activation(AK::sigmoid), default_activation(AK::softsign),
+                     {AK::scaled_tanh, 1.5, 0.7}};
+    v.push_back(grad_case(c, LK::time_major, 4, 3, {4, 0, 2}, true, 0, "_reverse_gateclip_acts"));
+  }
+  {
+    Config c = config_for(gru_orig, 3, 4, 1, true, true);
+    c.gate_clip = 0.3;
+    c.activations = {default_activation(AK::softsign), default_activation(AK::softplus),
+                     default_activation(AK::sigmoid), {AK::elu, 0.8, 0.0}};
+    v.push_back(grad_case(c, LK::time_major, 4, 2, {4, 2}, true, 0, "_gateclip_acts"));
+  }
+  {
+    Config c = config_for(gru, 3, 4, 1, false, true);
+    c.reverse = true;
+    c.activations = {{AK::hard_sigmoid, 0.3, 0.45}, {AK::leaky_relu, 0.2, 0.0}};
+    v.push_back(grad_case(c, LK::batch_first, 3, 2, {3, 1}, true, 0, "_reverse_acts"));
+  }
+  {
+    Config c = config_for(tanh_, 3, 4, 1, false, true);
+    c.activations = {{AK::affine, 0.5, 0.1}};
+    v.push_back(grad_case(c, LK::time_major, 4, 2, {4, 3}, true, 0, "_affine"));
   }
   return v;
 }

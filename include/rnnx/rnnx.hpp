@@ -3,6 +3,7 @@
 #pragma once
 
 #include "rnnx/config.hpp"
+#include "rnnx/convert.hpp"
 #include "rnnx/error.hpp"
 #include "rnnx/plan.hpp"
 #include "rnnx/sequence.hpp"

@@ -24,7 +24,21 @@ const std::vector<std::string> kKnownKeys = {"cell",      "input_size",   "hidde
                                              "cell_clip", "proj_clip",    "clip_nan",
                                              "dropout",   "seed",         "dropout_counter",
                                              "training",  "padding_fill", "dtype",
-                                             "ignore"};
+                                             "ignore",    "direction",    "peephole",
+                                             "gate_clip", "input_forget", "activations",
+                                             "activation_alpha",          "activation_beta"};
+
+// ONNX's activation alpha/beta lists are consumed in order by the activations that take
+// them (LeakyRelu 0.01 and friends keep ONNX's defaults when the list runs out).
+bool takes_alpha(ActivationKind k) {
+  return k == ActivationKind::affine || k == ActivationKind::leaky_relu ||
+         k == ActivationKind::thresholded_relu || k == ActivationKind::scaled_tanh ||
+         k == ActivationKind::hard_sigmoid || k == ActivationKind::elu;
+}
+bool takes_beta(ActivationKind k) {
+  return k == ActivationKind::affine || k == ActivationKind::scaled_tanh ||
+         k == ActivationKind::hard_sigmoid;
+}
 
 class Reader {
  public:
@@ -107,6 +121,37 @@ class Reader {
     return s;
   }
   // null or [lo, hi].
+  std::vector<double> numbers(const std::string& key) const {
+    std::vector<double> out;
+    const json* v = get(key);
+    if (v == nullptr || v->is_null()) return out;
+    if (!v->is_array()) fail(key, "must be an array of numbers, got " + v->dump());
+    for (const auto& e : *v) out.push_back(number(key, e));
+    return out;
+  }
+  std::vector<Activation> activations() const {
+    std::vector<Activation> out;
+    const json* v = get("activations");
+    if (v == nullptr || v->is_null()) return out;
+    if (!v->is_array()) fail("activations", "must be an array of names, got " + v->dump());
+    for (const auto& e : *v) {
+      if (!e.is_string()) fail("activations", "must be an array of names, got " + v->dump());
+      try {
+        out.push_back(default_activation(activation_from_string(e.get<std::string>())));
+      } catch (const Error& err) {
+        fail("activations", err.what());
+      }
+    }
+    const std::vector<double> alpha = numbers("activation_alpha"), beta = numbers("activation_beta");
+    size_t ia = 0, ib = 0;
+    for (auto& a : out) {
+      if (takes_alpha(a.kind) && ia < alpha.size()) a.alpha = alpha[ia++];
+      if (takes_beta(a.kind) && ib < beta.size()) a.beta = beta[ib++];
+    }
+    if (ia < alpha.size()) fail("activation_alpha", "has more values than the activations take");
+    if (ib < beta.size()) fail("activation_beta", "has more values than the activations take");
+    return out;
+  }
   Clip clip(const std::string& key) const {
     const json* v = get(key);
     Clip c;
@@ -173,6 +218,19 @@ CaseSpec parse_case_text(const std::string& path, const std::string& text) {
   c.proj_size = r.integer("proj_size", int64_t{0});
   c.num_layers = r.integer("num_layers", int64_t{1});
   c.bidirectional = r.boolean("bidirectional", false);
+  if (r.get("direction")) {
+    // ONNX's spelling; must agree with "bidirectional" when both are given.
+    const std::string dir = r.choice("direction", {"forward", "reverse", "bidirectional"}, nullptr);
+    if (r.get("bidirectional") && c.bidirectional != (dir == "bidirectional")) {
+      r.fail("direction", "(= \"" + dir + "\") contradicts \"bidirectional\"");
+    }
+    c.bidirectional = dir == "bidirectional";
+    c.reverse = dir == "reverse";
+  }
+  c.peephole = r.boolean("peephole", false);
+  c.input_forget = r.boolean("input_forget", false);
+  if (const json* gc = r.get("gate_clip"); gc && !gc->is_null()) c.gate_clip = r.number("gate_clip", *gc);
+  c.activations = r.activations();
   c.bias = r.boolean("bias", true);
   spec.batch_first = r.boolean("batch_first", false);
   c.gru_linear_before_reset = r.boolean("gru_linear_before_reset", true);

@@ -30,6 +30,8 @@ using Bytes = std::vector<unsigned char>;
 // Inputs the case may hold besides weights, and the outputs `run` writes (an OUT_DIR equal
 // to CASE_DIR then still reads as a valid case).
 const std::vector<std::string> kInputFiles = {"x", "lengths", "h0", "c0", "dy", "dhy", "dcy"};
+// ONNX's weight tensors, an alternative to PyTorch-named files for one-layer cases.
+const std::vector<std::string> kOnnxWeightFiles = {"W", "R", "B", "P"};
 const std::vector<std::string> kOutputFiles = {"y", "hy", "cy", "dx", "dh0", "dc0"};
 
 bool contains(const std::vector<std::string>& v, const std::string& s) {
@@ -37,7 +39,7 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
 }
 
 bool looks_like_weight(const std::string& stem) {
-  static const std::regex pattern("(weight|bias)_(ih|hh|hr)_l[0-9]+(_reverse)?");
+  static const std::regex pattern("((weight|bias)_(ih|hh|hr)|weight_peephole)_l[0-9]+(_reverse)?");
   return std::regex_match(stem, pattern);
 }
 
@@ -56,7 +58,7 @@ std::map<std::string, fs::path> list_case_files(const fs::path& dir, const CaseS
     if (p.extension() != ".npy" || !entry.is_regular_file()) continue;
     const std::string stem = p.stem().string(), name = p.filename().string();
     if (spec.ignores(name) || spec.ignores(stem)) continue;
-    if (contains(kInputFiles, stem) || looks_like_weight(stem)) {
+    if (contains(kInputFiles, stem) || contains(kOnnxWeightFiles, stem) || looks_like_weight(stem)) {
       files[stem] = p;
     } else if (!contains(kOutputFiles, stem) && stem.rfind("grad_", 0) != 0) {
       invalid((dir / name).string() +
@@ -244,7 +246,7 @@ class CaseRunner {
   }
 
   static std::vector<int64_t> param_shape(const WeightParam& p) {
-    return p.is_bias() ? std::vector<int64_t>{p.rows} : std::vector<int64_t>{p.rows, p.cols};
+    return p.is_vector() ? std::vector<int64_t>{p.rows} : std::vector<int64_t>{p.rows, p.cols};
   }
 
   NpyArray load_required(const std::string& name) {
@@ -295,6 +297,7 @@ class CaseRunner {
     }
     const int64_t es = dtype_size(c.dtype);
     Bytes flat(layout.numel() * es);
+    if (files_.count("W") || files_.count("R")) return load_onnx_weights(layout, std::move(flat));
     for (const WeightParam& p : layout.params()) {
       auto it = files_.find(p.name);
       if (it == files_.end()) {
@@ -306,6 +309,39 @@ class CaseRunner {
       const Bytes v = to_case_dtype(a, c.dtype);
       std::memcpy(flat.data() + p.offset * es, v.data(), v.size());
     }
+    return flat;
+  }
+
+  // W.npy [D, G*H, I], R.npy [D, G*H, H], optional B.npy [D, 2*G*H] and P.npy [D, 3*H], in
+  // ONNX's gate orders, converted by rnnx::import_onnx_layer.
+  Bytes load_onnx_weights(const WeightLayout& layout, Bytes flat) {
+    const Config& c = spec_.config;
+    for (const auto& [stem, path] : files_) {
+      if (looks_like_weight(stem)) {
+        invalid(path.string() + ": a case gives its weights either as ONNX's W/R/B/P or by "
+                "PyTorch's names, not both");
+      }
+    }
+    if (c.num_layers != 1) {
+      invalid((dir_ / "W.npy").string() + ": ONNX weights describe one layer, but num_layers = " +
+              std::to_string(c.num_layers));
+    }
+    const int64_t D = c.num_directions(), GH = gates_per_cell(c.cell) * c.hidden_size;
+    auto load = [&](const std::string& name, std::vector<int64_t> shape) -> std::vector<double> {
+      auto it = files_.find(name);
+      if (it == files_.end()) return {};
+      const NpyArray a = read_npy(it->second.string());
+      check_shape(a, shape, name + " of ONNX");
+      if (!a.is_float()) invalid(a.path + ": dtype must be float32 or float64");
+      return a.to_double();
+    };
+    const std::vector<double> W = load("W", {D, GH, c.input_size});
+    const std::vector<double> R = load("R", {D, GH, c.hidden_size});
+    const std::vector<double> B = load("B", {D, 2 * GH});
+    const std::vector<double> P = load("P", {D, 3 * c.hidden_size});
+    if (W.empty() || R.empty()) invalid((dir_ / "W.npy").string() + ": ONNX weights need both W.npy and R.npy");
+    import_onnx_layer(c, layout, 0, W.data(), R.data(), B.empty() ? nullptr : B.data(),
+                      P.empty() ? nullptr : P.data(), flat.data());
     return flat;
   }
 

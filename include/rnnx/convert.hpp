@@ -1,0 +1,24 @@
+// Weight converters between rnnx's flat buffer (PyTorch's parameters, weights.hpp) and
+// other frameworks' layouts. ONNX: W [D, G*H, I], R [D, G*H, H], B [D, 2*G*H] (Wb then Rb),
+// P [D, 3*H], with gate orders LSTM i,o,f,c, GRU z,r,h, peepholes i,o,f.
+#pragma once
+
+#include <cstdint>
+
+#include "rnnx/config.hpp"
+#include "rnnx/weights.hpp"
+
+namespace rnnx {
+
+// One layer's ONNX tensors (dense, row-major, double) into `flat` (the config's dtype).
+// B and P may be null: biases and peepholes become zero. Throws invalid_argument when the
+// layout has no bias but B is given, or no peepholes but P is given.
+void import_onnx_layer(const Config& config, const WeightLayout& layout, int64_t layer,
+                       const double* W, const double* R, const double* B, const double* P,
+                       void* flat);
+
+// The inverse: one layer of `flat` as ONNX tensors (any of W, R, B, P may be null to skip).
+void export_onnx_layer(const Config& config, const WeightLayout& layout, int64_t layer,
+                       const void* flat, double* W, double* R, double* B, double* P);
+
+}  // namespace rnnx
