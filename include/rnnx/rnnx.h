@@ -172,6 +172,47 @@ RNNX_API rnnx_status_t rnnx_config_get_dtype(rnnx_config_t config, rnnx_dtype_t*
 RNNX_API rnnx_status_t rnnx_config_set_padding_fill(rnnx_config_t config, double padding_fill);
 RNNX_API rnnx_status_t rnnx_config_get_padding_fill(rnnx_config_t config, double* padding_fill);
 
+/* ONNX's cell options (docs/math.md); the cpu backend refuses them as UNSUPPORTED for now.
+ * reverse: one direction that runs from each sequence's end (not with bidirectional).
+ * peephole: LSTM peepholes, parameters weight_peephole_l{k} [3H] in order i, f, o.
+ * gate_clip: > 0 clamps every gate pre-activation to [-gate_clip, gate_clip]; 0 = off.
+ * input_forget: LSTM f = 1 - i. */
+RNNX_API rnnx_status_t rnnx_config_set_reverse(rnnx_config_t config, int reverse);
+RNNX_API rnnx_status_t rnnx_config_get_reverse(rnnx_config_t config, int* reverse);
+RNNX_API rnnx_status_t rnnx_config_set_peephole(rnnx_config_t config, int peephole);
+RNNX_API rnnx_status_t rnnx_config_get_peephole(rnnx_config_t config, int* peephole);
+RNNX_API rnnx_status_t rnnx_config_set_gate_clip(rnnx_config_t config, double gate_clip);
+RNNX_API rnnx_status_t rnnx_config_get_gate_clip(rnnx_config_t config, double* gate_clip);
+RNNX_API rnnx_status_t rnnx_config_set_input_forget(rnnx_config_t config, int input_forget);
+RNNX_API rnnx_status_t rnnx_config_get_input_forget(rnnx_config_t config, int* input_forget);
+
+/* ONNX's activation functions, with alpha/beta as in ONNX. */
+typedef enum rnnx_activation {
+  RNNX_ACTIVATION_SIGMOID = 0,
+  RNNX_ACTIVATION_TANH = 1,
+  RNNX_ACTIVATION_RELU = 2,
+  RNNX_ACTIVATION_AFFINE = 3,           /* alpha*x + beta */
+  RNNX_ACTIVATION_LEAKY_RELU = 4,       /* alpha (default 0.01) */
+  RNNX_ACTIVATION_THRESHOLDED_RELU = 5, /* alpha (default 1) */
+  RNNX_ACTIVATION_SCALED_TANH = 6,      /* alpha*tanh(beta*x) */
+  RNNX_ACTIVATION_HARD_SIGMOID = 7,     /* min(max(alpha*x + beta, 0), 1), 0.2 / 0.5 */
+  RNNX_ACTIVATION_ELU = 8,              /* alpha (default 1) */
+  RNNX_ACTIVATION_SOFTSIGN = 9,
+  RNNX_ACTIVATION_SOFTPLUS = 10
+} rnnx_activation_t;
+
+/* count activations (LSTM f,g,h; GRU f,g; RNN f; per direction or for all directions;
+ * 0 restores the defaults). alpha and beta may be NULL: ONNX's defaults per function. */
+RNNX_API rnnx_status_t rnnx_config_set_activations(rnnx_config_t config,
+                                                   const rnnx_activation_t* kinds,
+                                                   const double* alpha, const double* beta,
+                                                   int64_t count);
+/* Writes up to `capacity` entries (any pointer may be NULL when capacity is 0) and the
+ * number set in *count. */
+RNNX_API rnnx_status_t rnnx_config_get_activations(rnnx_config_t config, rnnx_activation_t* kinds,
+                                                   double* alpha, double* beta, int64_t capacity,
+                                                   int64_t* count);
+
 /* ---- Sequence description (rnnx::SequenceShape) ----------------------------------- */
 
 /* Plain values; the arrays belong to the caller and are copied by rnnx_plan_create.
@@ -365,6 +406,13 @@ RNNX_API rnnx_status_t rnnx_plan_get_problem_name(rnnx_plan_t plan, const char**
 RNNX_API rnnx_status_t rnnx_plan_get_weight_param(rnnx_plan_t plan, const char* name,
                                                   int64_t* offset, int64_t* rows, int64_t* cols);
 RNNX_API rnnx_status_t rnnx_plan_get_weight_param_count(rnnx_plan_t plan, int64_t* count);
+/* One layer's ONNX tensors W [D, G*H, I], R [D, G*H, H], B [D, 2*G*H] (NULL: zeros),
+ * P [D, 3H] (NULL: zeros), float64, ONNX gate orders (LSTM i,o,f,c; GRU z,r,h; peepholes
+ * i,o,f), into the plan's flat weight buffer `weights` (the plan's dtype). */
+RNNX_API rnnx_status_t rnnx_plan_import_onnx_layer(rnnx_plan_t plan, int64_t layer,
+                                                   const double* W, const double* R,
+                                                   const double* B, const double* P,
+                                                   void* weights);
 /* index in [0, count); *name belongs to the plan and stays valid until it is destroyed. */
 RNNX_API rnnx_status_t rnnx_plan_get_weight_param_by_index(rnnx_plan_t plan, int64_t index,
                                                            const char** name, int64_t* offset,

@@ -536,6 +536,75 @@ rnnx_status_t rnnx_config_get_padding_fill(rnnx_config_t config, double* padding
                     [](const rnnx::Config& c) { return c.padding_fill; });
 }
 
+rnnx_status_t rnnx_config_set_reverse(rnnx_config_t config, int reverse) {
+  return config_set(__func__, config, [&](rnnx::Config& c, const char*) { c.reverse = reverse != 0; });
+}
+rnnx_status_t rnnx_config_get_reverse(rnnx_config_t config, int* reverse) {
+  return config_get(__func__, config, reverse, "reverse",
+                    [](const rnnx::Config& c) { return c.reverse ? 1 : 0; });
+}
+rnnx_status_t rnnx_config_set_peephole(rnnx_config_t config, int peephole) {
+  return config_set(__func__, config,
+                    [&](rnnx::Config& c, const char*) { c.peephole = peephole != 0; });
+}
+rnnx_status_t rnnx_config_get_peephole(rnnx_config_t config, int* peephole) {
+  return config_get(__func__, config, peephole, "peephole",
+                    [](const rnnx::Config& c) { return c.peephole ? 1 : 0; });
+}
+rnnx_status_t rnnx_config_set_gate_clip(rnnx_config_t config, double gate_clip) {
+  return config_set(__func__, config, [&](rnnx::Config& c, const char*) { c.gate_clip = gate_clip; });
+}
+rnnx_status_t rnnx_config_get_gate_clip(rnnx_config_t config, double* gate_clip) {
+  return config_get(__func__, config, gate_clip, "gate_clip",
+                    [](const rnnx::Config& c) { return c.gate_clip; });
+}
+rnnx_status_t rnnx_config_set_input_forget(rnnx_config_t config, int input_forget) {
+  return config_set(__func__, config,
+                    [&](rnnx::Config& c, const char*) { c.input_forget = input_forget != 0; });
+}
+rnnx_status_t rnnx_config_get_input_forget(rnnx_config_t config, int* input_forget) {
+  return config_get(__func__, config, input_forget, "input_forget",
+                    [](const rnnx::Config& c) { return c.input_forget ? 1 : 0; });
+}
+
+rnnx_status_t rnnx_config_set_activations(rnnx_config_t config, const rnnx_activation_t* kinds,
+                                          const double* alpha, const double* beta, int64_t count) {
+  return config_set(__func__, config, [&](rnnx::Config& c, const char* fn) {
+    if (count < 0) invalid(fn, "count (= " + std::to_string(count) + ") must be >= 0");
+    if (count > 0) need(kinds, fn, "kinds");
+    std::vector<rnnx::Activation> acts;
+    for (int64_t k = 0; k < count; ++k) {
+      const int v = raw(kinds[k]);
+      if (v < RNNX_ACTIVATION_SIGMOID || v > RNNX_ACTIVATION_SOFTPLUS) {
+        invalid(fn, bad_enum(("kinds[" + std::to_string(k) + "]").c_str(), v, "rnnx_activation_t"));
+      }
+      // The C enum's values follow rnnx::ActivationKind's order.
+      rnnx::Activation a = rnnx::default_activation(static_cast<rnnx::ActivationKind>(v));
+      if (alpha) a.alpha = alpha[k];
+      if (beta) a.beta = beta[k];
+      acts.push_back(a);
+    }
+    c.activations = std::move(acts);
+  });
+}
+rnnx_status_t rnnx_config_get_activations(rnnx_config_t config, rnnx_activation_t* kinds,
+                                          double* alpha, double* beta, int64_t capacity,
+                                          int64_t* count) {
+  return guarded(__func__, [&](const char* fn) {
+    const rnnx::Config& c = need(config, fn, "config")->value;
+    need(count, fn, "count");
+    if (capacity < 0) invalid(fn, "capacity (= " + std::to_string(capacity) + ") must be >= 0");
+    const auto n = static_cast<int64_t>(c.activations.size());
+    for (int64_t k = 0; k < std::min(n, capacity); ++k) {
+      const rnnx::Activation& a = c.activations[static_cast<size_t>(k)];
+      if (kinds) kinds[k] = static_cast<rnnx_activation_t>(static_cast<int>(a.kind));
+      if (alpha) alpha[k] = a.alpha;
+      if (beta) beta[k] = a.beta;
+    }
+    *count = n;
+  });
+}
+
 // ---- Plan --------------------------------------------------------------------------
 
 rnnx_status_t rnnx_plan_create(rnnx_plan_t* plan, rnnx_config_t config,
@@ -640,6 +709,18 @@ rnnx_status_t rnnx_plan_get_weight_param(rnnx_plan_t plan, const char* name, int
     *offset = w.offset;
     *rows = w.rows;
     *cols = w.cols;
+  });
+}
+
+rnnx_status_t rnnx_plan_import_onnx_layer(rnnx_plan_t plan, int64_t layer, const double* W,
+                                          const double* R, const double* B, const double* P,
+                                          void* weights) {
+  return guarded(__func__, [&](const char* fn) {
+    const rnnx::Plan& p = need(plan, fn, "plan")->plan;
+    need(W, fn, "W");
+    need(R, fn, "R");
+    need(weights, fn, "weights");
+    rnnx::import_onnx_layer(p.config(), p.weight_layout(), layer, W, R, B, P, weights);
   });
 }
 

@@ -1372,8 +1372,86 @@ static void test_last_error(void) {
   rnnx_config_destroy(c);
 }
 
+/* ONNX's options: setters round-trip, bad values are refused, the cpu backend refuses
+ * them as UNSUPPORTED while the reference runs them, and ONNX weights import by gate. */
+static void test_onnx_options(void) {
+  rnnx_config_t c = NULL;
+  rnnx_plan_t plan = NULL;
+  int flag = 0;
+  double v = 0.0;
+  int64_t n = 0;
+  CHECK_OK(rnnx_config_create(&c));
+  CHECK_OK(rnnx_config_set_cell(c, RNNX_CELL_LSTM));
+  CHECK_OK(rnnx_config_set_input_size(c, 2));
+  CHECK_OK(rnnx_config_set_hidden_size(c, 3));
+  CHECK_OK(rnnx_config_set_dtype(c, RNNX_DTYPE_FLOAT64));
+  CHECK_OK(rnnx_config_set_peephole(c, 1));
+  CHECK_OK(rnnx_config_get_peephole(c, &flag));
+  CHECK_TRUE(flag == 1, "peephole round-trips");
+  CHECK_OK(rnnx_config_set_input_forget(c, 1));
+  CHECK_OK(rnnx_config_get_input_forget(c, &flag));
+  CHECK_TRUE(flag == 1, "input_forget round-trips");
+  CHECK_OK(rnnx_config_set_gate_clip(c, 2.5));
+  CHECK_OK(rnnx_config_get_gate_clip(c, &v));
+  CHECK_TRUE(v == 2.5, "gate_clip round-trips");
+  CHECK_OK(rnnx_config_set_reverse(c, 1));
+  CHECK_OK(rnnx_config_get_reverse(c, &flag));
+  CHECK_TRUE(flag == 1, "reverse round-trips");
+  {
+    const rnnx_activation_t kinds[3] = {RNNX_ACTIVATION_HARD_SIGMOID, RNNX_ACTIVATION_TANH,
+                                        RNNX_ACTIVATION_LEAKY_RELU};
+    rnnx_activation_t got[3];
+    double alpha[3], beta[3];
+    CHECK_OK(rnnx_config_set_activations(c, kinds, NULL, NULL, 3));
+    CHECK_OK(rnnx_config_get_activations(c, got, alpha, beta, 3, &n));
+    CHECK_TRUE(n == 3 && got[0] == RNNX_ACTIVATION_HARD_SIGMOID && alpha[0] == 0.2 &&
+                   beta[0] == 0.5 && got[2] == RNNX_ACTIVATION_LEAKY_RELU && alpha[2] == 0.01,
+               "activations round-trip with ONNX's default alpha/beta");
+    rnnx_activation_t bad[1] = {(rnnx_activation_t)42};
+    CHECK(rnnx_config_set_activations(c, bad, NULL, NULL, 1), RNNX_STATUS_INVALID_ARGUMENT,
+          "kinds[0] (= 42)");
+    CHECK(rnnx_config_set_activations(c, NULL, NULL, NULL, 2), RNNX_STATUS_INVALID_ARGUMENT,
+          "kinds is null");
+    CHECK_OK(rnnx_config_validate(c));
+  }
+  CHECK_OK(rnnx_config_set_gate_clip(c, -1.0));
+  CHECK(rnnx_config_validate(c), RNNX_STATUS_INVALID_ARGUMENT, "gate_clip (= -1");
+  CHECK_OK(rnnx_config_set_gate_clip(c, 0.0));
+  {
+    rnnx_sequence_desc_t shape = rnnx_sequence_desc_padded(2, 1, NULL, 0);
+    CHECK(rnnx_plan_create(&plan, c, &shape, RNNX_BACKEND_CPU, 0), RNNX_STATUS_UNSUPPORTED,
+          "peephole");
+    CHECK_OK(rnnx_plan_create(&plan, c, &shape, RNNX_BACKEND_REFERENCE, 0));
+    /* W [1, 12, 2], R [1, 12, 3], P [1, 9]: rnnx's f block (gate 1) is ONNX's gate 2. */
+    double W[24], R[36], P[9], w[128];
+    int64_t off = 0, rows = 0, cols = 0, k;
+    for (k = 0; k < 24; ++k) W[k] = (double)k;
+    for (k = 0; k < 36; ++k) R[k] = 100.0 + (double)k;
+    for (k = 0; k < 9; ++k) P[k] = 200.0 + (double)k;
+    CHECK_OK(rnnx_plan_get_weights_numel(plan, &n));
+    CHECK_TRUE(n <= 128, "weights fit the test buffer");
+    if (n > 128) {
+      rnnx_plan_destroy(plan);
+      rnnx_config_destroy(c);
+      return;
+    }
+    CHECK_OK(rnnx_plan_import_onnx_layer(plan, 0, W, R, NULL, P, w));
+    CHECK_OK(rnnx_plan_get_weight_param(plan, "weight_ih_l0", &off, &rows, &cols));
+    CHECK_TRUE(w[off + 1 * 3 * 2] == W[2 * 3 * 2], "ONNX gate f lands in rnnx's block 1");
+    CHECK_OK(rnnx_plan_get_weight_param(plan, "weight_peephole_l0", &off, &rows, &cols));
+    CHECK_TRUE(w[off + 3] == P[6] && w[off + 6] == P[3], "peepholes i,o,f become i,f,o");
+    CHECK(rnnx_plan_import_onnx_layer(plan, 0, NULL, R, NULL, NULL, w),
+          RNNX_STATUS_INVALID_ARGUMENT, "W is null");
+    CHECK(rnnx_plan_import_onnx_layer(plan, 3, W, R, NULL, NULL, w), RNNX_STATUS_INVALID_ARGUMENT,
+          "layer (= 3)");
+    rnnx_plan_destroy(plan);
+  }
+  rnnx_config_destroy(c);
+}
+
 int main(void) {
   test_version_and_status();
+  test_onnx_options();
   test_config_round_trip();
   test_crosschecks();
   test_null_arguments();
