@@ -1,0 +1,35 @@
+"""rnnx: fused recurrent operators (RNN-tanh/ReLU, LSTM, GRU), multi-layer, bidirectional,
+forward and backward, over batches of variable-length sequences.
+
+    rnnx.LSTM / rnnx.GRU / rnnx.RNN   NumPy front end (weights by PyTorch name)
+    rnnx.torch.LSTM / GRU / RNN       drop-in torch.nn modules (import rnnx.torch)
+    rnnx.Config, rnnx.Plan            the low-level API (plans on caller buffers)
+    rnnx.Error                        base of every error rnnx raises; .code names the kind
+"""
+
+try:
+    from . import _rnnx
+except ImportError as e:  # pragma: no cover - depends on how the package was found
+    raise ImportError(
+        "rnnx: the compiled extension rnnx._rnnx was not found next to this package "
+        f"({__path__[0]}). Build the project with CMake and use PYTHONPATH=<build>/python, "
+        "or install it (docs/python.md).") from e
+
+from ._rnnx import (Config, Error, InternalError, InvalidArgumentError, OutOfMemoryError, Plan,
+                    UnsupportedError, WeightParam, __version__, build_info)
+from .modules import GRU, LSTM, RNN
+from .onnx import onnx_to_state_dict, state_dict_to_onnx
+
+__all__ = [
+    "Config", "Plan", "WeightParam", "Error", "InvalidArgumentError", "UnsupportedError",
+    "InternalError", "OutOfMemoryError", "RNN", "LSTM", "GRU", "build_info",
+    "onnx_to_state_dict", "state_dict_to_onnx", "__version__",
+]
+
+
+def __getattr__(name):
+    # rnnx.torch needs PyTorch; load it on first use instead of at `import rnnx`.
+    if name == "torch":
+        import importlib
+        return importlib.import_module(".torch", __name__)
+    raise AttributeError(f"module 'rnnx' has no attribute '{name}'")

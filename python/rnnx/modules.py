@@ -1,0 +1,385 @@
+"""rnnx.RNN, rnnx.LSTM, rnnx.GRU: a config and its weights, run on NumPy arrays.
+
+The weights are one flat buffer (`weights`) in rnnx's layout, with views by PyTorch name
+(`params`), so a torch.nn state_dict maps one to one. `forward(..., training=True)` keeps
+what `backward` needs; `backward` then gives dx, dh0 (, dc0) and the weight gradients.
+Plans are cached per sequence shape and buffers are reused across calls.
+"""
+
+import collections
+import math
+
+import numpy as np
+
+from . import _rnnx
+from . import _runtime
+from . import onnx as _onnx
+from ._runtime import invalid
+
+_DTYPES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}
+
+
+def _dtype_name(dtype):
+    dt = np.dtype(dtype)
+    if dt not in _DTYPES:
+        raise _rnnx.UnsupportedError(f"dtype {dt} is not supported (float32 or float64)")
+    return _DTYPES[dt]
+
+
+def _to_array(value, name):
+    if value is None:
+        return None
+    if hasattr(value, "detach"):  # torch tensor
+        value = value.detach().cpu().numpy()
+    return np.asarray(value)
+
+
+def _clip_arg(clip, name):
+    if clip is None:
+        return None
+    try:
+        lo, hi = clip
+    except (TypeError, ValueError):
+        raise invalid(f"{name} must be None or a pair (lo, hi), got {clip!r}") from None
+    return (float(lo), float(hi))
+
+
+class _Recurrent:
+    """Common implementation; the public classes fix the cell."""
+
+    _family = None  # 'rnn', 'lstm', 'gru'
+
+    def __init__(self, cell, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
+                 dropout=0.0, bidirectional=False, proj_size=0, gru_linear_before_reset=True,
+                 cell_clip=None, proj_clip=None, clip_nan="propagate", padding_fill=0.0, seed=0,
+                 dtype=np.float32, backend="cpu", num_threads=0, init="uniform", rng=None):
+        self.batch_first = bool(batch_first)
+        self.dtype = np.dtype(dtype)
+        self._engine = _runtime.Engine(backend, num_threads)
+        self._config_kwargs = dict(
+            cell=cell, input_size=int(input_size), hidden_size=int(hidden_size),
+            proj_size=int(proj_size), num_layers=int(num_layers), bidirectional=bool(bidirectional),
+            bias=bool(bias), gru_linear_before_reset=bool(gru_linear_before_reset),
+            cell_clip=_clip_arg(cell_clip, "cell_clip"), proj_clip=_clip_arg(proj_clip, "proj_clip"),
+            clip_nan=clip_nan, dropout=float(dropout), seed=int(seed),
+            dtype=_dtype_name(self.dtype), padding_fill=float(padding_fill))
+        self.config, self._config_key = self._engine.config(**self._config_kwargs)
+        self.weight_params = _runtime.layout(self.config)
+        self.weights = np.zeros(self.config.weights_numel(), dtype=self.dtype)
+        self.grad = None  # flat weight gradient of the last backward
+        self.dropout_calls = 0  # dropout counter: advanced once per training forward
+        self._saved = None
+        if init == "uniform":
+            # torch.nn's initialisation: U(-1/sqrt(H), 1/sqrt(H)) for every parameter.
+            gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+            k = 1.0 / math.sqrt(self.config.hidden_size)
+            self.weights[:] = gen.uniform(-k, k, size=self.weights.size)
+        elif init != "zeros":
+            raise invalid(f"init '{init}' is not one of: uniform, zeros")
+
+    # ---- configuration -------------------------------------------------------------------
+
+    input_size = property(lambda self: self.config.input_size)
+    hidden_size = property(lambda self: self.config.hidden_size)
+    num_layers = property(lambda self: self.config.num_layers)
+    bidirectional = property(lambda self: self.config.bidirectional)
+    bias = property(lambda self: self.config.bias)
+    dropout = property(lambda self: self.config.dropout)
+
+    @property
+    def params(self):
+        """OrderedDict name -> view of `weights` with PyTorch's shape (writes go through)."""
+        return self._views(self.weights)
+
+    def _views(self, flat):
+        return collections.OrderedDict(
+            (p.name, flat[p.offset:p.offset + p.numel].reshape(p.shape)) for p in self.weight_params)
+
+    def state_dict(self):
+        """Copies of the parameters, by PyTorch name and shape."""
+        return collections.OrderedDict((k, v.copy()) for k, v in self.params.items())
+
+    def load_state_dict(self, state_dict, strict=True, prefix=""):
+        """Load from a mapping name -> array (NumPy arrays or torch tensors, e.g. a torch.nn
+        module's state_dict()). `prefix` is stripped from the keys ('lstm.' for a submodule).
+        With strict, missing and unexpected keys are errors."""
+        own = self.params
+        given = {}
+        for key, value in state_dict.items():
+            if prefix:
+                if not key.startswith(prefix):
+                    continue
+                key = key[len(prefix):]
+            given[key] = value
+        missing = [k for k in own if k not in given]
+        unexpected = [k for k in given if k not in own]
+        if strict and (missing or unexpected):
+            raise invalid(f"load_state_dict: missing keys {missing}, unexpected keys {unexpected}")
+        for name, value in given.items():
+            if name not in own:
+                continue
+            arr = _to_array(value, name)
+            if tuple(arr.shape) != own[name].shape:
+                raise invalid(f"load_state_dict: {name} has shape {tuple(arr.shape)}, "
+                              f"expected {own[name].shape}")
+            own[name][...] = arr
+        return missing, unexpected
+
+    @classmethod
+    def _from_onnx(cls, cell, W, R, B, P, ctor_kwargs):
+        sd = _onnx.onnx_to_state_dict(cell, W, R, B, P)
+        W = _onnx._to_numpy(W, "W")
+        D, I, H = _onnx.onnx_sizes(cell, W, R)
+        peep = [k for k in sd if k.startswith("weight_peephole")]
+        if peep:
+            if any(np.any(sd[k] != 0) for k in peep):
+                # Where ONNX peephole support lands: pass peephole=True to the config and
+                # keep these entries; the layout then has weight_peephole_l0[_reverse].
+                raise _rnnx.UnsupportedError("LSTM peepholes (ONNX P) are not supported by this "
+                                             "build of rnnx; only an all-zero P is accepted")
+            for k in peep:
+                del sd[k]
+        ctor_kwargs.setdefault("dtype", W.dtype if W.dtype in _DTYPES else np.float32)
+        module = cls(I, H, num_layers=1, bias=B is not None, bidirectional=(D == 2),
+                     init="zeros", **ctor_kwargs)
+        module.load_state_dict(sd)
+        return module
+
+    def to_onnx(self):
+        """ONNX (W, R, B) of this single-layer module (B is None without bias)."""
+        if self.config.num_layers != 1:
+            raise _rnnx.UnsupportedError(f"ONNX RNN operators are single-layer; this module has "
+                                         f"num_layers = {self.config.num_layers}")
+        return _onnx.state_dict_to_onnx(self._family, self.params, self.config.hidden_size,
+                                        self.config.bidirectional)
+
+    # ---- shapes ----------------------------------------------------------------------------
+
+    def _state_shape(self, batch, width):
+        c = self.config
+        return (c.num_layers * c.num_directions, batch, width)
+
+    def _check_state(self, value, name, batch, width):
+        if value is None:
+            return None
+        arr = np.ascontiguousarray(_to_array(value, name), dtype=self.dtype)
+        want = self._state_shape(batch, width)
+        if arr.shape != want:
+            raise invalid(f"{name} has shape {arr.shape}, expected {want} "
+                          f"[num_layers * num_directions, batch, {width}]")
+        return arr
+
+    def _prepare(self, x, lengths, batch_first, batch_sizes, sorted_indices):
+        """x as a dense array of the module's dtype, the plan, and the output shape."""
+        c = self.config
+        x = np.ascontiguousarray(_to_array(x, "x"), dtype=self.dtype)
+        if batch_sizes is not None:
+            if lengths is not None:
+                raise invalid("give either lengths (padded x) or batch_sizes (packed x), not both")
+            if x.ndim != 2:
+                raise invalid(f"packed x must be 2-D [tokens, input_size], got shape {x.shape}")
+            bs = _runtime.as_index_list(batch_sizes, "batch_sizes")
+            si = None if sorted_indices is None else _runtime.as_index_list(sorted_indices,
+                                                                             "sorted_indices")
+            key = _runtime.shape_key_packed(bs, si)
+            if x.shape[0] != sum(bs):
+                raise invalid(f"x dim 0 (= {x.shape[0]}) must equal sum(batch_sizes) (= {sum(bs)})")
+            batch = bs[0] if bs else 0
+            y_shape = (x.shape[0], c.num_directions * c.output_size)
+        else:
+            if x.ndim != 3:
+                raise invalid(f"x must be 3-D [T, B, input_size] (or [B, T, input_size] with "
+                              f"batch_first), got shape {x.shape}")
+            if batch_first:
+                batch, T = x.shape[0], x.shape[1]
+            else:
+                T, batch = x.shape[0], x.shape[1]
+            lens = None if lengths is None else _runtime.as_index_list(lengths, "lengths")
+            key = _runtime.shape_key_padded(T, batch, lens, batch_first)
+            y_shape = x.shape[:2] + (c.num_directions * c.output_size,)
+        if x.shape[-1] != c.input_size:
+            raise invalid(f"x dim {x.ndim - 1} (= {x.shape[-1]}) must equal input_size "
+                          f"(= {c.input_size})")
+        plan = self._engine.plan(self.config, self._config_key, key)
+        return x, plan, batch, y_shape
+
+    # ---- execution -------------------------------------------------------------------------
+
+    def forward(self, x, lengths=None, hx=None, training=False, batch_first=None,
+                batch_sizes=None, sorted_indices=None):
+        """Run the network over x.
+
+        x: [T, B, input_size] (or [B, T, input_size] with batch_first; the default is the
+        module's), or packed rows [tokens, input_size] with batch_sizes (and optionally
+        sorted_indices), as in PyTorch's PackedSequence. lengths: [B] in any order, 0 allowed.
+        hx: h0 [L*D, B, P'] or, for LSTM, (h0, c0) with c0 [L*D, B, H]; None means zeros.
+        training: apply dropout and keep what backward needs.
+        Returns (y, hy) or, for LSTM, (y, (hy, cy)); y is [T, B, D*P'] (or as x).
+        """
+        c = self.config
+        lstm = c.cell == "lstm"
+        batch_first = self.batch_first if batch_first is None else bool(batch_first)
+        x, plan, batch, y_shape = self._prepare(x, lengths, batch_first, batch_sizes, sorted_indices)
+        h0, c0 = self._split_hx(hx)
+        h0 = self._check_state(h0, "h0", batch, c.output_size)
+        c0 = self._check_state(c0, "c0", batch, c.hidden_size) if lstm else None
+        y = np.empty(y_shape, dtype=self.dtype)
+        hy = np.empty(self._state_shape(batch, c.output_size), dtype=self.dtype)
+        cy = np.empty(self._state_shape(batch, c.hidden_size), dtype=self.dtype) if lstm else None
+        reserve = None
+        counter = 0
+        if training:
+            self._saved = None  # its reserve goes back to the pool first
+            reserve = _runtime.ReserveHandle(self._engine.reserves,
+                                             self._engine.reserves.acquire(plan.reserve_size))
+            counter = self.dropout_calls
+            self.dropout_calls += 1
+        self._engine.forward(plan, x, self.weights, y, h0=h0, c0=c0, hy=hy, cy=cy,
+                             training=training, dropout_counter=counter,
+                             reserve=None if reserve is None else reserve.buffer)
+        if training:
+            self._saved = dict(plan=plan, x=x, h0=h0, c0=c0, weights=self.weights, reserve=reserve,
+                               y_shape=y_shape, batch=batch)
+        return (y, (hy, cy)) if lstm else (y, hy)
+
+    __call__ = forward
+
+    def _split_hx(self, hx):
+        if hx is None:
+            return None, None
+        if self.config.cell == "lstm":
+            if not isinstance(hx, (tuple, list)) or len(hx) != 2:
+                raise invalid("hx for LSTM must be a pair (h0, c0); either may be None")
+            return hx[0], hx[1]
+        if isinstance(hx, (tuple, list)):
+            raise invalid(f"hx for {self.config.cell} must be one array h0, not a "
+                          f"{type(hx).__name__}")
+        return hx, None
+
+    def backward(self, dy=None, dhy=None, dcy=None, accumulate=False):
+        """Back-propagate through the last training forward.
+
+        dy (shaped like y), dhy, dcy: gradients of the outputs; None means zero.
+        Weight gradients go to `grad` (flat, overwritten, or added to with accumulate=True).
+        Returns (dx, dh0, grads) or, for LSTM, (dx, dh0, dc0, grads); grads is an OrderedDict
+        PyTorch name -> view of `grad`.
+        """
+        s = self._saved
+        if s is None:
+            raise invalid("backward: no training forward to back-propagate through; call "
+                          "forward(..., training=True) first")
+        c = self.config
+        lstm = c.cell == "lstm"
+        if not lstm and dcy is not None:
+            raise invalid(f"backward: dcy given but the cell is {c.cell}")
+        batch = s["batch"]
+        if dy is not None:
+            dy = np.ascontiguousarray(_to_array(dy, "dy"), dtype=self.dtype)
+            if dy.shape != s["y_shape"]:
+                raise invalid(f"dy has shape {dy.shape}, expected the shape of y {s['y_shape']}")
+        dhy = self._check_state(dhy, "dhy", batch, c.output_size)
+        dcy = self._check_state(dcy, "dcy", batch, c.hidden_size) if lstm else None
+        dx = np.empty_like(s["x"])
+        dh0 = np.empty(self._state_shape(batch, c.output_size), dtype=self.dtype)
+        dc0 = np.empty(self._state_shape(batch, c.hidden_size), dtype=self.dtype) if lstm else None
+        if accumulate and self.grad is not None and self.grad.shape == self.weights.shape:
+            grad = self.grad
+        else:
+            grad = np.empty_like(self.weights)
+            accumulate = False
+        self._engine.backward(s["plan"], s["x"], s["weights"], s["reserve"].buffer, h0=s["h0"],
+                              c0=s["c0"], dy=dy, dhy=dhy, dcy=dcy, dx=dx, dh0=dh0, dc0=dc0,
+                              dweights=grad, accumulate=accumulate)
+        self.grad = grad
+        grads = self._views(grad)
+        return (dx, dh0, dc0, grads) if lstm else (dx, dh0, grads)
+
+    def zero_grad(self):
+        self.grad = None
+
+    @property
+    def last_plan(self):
+        """The plan of the last training forward (impl_name, problem_name, sizes)."""
+        return None if self._saved is None else self._saved["plan"]
+
+    def plan_for(self, x_shape, lengths=None, batch_first=None):
+        """The cached plan for a padded x of this shape (built if needed)."""
+        batch_first = self.batch_first if batch_first is None else bool(batch_first)
+        T, B = (x_shape[1], x_shape[0]) if batch_first else (x_shape[0], x_shape[1])
+        lens = None if lengths is None else _runtime.as_index_list(lengths, "lengths")
+        return self._engine.plan(self.config, self._config_key,
+                                 _runtime.shape_key_padded(T, B, lens, batch_first))
+
+    @property
+    def plans_built(self):
+        return self._engine.plans_built
+
+    def __repr__(self):
+        return f"rnnx.{type(self).__name__}({self.config!r})"
+
+
+class RNN(_Recurrent):
+    """Elman RNN with tanh or ReLU, like torch.nn.RNN (nonlinearity='tanh' or 'relu')."""
+
+    _family = "rnn"
+
+    def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True,
+                 batch_first=False, dropout=0.0, bidirectional=False, **kwargs):
+        if nonlinearity not in ("tanh", "relu"):
+            raise invalid(f"nonlinearity '{nonlinearity}' is not one of: tanh, relu")
+        self.nonlinearity = nonlinearity
+        super().__init__("rnn_" + nonlinearity, input_size, hidden_size, num_layers, bias,
+                         batch_first, dropout, bidirectional, **kwargs)
+
+    @classmethod
+    def from_onnx(cls, W, R, B=None, activation="Tanh", **kwargs):
+        """From ONNX RNN weights W [D, H, I], R [D, H, H], B [D, 2H]; activation 'Tanh' or
+        'Relu' (ONNX's name). Other keyword arguments go to the constructor."""
+        acts = {"tanh": "tanh", "relu": "relu"}
+        if str(activation).lower() not in acts:
+            raise _rnnx.UnsupportedError(f"ONNX RNN activation '{activation}' is not supported "
+                                         "(Tanh or Relu)")
+        kwargs["nonlinearity"] = acts[str(activation).lower()]
+        return cls._from_onnx("rnn", W, R, B, None, kwargs)
+
+
+class LSTM(_Recurrent):
+    """LSTM like torch.nn.LSTM, with projection (proj_size), cell/projection clipping and
+    a NaN policy (clip_nan)."""
+
+    _family = "lstm"
+
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
+                 dropout=0.0, bidirectional=False, proj_size=0, **kwargs):
+        super().__init__("lstm", input_size, hidden_size, num_layers, bias, batch_first, dropout,
+                         bidirectional, proj_size=proj_size, **kwargs)
+
+    @property
+    def proj_size(self):
+        return self.config.proj_size
+
+    @classmethod
+    def from_onnx(cls, W, R, B=None, P=None, **kwargs):
+        """From ONNX LSTM weights W [D, 4H, I], R [D, 4H, H], B [D, 8H] (gate order i, o, f, c;
+        B = [Wb, Rb]) and peepholes P [D, 3H] (only all-zero P until rnnx has peepholes).
+        Other keyword arguments go to the constructor."""
+        return cls._from_onnx("lstm", W, R, B, P, kwargs)
+
+
+class GRU(_Recurrent):
+    """GRU like torch.nn.GRU (gru_linear_before_reset=True, the default) or the original
+    GRU (False: ONNX's default linear_before_reset = 0)."""
+
+    _family = "gru"
+
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
+                 dropout=0.0, bidirectional=False, **kwargs):
+        super().__init__("gru", input_size, hidden_size, num_layers, bias, batch_first, dropout,
+                         bidirectional, **kwargs)
+
+    @classmethod
+    def from_onnx(cls, W, R, B=None, linear_before_reset=0, **kwargs):
+        """From ONNX GRU weights W [D, 3H, I], R [D, 3H, H], B [D, 6H] (gate order z, r, h);
+        linear_before_reset as ONNX's attribute (default 0: the original GRU)."""
+        kwargs["gru_linear_before_reset"] = bool(linear_before_reset)
+        return cls._from_onnx("gru", W, R, B, None, kwargs)

@@ -1,0 +1,385 @@
+"""rnnx.torch: drop-in torch.nn.LSTM / GRU / RNN that run on rnnx.
+
+They subclass torch.nn.LSTM/GRU/RNN: same constructor arguments, same parameters under
+the same names (load_state_dict from a torch.nn module works), same outputs, plus rnnx's
+extras (cell_clip, proj_clip, clip_nan, gru_linear_before_reset, padding_fill, seed) and
+forward(input, hx=None, lengths=None) for padded batches of variable-length sequences.
+Autograd goes through a torch.autograd.Function calling rnnx's backward.
+
+Zero-copy: CPU tensors are handed to rnnx through NumPy views (the buffer protocol). The
+parameters are views into one flat tensor in rnnx's layout (flatten_parameters(), redone
+after .to()/.double()); if something breaks that (weight_norm, a reassigned parameter),
+the weights are gathered into a temporary flat buffer per call instead.
+"""
+
+import torch
+from torch.nn.utils.rnn import PackedSequence
+
+from . import _rnnx
+from . import _runtime
+from ._runtime import invalid
+
+__all__ = ["LSTM", "GRU", "RNN"]
+
+_DTYPES = {torch.float32: "float32", torch.float64: "float64"}
+_CELLS = {"LSTM": "lstm", "GRU": "gru", "RNN_TANH": "rnn_tanh", "RNN_RELU": "rnn_relu"}
+
+
+def _np(t):
+    """Zero-copy NumPy view of a dense CPU tensor (or None)."""
+    return None if t is None else t.detach().numpy()
+
+
+class _Call:
+    """What one forward needs besides tensors; the backward gets the same object."""
+
+    __slots__ = ("engine", "plan", "params", "training", "counter", "lstm", "flat",
+                 "y_shape", "h_shape", "c_shape", "dtype")
+
+
+def _gather_flat(call, weights):
+    flat = torch.empty(call.plan.weights_numel, dtype=call.dtype)
+    for w, p in zip(weights, call.params):
+        flat[p.offset:p.offset + p.numel].copy_(w.detach().reshape(-1))
+    return flat
+
+
+def _run_forward(call, x, h0, c0, flat):
+    y = torch.empty(call.y_shape, dtype=call.dtype)
+    hy = torch.empty(call.h_shape, dtype=call.dtype)
+    cy = torch.empty(call.c_shape, dtype=call.dtype) if call.lstm else None
+    reserve = None
+    if call.training:
+        pool = call.engine.reserves
+        reserve = _runtime.ReserveHandle(pool, pool.acquire(call.plan.reserve_size))
+    call.engine.forward(call.plan, _np(x), _np(flat), _np(y), h0=_np(h0), c0=_np(c0), hy=_np(hy),
+                        cy=_np(cy), training=call.training, dropout_counter=call.counter,
+                        reserve=None if reserve is None else reserve.buffer)
+    return y, hy, cy, reserve
+
+
+def _dense(t):
+    return None if t is None else t.contiguous()
+
+
+class _RnnxFunction(torch.autograd.Function):
+    """forward(call, x, h0, c0, *weights) -> (y, hy[, cy]); weights in rnnx's layout order."""
+
+    @staticmethod
+    def forward(ctx, call, x, h0, c0, *weights):
+        ctx.set_materialize_grads(False)  # absent output gradients reach rnnx as null
+        flat = call.flat if call.flat is not None else _gather_flat(call, weights)
+        y, hy, cy, reserve = _run_forward(call, x, h0, c0, flat)
+        ctx.call = call
+        ctx.flat = flat
+        # Released to the engine's pool when this node is freed, not after backward:
+        # backward may run again with retain_graph=True.
+        ctx.reserve = reserve
+        ctx.save_for_backward(x, h0, c0, *weights)  # version checks catch in-place edits
+        return (y, hy, cy) if call.lstm else (y, hy)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, dy, dhy, dcy=None):
+        call = ctx.call
+        x, h0, c0, *weights = ctx.saved_tensors
+        needs = ctx.needs_input_grad  # (call, x, h0, c0, *weights)
+        dx = torch.empty_like(x) if needs[1] else None
+        dh0 = torch.empty_like(h0) if h0 is not None and needs[2] else None
+        dc0 = torch.empty_like(c0) if c0 is not None and needs[3] else None
+        want_w = any(needs[4:])
+        dw = torch.empty(call.plan.weights_numel, dtype=call.dtype) if want_w else None
+        call.engine.backward(call.plan, _np(x), _np(ctx.flat), ctx.reserve.buffer, h0=_np(h0),
+                             c0=_np(c0), dy=_np(_dense(dy)), dhy=_np(_dense(dhy)),
+                             dcy=_np(_dense(dcy)) if call.lstm else None, dx=_np(dx),
+                             dh0=_np(dh0), dc0=_np(dc0), dweights=_np(dw))
+        wgrads = []
+        for i, p in enumerate(call.params):
+            if dw is not None and needs[4 + i]:
+                wgrads.append(dw[p.offset:p.offset + p.numel].view(weights[i].shape))
+            else:
+                wgrads.append(None)
+        return (None, dx, dh0, dc0, *wgrads)
+
+
+class _RnnxModule:
+    """The rnnx part of LSTM/GRU/RNN; mixed in before torch.nn.LSTM/GRU/RNN."""
+
+    def _rnnx_init(self, cell_clip, proj_clip, clip_nan, gru_linear_before_reset, padding_fill,
+                   seed, backend, num_threads):
+        self.cell_clip = None if cell_clip is None else tuple(float(v) for v in cell_clip)
+        self.proj_clip = None if proj_clip is None else tuple(float(v) for v in proj_clip)
+        self.clip_nan = clip_nan
+        self.gru_linear_before_reset = bool(gru_linear_before_reset)
+        self.padding_fill = float(padding_fill)
+        # None: drawn from torch's generator at the first call that applies dropout, so
+        # torch.manual_seed makes runs reproducible; an int fixes the masks outright.
+        self.seed = None if seed is None else int(seed)
+        self.dropout_calls = 0  # dropout counter: each training call gets a new mask
+        self._rnnx_backend = backend
+        self._rnnx_num_threads = int(num_threads)
+        self._rnnx_engine = _runtime.Engine(backend, num_threads)
+        self._rnnx_layouts = {}
+        self._rnnx_flat = None
+        self._rnnx_ready = True
+        # Refuse a bad configuration now rather than at the first forward.
+        self._rnnx_config(self._flat_weights[0].dtype if self._flat_weights else torch.float32,
+                          0.0)
+        self.flatten_parameters()
+
+    def _rnnx_config(self, dtype, dropout):
+        if dtype not in _DTYPES:
+            raise _rnnx.UnsupportedError(f"rnnx runs float32 and float64, not {dtype}")
+        cfg, key = self._rnnx_engine.config(
+            cell=_CELLS[self.mode], input_size=int(self.input_size),
+            hidden_size=int(self.hidden_size), proj_size=int(self.proj_size),
+            num_layers=int(self.num_layers), bidirectional=bool(self.bidirectional),
+            bias=bool(self.bias), gru_linear_before_reset=self.gru_linear_before_reset,
+            cell_clip=self.cell_clip, proj_clip=self.proj_clip, clip_nan=self.clip_nan,
+            dropout=float(dropout), seed=int(self.seed or 0) if dropout else 0,
+            dtype=_DTYPES[dtype], padding_fill=self.padding_fill)
+        params = self._rnnx_layouts.get(key)
+        if params is None:
+            params = _runtime.layout(cfg)
+            names = [p.name for p in params]
+            if names != list(self._flat_weights_names):
+                raise _rnnx.InternalError(f"weight names {self._flat_weights_names} do not match "
+                                          f"rnnx's layout {names}")
+            self._rnnx_layouts[key] = params
+        return cfg, key, params
+
+    # ---- the flat weight buffer ------------------------------------------------------------
+
+    def _rnnx_aliased(self, weights, params):
+        flat = self._rnnx_flat
+        if flat is None or not weights or flat.dtype != weights[0].dtype:
+            return False
+        base, itemsize = flat.data_ptr(), flat.element_size()
+        for w, p in zip(weights, params):
+            if (not isinstance(w, torch.Tensor) or w.dtype != flat.dtype or w.device.type != "cpu"
+                    or w.numel() != p.numel or w.data_ptr() != base + p.offset * itemsize
+                    or not w.is_contiguous()):
+                return False
+        return True
+
+    def flatten_parameters(self):
+        """Make the parameters views into one flat tensor in rnnx's layout, so that a call
+        hands rnnx the weights without copying them (torch.nn's method, for CPU here)."""
+        if not getattr(self, "_rnnx_ready", False):
+            return  # called by torch.nn.RNNBase.__init__ before rnnx's setup
+        weights = self._flat_weights
+        if (len(weights) != len(self._flat_weights_names)
+                or not all(isinstance(w, torch.nn.Parameter) for w in weights)):
+            self._rnnx_flat = None
+            return
+        dtype = weights[0].dtype
+        if (dtype not in _DTYPES
+                or any(w.dtype != dtype or w.device.type != "cpu" or w.is_shared() for w in weights)):
+            self._rnnx_flat = None
+            return
+        _, _, params = self._rnnx_config(dtype, 0.0)
+        if self._rnnx_aliased(weights, params):
+            return
+        flat = torch.empty(sum(p.numel for p in params), dtype=dtype)
+        with torch.no_grad():
+            for w, p in zip(weights, params):
+                view = flat[p.offset:p.offset + p.numel].view(w.shape)
+                view.copy_(w)
+                w.data = view
+        self._rnnx_flat = flat
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_rnnx_engine", None)  # plans and buffers are rebuilt, not pickled
+        return state
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self._rnnx_engine = _runtime.Engine(self._rnnx_backend, self._rnnx_num_threads)
+        self.flatten_parameters()
+
+    # ---- forward ---------------------------------------------------------------------------
+
+    def forward(self, input, hx=None, lengths=None):
+        """Like torch.nn.LSTM/GRU/RNN.forward, plus lengths= for a padded batch: lengths [B]
+        (list, array or tensor) in any order, 0 allowed; outputs at t >= lengths[b] hold
+        padding_fill and the final states are each sequence's own. A PackedSequence input
+        gives a PackedSequence output."""
+        lstm = self.mode == "LSTM"
+        packed = isinstance(input, PackedSequence)
+        unbatched = False
+        if packed:
+            if lengths is not None:
+                raise invalid("lengths= is for padded input; a PackedSequence carries its own")
+            x, batch_sizes, sorted_indices, unsorted_indices = input
+            if x.dim() != 2:
+                raise invalid(f"PackedSequence data must be 2-D, got {x.dim()}-D")
+            bs = batch_sizes.tolist()
+            si = None if sorted_indices is None else sorted_indices.tolist()
+            batch = bs[0]
+            shape_key = _runtime.shape_key_packed(bs, si)
+            y_shape = (x.shape[0], 0)
+            batch_first = False
+        else:
+            x = input
+            if not isinstance(x, torch.Tensor):
+                raise invalid(f"input must be a tensor or a PackedSequence, got {type(x).__name__}")
+            if x.dim() not in (2, 3):
+                raise invalid(f"input must be 3-D (batched) or 2-D (unbatched), got {x.dim()}-D")
+            batch_first = bool(self.batch_first)
+            if x.dim() == 2:
+                if lengths is not None:
+                    raise invalid("lengths= needs batched (3-D) input")
+                unbatched = True
+                x = x.unsqueeze(0 if batch_first else 1)
+            T, batch = (x.shape[1], x.shape[0]) if batch_first else (x.shape[0], x.shape[1])
+            lens = None if lengths is None else _runtime.as_index_list(lengths, "lengths")
+            shape_key = _runtime.shape_key_padded(T, batch, lens, batch_first)
+            y_shape = (x.shape[0], x.shape[1], 0)
+        if x.device.type != "cpu":
+            raise _rnnx.UnsupportedError(f"rnnx.torch runs on CPU tensors; input is on {x.device}")
+        if x.shape[-1] != self.input_size:
+            raise invalid(f"input dim {x.dim() - 1} (= {x.shape[-1]}) must equal input_size "
+                          f"(= {self.input_size})")
+        weights = list(self._flat_weights)
+        dtype = weights[0].dtype
+        if x.dtype != dtype:
+            raise invalid(f"input dtype {x.dtype} does not match the parameters' dtype {dtype}")
+        for name, w in zip(self._flat_weights_names, weights):
+            if w.dtype != dtype or w.device.type != "cpu":
+                raise invalid(f"parameter {name} is {w.dtype} on {w.device}; all must be "
+                              f"{dtype} on cpu")
+
+        D = 2 if self.bidirectional else 1
+        P = self.proj_size if self.proj_size > 0 else self.hidden_size
+        h_shape = (self.num_layers * D, batch, P)
+        c_shape = (self.num_layers * D, batch, self.hidden_size)
+        h0, c0 = self._rnnx_states(hx, lstm, unbatched, h_shape, c_shape, dtype)
+
+        apply_dropout = self.training and self.dropout > 0 and self.num_layers > 1
+        needs_grad = torch.is_grad_enabled() and (
+            x.requires_grad or any(t is not None and t.requires_grad for t in (h0, c0))
+            or any(w.requires_grad for w in weights))
+        counter = 0
+        if apply_dropout:
+            if self.seed is None:
+                self.seed = int(torch.empty((), dtype=torch.int64).random_().item())
+            counter = self.dropout_calls
+            self.dropout_calls += 1
+        cfg, cfg_key, params = self._rnnx_config(dtype, self.dropout if apply_dropout else 0.0)
+
+        call = _Call()
+        call.engine = self._rnnx_engine
+        call.plan = self._rnnx_engine.plan(cfg, cfg_key, shape_key)
+        call.params = params
+        call.training = bool(needs_grad or apply_dropout)
+        call.counter = counter
+        call.lstm = lstm
+        call.flat = self._rnnx_flat if self._rnnx_aliased(weights, params) else None
+        call.y_shape = y_shape[:-1] + (D * P,)
+        call.h_shape = h_shape
+        call.c_shape = c_shape
+        call.dtype = dtype
+
+        x = x.contiguous()
+        if needs_grad:
+            outs = _RnnxFunction.apply(call, x, h0, c0, *weights)
+        else:
+            with torch.no_grad():
+                flat = call.flat if call.flat is not None else _gather_flat(call, weights)
+                outs = _run_forward(call, x, h0, c0, flat)[:3 if lstm else 2]
+        y, hy = outs[0], outs[1]
+        cy = outs[2] if lstm else None
+
+        if packed:
+            output = PackedSequence(y, batch_sizes, sorted_indices, unsorted_indices)
+        elif unbatched:
+            output = y.squeeze(0 if batch_first else 1)
+            hy = hy.squeeze(1)
+            cy = cy.squeeze(1) if lstm else None
+        else:
+            output = y
+        return (output, (hy, cy)) if lstm else (output, hy)
+
+    def _rnnx_states(self, hx, lstm, unbatched, h_shape, c_shape, dtype):
+        if hx is None:
+            return None, None
+        if lstm:
+            if not isinstance(hx, (tuple, list)) or len(hx) != 2:
+                raise invalid("hx for LSTM must be a tuple (h_0, c_0)")
+            h0, c0 = hx
+        else:
+            if not isinstance(hx, torch.Tensor):
+                raise invalid(f"hx must be a tensor, got {type(hx).__name__}")
+            h0, c0 = hx, None
+        out = []
+        for name, t, shape in (("h_0", h0, h_shape), ("c_0", c0, c_shape)):
+            if t is None:
+                out.append(None)
+                continue
+            want_dim = 2 if unbatched else 3
+            if t.dim() != want_dim:
+                raise invalid(f"{name} must be {want_dim}-D for {'un' if unbatched else ''}batched "
+                              f"input, got {t.dim()}-D")
+            if unbatched:
+                t = t.unsqueeze(1)
+            if tuple(t.shape) != shape:
+                raise invalid(f"{name} has shape {tuple(t.shape)}, expected {shape} "
+                              "[num_layers * num_directions, batch, size]")
+            if t.dtype != dtype:
+                raise invalid(f"{name} dtype {t.dtype} does not match the parameters' dtype {dtype}")
+            if t.device.type != "cpu":
+                raise _rnnx.UnsupportedError(f"rnnx.torch runs on CPU tensors; {name} is on {t.device}")
+            out.append(t.contiguous())
+        return out[0], out[1]
+
+    def extra_repr(self):
+        s = super().extra_repr()
+        if self.mode == "GRU" and not self.gru_linear_before_reset:
+            s += ", gru_linear_before_reset=False"
+        if self.cell_clip is not None:
+            s += f", cell_clip={self.cell_clip}"
+        if self.proj_clip is not None:
+            s += f", proj_clip={self.proj_clip}"
+        if self.clip_nan != "propagate":
+            s += f", clip_nan='{self.clip_nan}'"
+        if self.padding_fill != 0.0:
+            s += f", padding_fill={self.padding_fill}"
+        return s
+
+    @property
+    def rnnx_plans_built(self):
+        """How many plans this module has built (each shape once, then cached)."""
+        return self._rnnx_engine.plans_built
+
+
+class LSTM(_RnnxModule, torch.nn.LSTM):
+    """torch.nn.LSTM on rnnx. Extras: cell_clip=(lo, hi), proj_clip=(lo, hi) (with proj_size),
+    clip_nan='propagate'|'replace', padding_fill, seed, backend='cpu'|'reference', num_threads."""
+
+    def __init__(self, *args, cell_clip=None, proj_clip=None, clip_nan="propagate",
+                 padding_fill=0.0, seed=None, backend="cpu", num_threads=0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._rnnx_init(cell_clip, proj_clip, clip_nan, True, padding_fill, seed, backend,
+                        num_threads)
+
+
+class GRU(_RnnxModule, torch.nn.GRU):
+    """torch.nn.GRU on rnnx. Extras: gru_linear_before_reset (True: PyTorch's GRU; False: the
+    original GRU, ONNX's default), padding_fill, seed, backend, num_threads."""
+
+    def __init__(self, *args, gru_linear_before_reset=True, padding_fill=0.0, seed=None,
+                 backend="cpu", num_threads=0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._rnnx_init(None, None, "propagate", gru_linear_before_reset, padding_fill, seed,
+                        backend, num_threads)
+
+
+class RNN(_RnnxModule, torch.nn.RNN):
+    """torch.nn.RNN (nonlinearity='tanh'|'relu') on rnnx. Extras: padding_fill, seed,
+    backend, num_threads."""
+
+    def __init__(self, *args, padding_fill=0.0, seed=None, backend="cpu", num_threads=0,
+                 **kwargs):
+        super().__init__(*args, **kwargs)
+        self._rnnx_init(None, None, "propagate", True, padding_fill, seed, backend, num_threads)

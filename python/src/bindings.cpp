@@ -1,0 +1,489 @@
+// rnnx._rnnx: the pybind11 layer over the C++ API. Config, weight layout and Plan, with
+// execution on caller buffers passed through the buffer protocol (NumPy arrays, or torch
+// tensors through .numpy()): nothing is copied and the GIL is released while a plan runs.
+// rnnx::Error becomes rnnx.Error subclasses chosen by its code.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rnnx/rnnx.hpp"
+
+namespace py = pybind11;
+using namespace py::literals;
+
+namespace {
+
+// ---- exceptions -------------------------------------------------------------------------
+
+// Created once at import and kept for the life of the process, like py::exception does.
+struct ExceptionTypes {
+  PyObject* error = nullptr;
+  PyObject* invalid_argument = nullptr;
+  PyObject* unsupported = nullptr;
+  PyObject* internal = nullptr;
+  PyObject* out_of_memory = nullptr;
+};
+ExceptionTypes g_exc;
+
+PyObject* new_exception(py::module_& m, const char* name, const py::tuple& bases, py::object code,
+                        const char* doc) {
+  py::dict attrs;
+  attrs["code"] = std::move(code);
+  const std::string qualified = std::string("rnnx.") + name;
+  PyObject* type = PyErr_NewExceptionWithDoc(qualified.c_str(), doc, bases.ptr(), attrs.ptr());
+  if (type == nullptr) throw py::error_already_set();
+  m.add_object(name, py::handle(type));
+  return type;
+}
+
+void register_exceptions(py::module_& m) {
+  g_exc.error = new_exception(m, "Error", py::make_tuple(py::handle(PyExc_Exception)), py::none(),
+                              "An error reported by rnnx. `code` names its kind: "
+                              "'invalid_argument', 'unsupported', 'internal', 'out_of_memory'.");
+  py::handle base(g_exc.error);
+  g_exc.invalid_argument =
+      new_exception(m, "InvalidArgumentError", py::make_tuple(base, py::handle(PyExc_ValueError)),
+                    py::str("invalid_argument"), "The input breaks rnnx's contract.");
+  g_exc.unsupported = new_exception(
+      m, "UnsupportedError", py::make_tuple(base, py::handle(PyExc_NotImplementedError)),
+      py::str("unsupported"), "Valid input that this backend or build cannot run.");
+  g_exc.internal =
+      new_exception(m, "InternalError", py::make_tuple(base, py::handle(PyExc_RuntimeError)),
+                    py::str("internal"), "A bug in rnnx or a failure of a library it calls.");
+  g_exc.out_of_memory =
+      new_exception(m, "OutOfMemoryError", py::make_tuple(base, py::handle(PyExc_MemoryError)),
+                    py::str("out_of_memory"), "rnnx could not allocate memory.");
+
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const rnnx::Error& e) {
+      PyObject* type = g_exc.internal;
+      switch (e.code()) {
+        case rnnx::Status::invalid_argument:
+          type = g_exc.invalid_argument;
+          break;
+        case rnnx::Status::unsupported:
+          type = g_exc.unsupported;
+          break;
+        case rnnx::Status::out_of_memory:
+          type = g_exc.out_of_memory;
+          break;
+        default:
+          break;
+      }
+      PyErr_SetString(type, e.what());
+    }
+  });
+}
+
+[[noreturn]] void invalid(const std::string& msg) {
+  throw rnnx::Error(rnnx::Status::invalid_argument, msg);
+}
+
+// ---- enums as strings -------------------------------------------------------------------
+
+rnnx::CellType parse_cell(const std::string& s) {
+  if (s == "rnn_tanh") return rnnx::CellType::rnn_tanh;
+  if (s == "rnn_relu") return rnnx::CellType::rnn_relu;
+  if (s == "lstm") return rnnx::CellType::lstm;
+  if (s == "gru") return rnnx::CellType::gru;
+  invalid("cell '" + s + "' is not one of: rnn_tanh, rnn_relu, lstm, gru");
+}
+
+rnnx::DataType parse_dtype(const std::string& s) {
+  if (s == "float32") return rnnx::DataType::f32;
+  if (s == "float64") return rnnx::DataType::f64;
+  invalid("dtype '" + s + "' is not one of: float32, float64");
+}
+
+rnnx::NanPolicy parse_nan(const std::string& s) {
+  if (s == "propagate") return rnnx::NanPolicy::propagate;
+  if (s == "replace") return rnnx::NanPolicy::replace;
+  invalid("clip_nan '" + s + "' is not one of: propagate, replace");
+}
+
+const char* to_string(rnnx::NanPolicy p) {
+  return p == rnnx::NanPolicy::replace ? "replace" : "propagate";
+}
+
+// "weight_ih" for "weight_ih_l1_reverse": the parameter's kind, by PyTorch's naming.
+std::string kind_of(const rnnx::WeightParam& p) {
+  return p.name.substr(0, p.name.rfind("_l"));
+}
+
+rnnx::Clip parse_clip(const std::optional<std::pair<double, double>>& c) {
+  rnnx::Clip clip;
+  if (c) {
+    clip.enabled = true;
+    clip.lo = c->first;
+    clip.hi = c->second;
+  }
+  return clip;
+}
+
+py::object clip_value(const rnnx::Clip& c) {
+  if (!c.enabled) return py::none();
+  return py::make_tuple(c.lo, c.hi);
+}
+
+rnnx::Config make_config(const std::string& cell, int64_t input_size, int64_t hidden_size,
+                         int64_t proj_size, int64_t num_layers, bool bidirectional, bool bias,
+                         bool gru_linear_before_reset,
+                         const std::optional<std::pair<double, double>>& cell_clip,
+                         const std::optional<std::pair<double, double>>& proj_clip,
+                         const std::string& clip_nan, double dropout, uint64_t seed,
+                         const std::string& dtype, double padding_fill) {
+  rnnx::Config c;
+  c.cell = parse_cell(cell);
+  c.input_size = input_size;
+  c.hidden_size = hidden_size;
+  c.proj_size = proj_size;
+  c.num_layers = num_layers;
+  c.bidirectional = bidirectional;
+  c.bias = bias;
+  c.gru_linear_before_reset = gru_linear_before_reset;
+  c.cell_clip = parse_clip(cell_clip);
+  c.proj_clip = parse_clip(proj_clip);
+  c.clip_nan = parse_nan(clip_nan);
+  c.dropout = dropout;
+  c.seed = seed;
+  c.dtype = parse_dtype(dtype);
+  c.padding_fill = padding_fill;
+  rnnx::validate(c);
+  return c;
+}
+
+std::string config_repr(const rnnx::Config& c) {
+  std::string s = std::string("rnnx.Config(cell='") + rnnx::to_string(c.cell) +
+                  "', input_size=" + std::to_string(c.input_size) +
+                  ", hidden_size=" + std::to_string(c.hidden_size);
+  if (c.proj_size) s += ", proj_size=" + std::to_string(c.proj_size);
+  s += ", num_layers=" + std::to_string(c.num_layers);
+  if (c.bidirectional) s += ", bidirectional=True";
+  if (!c.bias) s += ", bias=False";
+  if (c.cell == rnnx::CellType::gru && !c.gru_linear_before_reset) {
+    s += ", gru_linear_before_reset=False";
+  }
+  if (c.cell_clip.enabled) {
+    s += ", cell_clip=(" + std::to_string(c.cell_clip.lo) + ", " + std::to_string(c.cell_clip.hi) +
+         ")";
+  }
+  if (c.proj_clip.enabled) {
+    s += ", proj_clip=(" + std::to_string(c.proj_clip.lo) + ", " + std::to_string(c.proj_clip.hi) +
+         ")";
+  }
+  if (c.clip_nan != rnnx::NanPolicy::propagate)
+    s += std::string(", clip_nan='") + to_string(c.clip_nan) + "'";
+  if (c.dropout != 0.0)
+    s += ", dropout=" + std::to_string(c.dropout) + ", seed=" + std::to_string(c.seed);
+  s += std::string(", dtype='") + rnnx::to_string(c.dtype) + "')";
+  return s;
+}
+
+// ---- buffers ----------------------------------------------------------------------------
+
+// Holds the Py_buffer views of one call; released (with the GIL held) when it goes out of
+// scope after the computation.
+class Views {
+ public:
+  // A dense tensor of `numel` elements of the plan's dtype, or nullptr for None.
+  void* tensor(const py::object& obj, const std::string& name, bool writable, int64_t numel,
+               rnnx::DataType dtype) {
+    if (obj.is_none()) return nullptr;
+    py::buffer_info& info = request(obj, name, writable);
+    const int64_t elem = rnnx::dtype_size(dtype);
+    std::string fmt = info.format;
+    if (!fmt.empty() && (fmt[0] == '@' || fmt[0] == '=' || fmt[0] == '<')) fmt.erase(0, 1);
+    const char want = dtype == rnnx::DataType::f32 ? 'f' : 'd';
+    if (info.itemsize != elem || fmt.size() != 1 || fmt[0] != want) {
+      invalid(name + " has element format '" + info.format + "' (itemsize " +
+              std::to_string(info.itemsize) + ") but the plan's dtype is " +
+              rnnx::to_string(dtype));
+    }
+    int64_t expected_stride = elem, count = 1;
+    for (py::ssize_t d = info.ndim - 1; d >= 0; --d) {
+      if (info.shape[d] != 1 && info.strides[d] != expected_stride) {
+        invalid(name + " must be C-contiguous (dim " + std::to_string(d) + " has stride " +
+                std::to_string(info.strides[d]) + " bytes, dense would be " +
+                std::to_string(expected_stride) + ")");
+      }
+      expected_stride *= info.shape[d];
+      count *= info.shape[d];
+    }
+    if (count != numel) {
+      invalid(name + " has " + std::to_string(count) + " elements but the plan needs " +
+              std::to_string(numel));
+    }
+    return info.ptr;
+  }
+
+  // Raw bytes (workspace, reserve): any C-contiguous buffer; returns its size in bytes.
+  std::pair<void*, size_t> bytes(const py::object& obj, const std::string& name, bool writable) {
+    if (obj.is_none()) return {nullptr, 0};
+    py::buffer_info& info = request(obj, name, writable);
+    int64_t expected_stride = info.itemsize;
+    for (py::ssize_t d = info.ndim - 1; d >= 0; --d) {
+      if (info.shape[d] != 1 && info.strides[d] != expected_stride) {
+        invalid(name + " must be C-contiguous");
+      }
+      expected_stride *= info.shape[d];
+    }
+    return {info.ptr, static_cast<size_t>(info.size * info.itemsize)};
+  }
+
+ private:
+  py::buffer_info& request(const py::object& obj, const std::string& name, bool writable) {
+    if (!PyObject_CheckBuffer(obj.ptr())) {
+      invalid(name + " must support the buffer protocol (a NumPy array), got " +
+              std::string(py::str(py::type::of(obj).attr("__name__"))));
+    }
+    try {
+      views_.push_back(py::reinterpret_borrow<py::buffer>(obj).request(writable));
+    } catch (py::error_already_set& e) {
+      invalid(name + ": " + (writable ? "a writable buffer is needed: " : "") + e.what());
+    }
+    return views_.back();
+  }
+
+  std::vector<py::buffer_info> views_;
+};
+
+// ---- plan -------------------------------------------------------------------------------
+
+// A Plan may be executed by one thread at a time; the GIL is released while it runs, so
+// the binding serialises calls on the same plan itself.
+struct PyPlan {
+  PyPlan(const rnnx::Config& c, const rnnx::SequenceShape& s, const rnnx::PlanOptions& o)
+      : plan(c, s, o) {}
+  rnnx::Plan plan;
+  std::mutex mu;
+};
+
+rnnx::PlanOptions make_options(const std::string& backend, int num_threads) {
+  rnnx::PlanOptions o;
+  o.backend = rnnx::backend_from_string(backend);
+  o.num_threads = num_threads;
+  return o;
+}
+
+std::string tensor_name(const char* call, const char* name) {
+  return std::string(call) + ": " + name;
+}
+
+void forward(PyPlan& self, const py::object& x, const py::object& weights, const py::object& y,
+             const py::object& h0, const py::object& c0, const py::object& hy, const py::object& cy,
+             bool training, uint64_t dropout_counter, const py::object& workspace,
+             const py::object& reserve) {
+  const rnnx::Plan& p = self.plan;
+  const rnnx::DataType dt = p.config().dtype;
+  const bool lstm = p.config().cell == rnnx::CellType::lstm;
+  const char* call = "forward";
+  if (!lstm && !c0.is_none()) invalid("forward: c0 given but the cell is not lstm");
+  if (!lstm && !cy.is_none()) invalid("forward: cy given but the cell is not lstm");
+  Views v;
+  rnnx::ForwardArgs a;
+  a.x = v.tensor(x, tensor_name(call, "x"), false, p.x_numel(), dt);
+  a.weights = v.tensor(weights, tensor_name(call, "weights"), false, p.weights_numel(), dt);
+  a.y = v.tensor(y, tensor_name(call, "y"), true, p.y_numel(), dt);
+  a.h0 = v.tensor(h0, tensor_name(call, "h0"), false, p.h_numel(), dt);
+  a.hy = v.tensor(hy, tensor_name(call, "hy"), true, p.h_numel(), dt);
+  if (lstm) {
+    a.c0 = v.tensor(c0, tensor_name(call, "c0"), false, p.c_numel(), dt);
+    a.cy = v.tensor(cy, tensor_name(call, "cy"), true, p.c_numel(), dt);
+  }
+  a.training = training;
+  a.dropout_counter = dropout_counter;
+  std::tie(a.workspace, a.workspace_size) = v.bytes(workspace, "forward: workspace", true);
+  std::tie(a.reserve, a.reserve_size) = v.bytes(reserve, "forward: reserve", true);
+  py::gil_scoped_release nogil;
+  std::lock_guard<std::mutex> lock(self.mu);
+  self.plan.forward(a);
+}
+
+void backward(PyPlan& self, const py::object& x, const py::object& weights,
+              const py::object& reserve, const py::object& h0, const py::object& c0,
+              const py::object& dy, const py::object& dhy, const py::object& dcy,
+              const py::object& dx, const py::object& dh0, const py::object& dc0,
+              const py::object& dweights, bool accumulate, const py::object& workspace) {
+  const rnnx::Plan& p = self.plan;
+  const rnnx::DataType dt = p.config().dtype;
+  const bool lstm = p.config().cell == rnnx::CellType::lstm;
+  const char* call = "backward";
+  if (!lstm && (!c0.is_none() || !dcy.is_none() || !dc0.is_none())) {
+    invalid("backward: c0/dcy/dc0 given but the cell is not lstm");
+  }
+  Views v;
+  rnnx::BackwardArgs a;
+  a.x = v.tensor(x, tensor_name(call, "x"), false, p.x_numel(), dt);
+  a.weights = v.tensor(weights, tensor_name(call, "weights"), false, p.weights_numel(), dt);
+  a.h0 = v.tensor(h0, tensor_name(call, "h0"), false, p.h_numel(), dt);
+  a.dy = v.tensor(dy, tensor_name(call, "dy"), false, p.y_numel(), dt);
+  a.dhy = v.tensor(dhy, tensor_name(call, "dhy"), false, p.h_numel(), dt);
+  a.dx = v.tensor(dx, tensor_name(call, "dx"), true, p.x_numel(), dt);
+  a.dh0 = v.tensor(dh0, tensor_name(call, "dh0"), true, p.h_numel(), dt);
+  if (lstm) {
+    a.c0 = v.tensor(c0, tensor_name(call, "c0"), false, p.c_numel(), dt);
+    a.dcy = v.tensor(dcy, tensor_name(call, "dcy"), false, p.c_numel(), dt);
+    a.dc0 = v.tensor(dc0, tensor_name(call, "dc0"), true, p.c_numel(), dt);
+  }
+  a.dweights = v.tensor(dweights, tensor_name(call, "dweights"), true, p.weights_numel(), dt);
+  a.weight_grad_mode = accumulate ? rnnx::GradMode::accumulate : rnnx::GradMode::overwrite;
+  std::tie(a.workspace, a.workspace_size) = v.bytes(workspace, "backward: workspace", true);
+  if (reserve.is_none()) invalid("backward: reserve is required (from a training forward)");
+  const auto r = v.bytes(reserve, "backward: reserve", false);
+  a.reserve = r.first;
+  a.reserve_size = r.second;
+  py::gil_scoped_release nogil;
+  std::lock_guard<std::mutex> lock(self.mu);
+  self.plan.backward(a);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_rnnx, m) {
+  m.doc() = "rnnx: fused recurrent operators (low-level bindings; use the rnnx package)";
+  register_exceptions(m);
+
+  m.attr("__version__") = RNNX_VERSION_STRING;
+  m.def("build_info", [] {
+    const rnnx::BuildInfo b = rnnx::build_info();
+    py::dict d;
+    d["version"] = b.version;
+    d["build_type"] = b.build_type;
+    d["compiler"] = b.compiler;
+    d["gemm_engine"] = b.gemm_engine;
+    d["sanitizers"] = b.sanitizers;
+    d["cpu_isa_detected"] = rnnx::cpu_isa_detected();
+    d["cpu_isa_used"] = rnnx::cpu_isa_used();
+    d["max_threads"] = rnnx::max_threads();
+    return d;
+  });
+
+  py::class_<rnnx::WeightParam>(m, "WeightParam")
+      .def_readonly("name", &rnnx::WeightParam::name)
+      .def_property_readonly("kind", &kind_of)
+      .def_readonly("layer", &rnnx::WeightParam::layer)
+      .def_readonly("direction", &rnnx::WeightParam::direction)
+      .def_readonly("offset", &rnnx::WeightParam::offset)
+      .def_readonly("rows", &rnnx::WeightParam::rows)
+      .def_readonly("cols", &rnnx::WeightParam::cols)
+      .def_property_readonly("numel", &rnnx::WeightParam::numel)
+      .def_property_readonly("is_bias", &rnnx::WeightParam::is_bias)
+      // PyTorch's shape: biases are 1-D.
+      .def_property_readonly("shape",
+                             [](const rnnx::WeightParam& p) -> py::tuple {
+                               if (p.is_bias()) return py::make_tuple(p.rows);
+                               return py::make_tuple(p.rows, p.cols);
+                             })
+      .def("__repr__", [](const rnnx::WeightParam& p) {
+        return "rnnx.WeightParam('" + p.name + "', offset=" + std::to_string(p.offset) +
+               ", rows=" + std::to_string(p.rows) + ", cols=" + std::to_string(p.cols) + ")";
+      });
+
+  py::class_<rnnx::Config>(m, "Config")
+      .def(py::init(&make_config), py::kw_only(), "cell"_a, "input_size"_a, "hidden_size"_a,
+           "proj_size"_a = 0, "num_layers"_a = 1, "bidirectional"_a = false, "bias"_a = true,
+           "gru_linear_before_reset"_a = true, "cell_clip"_a = py::none(),
+           "proj_clip"_a = py::none(), "clip_nan"_a = "propagate", "dropout"_a = 0.0, "seed"_a = 0,
+           "dtype"_a = "float32", "padding_fill"_a = 0.0,
+           "Validated problem description; raises rnnx.InvalidArgumentError naming the field.")
+      .def_property_readonly("cell", [](const rnnx::Config& c) { return rnnx::to_string(c.cell); })
+      .def_readonly("input_size", &rnnx::Config::input_size)
+      .def_readonly("hidden_size", &rnnx::Config::hidden_size)
+      .def_readonly("proj_size", &rnnx::Config::proj_size)
+      .def_readonly("num_layers", &rnnx::Config::num_layers)
+      .def_readonly("bidirectional", &rnnx::Config::bidirectional)
+      .def_readonly("bias", &rnnx::Config::bias)
+      .def_readonly("gru_linear_before_reset", &rnnx::Config::gru_linear_before_reset)
+      .def_property_readonly("cell_clip",
+                             [](const rnnx::Config& c) { return clip_value(c.cell_clip); })
+      .def_property_readonly("proj_clip",
+                             [](const rnnx::Config& c) { return clip_value(c.proj_clip); })
+      .def_property_readonly("clip_nan",
+                             [](const rnnx::Config& c) { return to_string(c.clip_nan); })
+      .def_readonly("dropout", &rnnx::Config::dropout)
+      .def_readonly("seed", &rnnx::Config::seed)
+      .def_property_readonly("dtype",
+                             [](const rnnx::Config& c) { return rnnx::to_string(c.dtype); })
+      .def_readonly("padding_fill", &rnnx::Config::padding_fill)
+      .def_property_readonly("num_directions", &rnnx::Config::num_directions)
+      .def_property_readonly("output_size", &rnnx::Config::output_size)
+      .def_property_readonly("gates",
+                             [](const rnnx::Config& c) { return rnnx::gates_per_cell(c.cell); })
+      .def(
+          "weight_params", [](const rnnx::Config& c) { return rnnx::WeightLayout(c).params(); },
+          "The flat weight buffer's parameters in order, with PyTorch's names.")
+      .def("weights_numel", [](const rnnx::Config& c) { return rnnx::WeightLayout(c).numel(); })
+      .def("__repr__", &config_repr);
+
+  py::class_<PyPlan>(m, "Plan")
+      .def_static(
+          "padded",
+          [](const rnnx::Config& c, int64_t max_seq_len, int64_t batch,
+             std::optional<std::vector<int64_t>> lengths, bool batch_first,
+             const std::string& backend, int num_threads) {
+            return std::make_unique<PyPlan>(
+                c,
+                rnnx::SequenceShape::padded(max_seq_len, batch,
+                                            lengths.value_or(std::vector<int64_t>{}), batch_first),
+                make_options(backend, num_threads));
+          },
+          "config"_a, "max_seq_len"_a, "batch"_a, "lengths"_a = py::none(), "batch_first"_a = false,
+          "backend"_a = "cpu", "num_threads"_a = 0,
+          "A plan for padded x [T, B, I] (or [B, T, I] batch-first) with optional lengths [B].")
+      .def_static(
+          "packed",
+          [](const rnnx::Config& c, std::vector<int64_t> batch_sizes,
+             std::optional<std::vector<int64_t>> sorted_indices, const std::string& backend,
+             int num_threads) {
+            return std::make_unique<PyPlan>(
+                c,
+                rnnx::SequenceShape::packed(std::move(batch_sizes),
+                                            sorted_indices.value_or(std::vector<int64_t>{})),
+                make_options(backend, num_threads));
+          },
+          "config"_a, "batch_sizes"_a, "sorted_indices"_a = py::none(), "backend"_a = "cpu",
+          "num_threads"_a = 0,
+          "A plan for packed x [N, I] (PyTorch's PackedSequence data, batch_sizes, "
+          "sorted_indices).")
+      .def_property_readonly("config", [](const PyPlan& p) { return p.plan.config(); })
+      .def_property_readonly("layout",
+                             [](const PyPlan& p) { return rnnx::to_string(p.plan.shape().layout); })
+      .def_property_readonly("max_seq_len", [](const PyPlan& p) { return p.plan.max_seq_len(); })
+      .def_property_readonly("batch", [](const PyPlan& p) { return p.plan.batch(); })
+      .def_property_readonly("tokens", [](const PyPlan& p) { return p.plan.tokens(); })
+      .def_property_readonly("x_numel", [](const PyPlan& p) { return p.plan.x_numel(); })
+      .def_property_readonly("y_numel", [](const PyPlan& p) { return p.plan.y_numel(); })
+      .def_property_readonly("h_numel", [](const PyPlan& p) { return p.plan.h_numel(); })
+      .def_property_readonly("c_numel", [](const PyPlan& p) { return p.plan.c_numel(); })
+      .def_property_readonly("weights_numel",
+                             [](const PyPlan& p) { return p.plan.weights_numel(); })
+      .def_property_readonly("reserve_size", [](const PyPlan& p) { return p.plan.reserve_size(); })
+      .def_property_readonly("backward_workspace_size",
+                             [](const PyPlan& p) { return p.plan.backward_workspace_size(); })
+      .def(
+          "forward_workspace_size",
+          [](const PyPlan& p, bool training) { return p.plan.forward_workspace_size(training); },
+          "training"_a)
+      .def_property_readonly("impl_name", [](const PyPlan& p) { return p.plan.impl_name(); })
+      .def_property_readonly("problem_name", [](const PyPlan& p) { return p.plan.problem_name(); })
+      .def("forward", &forward, "x"_a, "weights"_a, "y"_a, py::kw_only(), "h0"_a = py::none(),
+           "c0"_a = py::none(), "hy"_a = py::none(), "cy"_a = py::none(), "training"_a = false,
+           "dropout_counter"_a = 0, "workspace"_a = py::none(), "reserve"_a = py::none(),
+           "Runs the forward pass on dense buffers of the plan's dtype (outputs written in place).")
+      .def("backward", &backward, "x"_a, "weights"_a, "reserve"_a, py::kw_only(),
+           "h0"_a = py::none(), "c0"_a = py::none(), "dy"_a = py::none(), "dhy"_a = py::none(),
+           "dcy"_a = py::none(), "dx"_a = py::none(), "dh0"_a = py::none(), "dc0"_a = py::none(),
+           "dweights"_a = py::none(), "accumulate"_a = false, "workspace"_a = py::none(),
+           "Back-propagates through the training forward that wrote `reserve`.")
+      .def("__repr__", [](const PyPlan& p) {
+        return "rnnx.Plan(" + p.plan.problem_name() + ", " + p.plan.impl_name() + ")";
+      });
+}
