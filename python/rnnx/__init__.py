@@ -3,6 +3,8 @@ forward and backward, over batches of variable-length sequences.
 
     rnnx.LSTM / rnnx.GRU / rnnx.RNN   NumPy front end (weights by PyTorch name)
     rnnx.torch.LSTM / GRU / RNN       drop-in torch.nn modules (import rnnx.torch)
+    rnnx.LSTM.from_onnx(W, R, B, P, **attrs), .to_onnx(), .onnx_forward(...)
+                                      ONNX's LSTM/GRU/RNN operators, with their cell options
     rnnx.Config, rnnx.Plan            the low-level API (plans on caller buffers)
     rnnx.Error                        base of every error rnnx raises; .code names the kind
 """

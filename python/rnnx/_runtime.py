@@ -36,6 +36,25 @@ def invalid(message):
     return _rnnx.InvalidArgumentError(message)
 
 
+def resolve_backend(config, backend):
+    """The backend a module runs `config` on. None or 'auto': 'cpu', or 'reference' when the
+    cpu backend refuses the config (ONNX cell options it does not run yet). An explicit
+    'cpu' that cannot run the config raises rnnx.UnsupportedError now rather than at the
+    first call. The cpu backend decides by the config alone, so a plan for one step of one
+    sequence is enough to ask it."""
+    if backend not in (None, "auto", "cpu"):
+        return backend
+    if not config.uses_onnx_options:
+        return "cpu"
+    try:
+        _rnnx.Plan.padded(config, 1, 1, backend="cpu")
+    except _rnnx.UnsupportedError:
+        if backend == "cpu":
+            raise
+        return "reference"
+    return "cpu"
+
+
 class ReservePool:
     """Reserve buffers handed out to training forwards and given back when the backward
     that needs them can no longer run (the autograd node or the module let go of them)."""

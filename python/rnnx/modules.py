@@ -3,7 +3,9 @@
 The weights are one flat buffer (`weights`) in rnnx's layout, with views by PyTorch name
 (`params`), so a torch.nn state_dict maps one to one. `forward(..., training=True)` keeps
 what `backward` needs; `backward` then gives dx, dh0 (, dc0) and the weight gradients.
-Plans are cached per sequence shape and buffers are reused across calls.
+Plans are cached per sequence shape and buffers are reused across calls. ONNX's cell
+options (reverse, peephole, gate_clip, input_forget, activations) and `from_onnx` /
+`to_onnx` / `onnx_forward` cover ONNX's LSTM/GRU/RNN operators.
 """
 
 import collections
@@ -44,6 +46,19 @@ def _clip_arg(clip, name):
     return (float(lo), float(hi))
 
 
+def _direction_args(direction, bidirectional, reverse):
+    """(bidirectional, reverse) from the constructor's arguments; direction (ONNX's
+    'forward', 'reverse' or 'bidirectional') is an alternative to the two flags."""
+    bidirectional, reverse = bool(bidirectional), bool(reverse)
+    if direction is None:
+        return bidirectional, reverse
+    b, r = _onnx.onnx_direction(direction)
+    if (bidirectional and not b) or (reverse and not r):
+        raise invalid(f"direction='{direction}' contradicts bidirectional={bidirectional}, "
+                      f"reverse={reverse}")
+    return b, r
+
+
 class _Recurrent:
     """Common implementation; the public classes fix the cell."""
 
@@ -52,18 +67,28 @@ class _Recurrent:
     def __init__(self, cell, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
                  dropout=0.0, bidirectional=False, proj_size=0, gru_linear_before_reset=True,
                  cell_clip=None, proj_clip=None, clip_nan="propagate", padding_fill=0.0, seed=0,
-                 dtype=np.float32, backend="cpu", num_threads=0, init="uniform", rng=None):
+                 dtype=np.float32, backend=None, num_threads=0, init="uniform", rng=None,
+                 reverse=False, peephole=False, gate_clip=0.0, input_forget=False,
+                 activations=None, direction=None):
         self.batch_first = bool(batch_first)
         self.dtype = np.dtype(dtype)
-        self._engine = _runtime.Engine(backend, num_threads)
-        self._config_kwargs = dict(
+        bidirectional, reverse = _direction_args(direction, bidirectional, reverse)
+        kwargs = dict(
             cell=cell, input_size=int(input_size), hidden_size=int(hidden_size),
-            proj_size=int(proj_size), num_layers=int(num_layers), bidirectional=bool(bidirectional),
+            proj_size=int(proj_size), num_layers=int(num_layers), bidirectional=bidirectional,
             bias=bool(bias), gru_linear_before_reset=bool(gru_linear_before_reset),
             cell_clip=_clip_arg(cell_clip, "cell_clip"), proj_clip=_clip_arg(proj_clip, "proj_clip"),
             clip_nan=clip_nan, dropout=float(dropout), seed=int(seed),
-            dtype=_dtype_name(self.dtype), padding_fill=float(padding_fill))
-        self.config, self._config_key = self._engine.config(**self._config_kwargs)
+            dtype=_dtype_name(self.dtype), padding_fill=float(padding_fill), reverse=reverse,
+            peephole=bool(peephole), gate_clip=float(gate_clip), input_forget=bool(input_forget),
+            activations=activations)
+        config = _rnnx.Config(**kwargs)  # parses and checks everything, activations included
+        # Kept parsed, as a tuple of (name, alpha, beta): the engine caches configs by these
+        # arguments, so they must be hashable.
+        kwargs["activations"] = tuple(config.activations) or None
+        self._config_kwargs = kwargs
+        self._engine = _runtime.Engine(_runtime.resolve_backend(config, backend), num_threads)
+        self.config, self._config_key = self._engine.config(**kwargs)
         self.weight_params = _runtime.layout(self.config)
         self.weights = np.zeros(self.config.weights_numel(), dtype=self.dtype)
         self.grad = None  # flat weight gradient of the last backward
@@ -85,6 +110,17 @@ class _Recurrent:
     bidirectional = property(lambda self: self.config.bidirectional)
     bias = property(lambda self: self.config.bias)
     dropout = property(lambda self: self.config.dropout)
+    reverse = property(lambda self: self.config.reverse)
+    gate_clip = property(lambda self: self.config.gate_clip)
+    activations = property(lambda self: self.config.activations)
+    backend = property(lambda self: self._engine.backend,
+                       doc="The backend the module runs on ('cpu' or 'reference').")
+
+    @property
+    def direction(self):
+        """ONNX's name of the direction: 'forward', 'reverse' or 'bidirectional'."""
+        c = self.config
+        return "bidirectional" if c.bidirectional else ("reverse" if c.reverse else "forward")
 
     @property
     def params(self):
@@ -126,32 +162,129 @@ class _Recurrent:
         return missing, unexpected
 
     @classmethod
-    def _from_onnx(cls, cell, W, R, B, P, ctor_kwargs):
-        sd = _onnx.onnx_to_state_dict(cell, W, R, B, P)
-        W = _onnx._to_numpy(W, "W")
-        D, I, H = _onnx.onnx_sizes(cell, W, R)
-        peep = [k for k in sd if k.startswith("weight_peephole")]
-        if peep:
-            if any(np.any(sd[k] != 0) for k in peep):
-                # Where ONNX peephole support lands: pass peephole=True to the config and
-                # keep these entries; the layout then has weight_peephole_l0[_reverse].
-                raise _rnnx.UnsupportedError("LSTM peepholes (ONNX P) are not supported by this "
-                                             "build of rnnx; only an all-zero P is accepted")
-            for k in peep:
-                del sd[k]
-        ctor_kwargs.setdefault("dtype", W.dtype if W.dtype in _DTYPES else np.float32)
-        module = cls(I, H, num_layers=1, bias=B is not None, bidirectional=(D == 2),
-                     init="zeros", **ctor_kwargs)
-        module.load_state_dict(sd)
+    def _from_onnx(cls, family, W, R, B, P, onnx_kwargs, ctor_kwargs):
+        """The module for one ONNX LSTM/GRU/RNN node: its inputs W, R, B (, P) and its
+        attributes (onnx_kwargs), with other constructor arguments in ctor_kwargs."""
+        a = onnx_kwargs
+        W, R, B, P = (_onnx._to_numpy(t, n) for t, n in ((W, "W"), (R, "R"), (B, "B"), (P, "P")))
+        D, I, H = _onnx.onnx_sizes(family, W, R)
+        if a.get("hidden_size") is not None and int(a["hidden_size"]) != H:
+            raise invalid(f"hidden_size (= {a['hidden_size']}) must equal R dim 2 (= {H})")
+        bidirectional, reverse = _onnx.onnx_direction(a.get("direction"), D)
+        acts = _onnx.onnx_activations(a.get("activations"), a.get("activation_alpha"),
+                                      a.get("activation_beta"))
+        kw = dict(ctor_kwargs)
+        for key in ("bidirectional", "reverse", "direction", "activations", "gate_clip",
+                    "peephole", "input_forget", "num_layers", "bias"):
+            if key in kw:
+                raise invalid(f"from_onnx: {key} comes from the ONNX tensors and attributes; "
+                              f"it cannot be passed as well")
+        clip = a.get("clip")
+        if clip is not None:
+            if not float(clip) > 0:
+                raise invalid(f"clip (= {clip}) must be > 0 (ONNX's gate clip threshold)")
+            kw["gate_clip"] = float(clip)
+        layout = int(a.get("layout") or 0)
+        if layout not in (0, 1):
+            raise invalid(f"layout (= {layout}) must be 0 ([T, B, ...]) or 1 ([B, T, ...])")
+        if "batch_first" in kw and bool(kw["batch_first"]) != (layout == 1):
+            raise invalid(f"batch_first={kw['batch_first']} contradicts layout={layout}")
+        kw["batch_first"] = layout == 1
+        if family == "lstm":
+            if P is not None and P.shape != (D, 3 * H):
+                raise invalid(f"P has shape {P.shape}, expected {(D, 3 * H)} "
+                              "[num_directions, 3*hidden_size]")
+            peephole = a.get("peephole")
+            nonzero = P is not None and bool(np.any(P != 0))
+            if peephole is None:
+                peephole = nonzero
+            elif not peephole and nonzero:
+                raise invalid("P has non-zero peepholes but peephole=False")
+            kw["peephole"] = bool(peephole)
+            if not peephole:
+                P = None
+            kw["input_forget"] = bool(a.get("input_forget") or 0)
+        elif P is not None:
+            raise invalid(f"P (peepholes) is only defined for LSTM, not {family}")
+        if acts is not None:
+            kw["activations"] = acts
+        kw.setdefault("dtype", W.dtype if W.dtype in _DTYPES else np.float32)
+        module = cls(I, H, num_layers=1, bias=B is not None, bidirectional=bidirectional,
+                     reverse=reverse, init="zeros", **kw)
+        _rnnx.import_onnx_layer(module.config, 0, W, R, B, P, module.weights)
         return module
 
-    def to_onnx(self):
-        """ONNX (W, R, B) of this single-layer module (B is None without bias)."""
-        if self.config.num_layers != 1:
+    def _check_onnx(self):
+        c = self.config
+        if c.num_layers != 1:
             raise _rnnx.UnsupportedError(f"ONNX RNN operators are single-layer; this module has "
-                                         f"num_layers = {self.config.num_layers}")
-        return _onnx.state_dict_to_onnx(self._family, self.params, self.config.hidden_size,
-                                        self.config.bidirectional)
+                                         f"num_layers = {c.num_layers}")
+        if c.proj_size:
+            raise _rnnx.UnsupportedError("ONNX has no LSTM projection (proj_size > 0)")
+
+    def to_onnx(self):
+        """ONNX (W, R, B) of this single-layer module (B is None without bias), or
+        (W, R, B, P) for an LSTM with peepholes. Arrays of the module's dtype."""
+        self._check_onnx()
+        W, R, B, P = _rnnx.export_onnx_layer(self.config, 0, self.weights)
+        out = tuple(None if t is None else t.astype(self.dtype) for t in (W, R, B, P))
+        return out if self.config.peephole else out[:3]
+
+    def onnx_attributes(self):
+        """ONNX's attributes of this module's operator (hidden_size, direction, layout,
+        activations with activation_alpha/activation_beta, clip, input_forget,
+        linear_before_reset), as keyword arguments that from_onnx accepts."""
+        self._check_onnx()
+        c = self.config
+        a = dict(hidden_size=c.hidden_size, direction=self.direction,
+                 layout=1 if self.batch_first else 0)
+        if c.activations:
+            # ONNX lists every direction's functions (LSTM: 3, or 6 if bidirectional).
+            flat = [x for d in range(c.num_directions) for x in c.direction_activations(d)]
+            a["activations"] = [name for name, _, _ in flat]
+            alpha = [al for name, al, _ in flat if name in _onnx.TAKES_ALPHA]
+            beta = [be for name, _, be in flat if name in _onnx.TAKES_BETA]
+            if alpha:
+                a["activation_alpha"] = alpha
+            if beta:
+                a["activation_beta"] = beta
+        if c.gate_clip > 0:
+            a["clip"] = c.gate_clip
+        if c.cell == "lstm":
+            a["input_forget"] = int(c.input_forget)
+        if c.cell == "gru":
+            a["linear_before_reset"] = int(c.gru_linear_before_reset)
+        return a
+
+    def onnx_forward(self, X, sequence_lens=None, initial_h=None, initial_c=None):
+        """forward with ONNX's inputs and outputs: X [T, B, I] (layout 1, i.e. batch_first:
+        [B, T, I]), sequence_lens [B], initial_h/initial_c [D, B, H] (layout 1: [B, D, H]).
+        Returns (Y, Y_h) or, for LSTM, (Y, Y_h, Y_c): Y [T, D, B, H] (layout 1: [B, T, D, H]),
+        Y_h/Y_c [D, B, H] (layout 1: [B, D, H]). Y is zero past each sequence's end."""
+        self._check_onnx()
+        c = self.config
+        layout1 = self.batch_first
+
+        def state(v, name):
+            if v is None:
+                return None
+            v = _to_array(v, name)
+            if v.ndim != 3:
+                raise invalid(f"{name} must be 3-D, got shape {v.shape}")
+            return np.swapaxes(v, 0, 1) if layout1 else v
+
+        h0 = state(initial_h, "initial_h")
+        lstm = c.cell == "lstm"
+        hx = (h0, state(initial_c, "initial_c")) if lstm else h0
+        if not lstm and initial_c is not None:
+            raise invalid(f"initial_c given but the cell is {c.cell}")
+        y, hy = self.forward(X, lengths=sequence_lens, hx=hx, batch_first=layout1)
+        y = y.reshape(y.shape[:2] + (c.num_directions, c.hidden_size))
+        Y = y if layout1 else y.transpose(0, 2, 1, 3)
+        states = hy if lstm else (hy,)
+        states = tuple(np.ascontiguousarray(np.swapaxes(v, 0, 1)) if layout1 else v
+                       for v in states)
+        return (np.ascontiguousarray(Y),) + states
 
     # ---- shapes ----------------------------------------------------------------------------
 
@@ -318,8 +451,33 @@ class _Recurrent:
         return f"rnnx.{type(self).__name__}({self.config!r})"
 
 
+_FROM_ONNX_DOC = """
+        ONNX's attributes as keyword arguments (the names and values of the operator's
+        attributes, so `**attrs` read from a node works; bytes are accepted for strings):
+          direction      'forward' | 'reverse' | 'bidirectional' (None: from W dim 0)
+          hidden_size    checked against R
+          activations    ONNX names, per direction (once for all directions, or once each)
+          activation_alpha, activation_beta
+                         consumed in order by the activations that take them
+          clip           gate clip threshold (> 0)
+          layout         0: X [T, B, I]; 1: [B, T, I] (the module's batch_first)
+        Other keyword arguments go to the constructor (dtype: W's by default, backend, ...).
+        With backend None (the default) the module runs on the cpu backend, or on the
+        reference backend when it uses an option that the cpu backend refuses (peepholes,
+        clip, input_forget, reverse, other activations); pass backend='cpu' to get
+        rnnx.UnsupportedError instead. onnx_forward() runs it on ONNX-shaped tensors."""
+
+
+def _with_onnx_doc(f):
+    if f.__doc__ is not None:  # None under python -OO
+        f.__doc__ += _FROM_ONNX_DOC
+    return f
+
+
 class RNN(_Recurrent):
-    """Elman RNN with tanh or ReLU, like torch.nn.RNN (nonlinearity='tanh' or 'relu')."""
+    """Elman RNN with tanh or ReLU, like torch.nn.RNN (nonlinearity='tanh' or 'relu').
+    ONNX's options: reverse (or direction='reverse'), gate_clip, activations=[f] (per
+    direction; names, (name, alpha, beta) tuples or dicts)."""
 
     _family = "rnn"
 
@@ -332,20 +490,35 @@ class RNN(_Recurrent):
                          batch_first, dropout, bidirectional, **kwargs)
 
     @classmethod
-    def from_onnx(cls, W, R, B=None, activation="Tanh", **kwargs):
-        """From ONNX RNN weights W [D, H, I], R [D, H, H], B [D, 2H]; activation 'Tanh' or
-        'Relu' (ONNX's name). Other keyword arguments go to the constructor."""
-        acts = {"tanh": "tanh", "relu": "relu"}
-        if str(activation).lower() not in acts:
-            raise _rnnx.UnsupportedError(f"ONNX RNN activation '{activation}' is not supported "
-                                         "(Tanh or Relu)")
-        kwargs["nonlinearity"] = acts[str(activation).lower()]
-        return cls._from_onnx("rnn", W, R, B, None, kwargs)
+    @_with_onnx_doc
+    def from_onnx(cls, W, R, B=None, activation=None, *, activations=None, activation_alpha=None,
+                  activation_beta=None, direction=None, hidden_size=None, clip=None, layout=0,
+                  **kwargs):
+        """From ONNX RNN weights W [D, H, I], R [D, H, H], B [D, 2H].
+        activation='Tanh'|'Relu' is the one-name shorthand for activations=[...]."""
+        if activation is not None:
+            if activations is not None:
+                raise invalid("give activation or activations, not both")
+            activations = [activation]
+        acts = _onnx.onnx_activations(activations, activation_alpha, activation_beta)
+        if acts is not None and "nonlinearity" not in kwargs:
+            # All Tanh or all Relu is torch.nn.RNN's own cell, which the cpu backend runs.
+            kinds = {name for name, _, _ in acts}
+            directions = np.shape(W)[0] if np.ndim(W) == 3 else 1
+            if kinds in ({"Tanh"}, {"Relu"}) and len(acts) in (1, directions):
+                kwargs["nonlinearity"] = kinds.pop().lower()
+                activations = activation_alpha = activation_beta = None
+        onnx_kwargs = dict(activations=activations, activation_alpha=activation_alpha,
+                           activation_beta=activation_beta, direction=direction,
+                           hidden_size=hidden_size, clip=clip, layout=layout)
+        return cls._from_onnx("rnn", W, R, B, None, onnx_kwargs, kwargs)
 
 
 class LSTM(_Recurrent):
     """LSTM like torch.nn.LSTM, with projection (proj_size), cell/projection clipping and
-    a NaN policy (clip_nan)."""
+    a NaN policy (clip_nan). ONNX's options: reverse (or direction='reverse'), peephole
+    (weights weight_peephole_l{k} [3H], order i, f, o), gate_clip, input_forget and
+    activations=[f, g, h] (per direction)."""
 
     _family = "lstm"
 
@@ -358,17 +531,30 @@ class LSTM(_Recurrent):
     def proj_size(self):
         return self.config.proj_size
 
+    peephole = property(lambda self: self.config.peephole)
+    input_forget = property(lambda self: self.config.input_forget)
+
     @classmethod
-    def from_onnx(cls, W, R, B=None, P=None, **kwargs):
+    @_with_onnx_doc
+    def from_onnx(cls, W, R, B=None, P=None, *, activations=None, activation_alpha=None,
+                  activation_beta=None, direction=None, hidden_size=None, clip=None,
+                  input_forget=0, layout=0, peephole=None, **kwargs):
         """From ONNX LSTM weights W [D, 4H, I], R [D, 4H, H], B [D, 8H] (gate order i, o, f, c;
-        B = [Wb, Rb]) and peepholes P [D, 3H] (only all-zero P until rnnx has peepholes).
-        Other keyword arguments go to the constructor."""
-        return cls._from_onnx("lstm", W, R, B, P, kwargs)
+        B = [Wb, Rb]) and peepholes P [D, 3H] (order i, o, f). input_forget as ONNX's
+        attribute. peephole: None keeps P when it has a non-zero value (an all-zero P adds
+        nothing, and without it the cpu backend can run the module); True keeps it anyway
+        (P None: zero peepholes)."""
+        onnx_kwargs = dict(activations=activations, activation_alpha=activation_alpha,
+                           activation_beta=activation_beta, direction=direction,
+                           hidden_size=hidden_size, clip=clip, input_forget=input_forget,
+                           layout=layout, peephole=peephole)
+        return cls._from_onnx("lstm", W, R, B, P, onnx_kwargs, kwargs)
 
 
 class GRU(_Recurrent):
     """GRU like torch.nn.GRU (gru_linear_before_reset=True, the default) or the original
-    GRU (False: ONNX's default linear_before_reset = 0)."""
+    GRU (False: ONNX's default linear_before_reset = 0). ONNX's options: reverse (or
+    direction='reverse'), gate_clip, activations=[f, g] (per direction)."""
 
     _family = "gru"
 
@@ -378,8 +564,14 @@ class GRU(_Recurrent):
                          bidirectional, **kwargs)
 
     @classmethod
-    def from_onnx(cls, W, R, B=None, linear_before_reset=0, **kwargs):
+    @_with_onnx_doc
+    def from_onnx(cls, W, R, B=None, linear_before_reset=0, *, activations=None,
+                  activation_alpha=None, activation_beta=None, direction=None, hidden_size=None,
+                  clip=None, layout=0, **kwargs):
         """From ONNX GRU weights W [D, 3H, I], R [D, 3H, H], B [D, 6H] (gate order z, r, h);
         linear_before_reset as ONNX's attribute (default 0: the original GRU)."""
         kwargs["gru_linear_before_reset"] = bool(linear_before_reset)
-        return cls._from_onnx("gru", W, R, B, None, kwargs)
+        onnx_kwargs = dict(activations=activations, activation_alpha=activation_alpha,
+                           activation_beta=activation_beta, direction=direction,
+                           hidden_size=hidden_size, clip=clip, layout=layout)
+        return cls._from_onnx("gru", W, R, B, None, onnx_kwargs, kwargs)

@@ -1,31 +1,28 @@
-"""ONNX LSTM/GRU/RNN weights (W, R, B, P) <-> PyTorch-named weights (rnnx's layout).
+"""ONNX LSTM/GRU/RNN: weights (W, R, B, P) <-> PyTorch-named weights (rnnx's layout), and
+ONNX's attributes (direction, activations with activation_alpha/activation_beta, clip).
 
 ONNX stacks gate blocks as LSTM i, o, f, c and GRU z, r, h; PyTorch (and rnnx) as LSTM
 i, f, g, o and GRU r, z, n (docs/math.md). ONNX keeps both biases in one tensor,
-B = [Wb, Rb] per direction, and LSTM peepholes P in order i, o, f. ONNX operators are
-single-layer, so everything here is layer 0, with direction index 1 as "_reverse".
-
-The permutation lives here, in Python, until src/core gains its own converters; it only
-moves whole gate blocks, so it is exact.
+B = [Wb, Rb] per direction, and LSTM peepholes P in order i, o, f (rnnx: i, f, o). The
+gate orders live in one place, src/core/gate_order.hpp: the conversions here go through
+rnnx's C++ converters (rnnx._rnnx.import_onnx_layer / export_onnx_layer), which only move
+whole gate blocks, so they are exact. ONNX operators are single-layer: everything here is
+one layer, with direction index 1 as "_reverse".
 """
 
 import numpy as np
 
 from . import _rnnx
 
-# torch gate block k comes from ONNX gate block ONNX_TO_TORCH[cell][k].
-ONNX_TO_TORCH = {
-    "lstm": (0, 2, 3, 1),   # i <- i, f <- f, g <- c, o <- o   (ONNX: i0 o1 f2 c3)
-    "gru": (1, 0, 2),       # r <- r, z <- z, n <- h           (ONNX: z0 r1 h2)
-    "rnn": (0,),
-}
-# ONNX gate block k comes from torch gate block TORCH_TO_ONNX[cell][k].
-TORCH_TO_ONNX = {
-    cell: tuple(int(i) for i in np.argsort(perm)) for cell, perm in ONNX_TO_TORCH.items()
-}
-# ONNX peepholes P are (i, o, f); rnnx's weight_peephole_l{k} (issue 4) are (i, f, o).
-PEEPHOLE_ONNX_TO_TORCH = (0, 2, 1)
 GATES = {"lstm": 4, "gru": 3, "rnn": 1}
+# The functions of one direction: LSTM f, g, h; GRU f, g; RNN f.
+ACTIVATIONS_PER_DIRECTION = {"lstm": 3, "gru": 2, "rnn": 1}
+# The activations that read ONNX's activation_alpha / activation_beta lists, which are
+# consumed in order by the activations that take a value (as tools/rnnx/case_file.cpp does).
+TAKES_ALPHA = frozenset({"Affine", "LeakyRelu", "ThresholdedRelu", "ScaledTanh", "HardSigmoid",
+                         "Elu"})
+TAKES_BETA = frozenset({"Affine", "ScaledTanh", "HardSigmoid"})
+DIRECTIONS = ("forward", "reverse", "bidirectional")
 
 
 def _cell_family(cell):
@@ -36,11 +33,9 @@ def _cell_family(cell):
     raise _rnnx.InvalidArgumentError(f"cell '{cell}' is not one of: lstm, gru, rnn")
 
 
-def permute_gates(a, perm, hidden_size):
-    """Reorder the gate blocks (each hidden_size rows) along axis 0 of a."""
-    a = np.asarray(a)
-    blocks = a.reshape((len(perm), hidden_size) + a.shape[1:])
-    return np.ascontiguousarray(blocks[list(perm)].reshape(a.shape))
+def _text(value):
+    """ONNX attributes read with onnx.helper.get_attribute_value are bytes."""
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def _to_numpy(a, name):
@@ -78,54 +73,127 @@ def onnx_sizes(cell, W, R):
     return D, I, H
 
 
+def onnx_direction(direction, num_directions=None):
+    """(bidirectional, reverse) for ONNX's direction attribute; None follows num_directions
+    (2: bidirectional, otherwise forward). Checks that the two agree."""
+    if direction is None:
+        direction = "bidirectional" if num_directions == 2 else "forward"
+    direction = str(_text(direction)).lower()
+    if direction not in DIRECTIONS:
+        raise _rnnx.InvalidArgumentError(f"direction '{direction}' is not one of: "
+                                         + ", ".join(DIRECTIONS))
+    if num_directions is not None and (num_directions == 2) != (direction == "bidirectional"):
+        raise _rnnx.InvalidArgumentError(
+            f"direction '{direction}' needs W dim 0 = {2 if direction == 'bidirectional' else 1}, "
+            f"got {num_directions}")
+    return direction == "bidirectional", direction == "reverse"
+
+
+def onnx_activations(activations, activation_alpha=None, activation_beta=None):
+    """ONNX's activations attribute as rnnx activations, a tuple of (name, alpha, beta).
+
+    Names are ONNX's, matched case-insensitively. activation_alpha and activation_beta are
+    consumed in order by the activations that take them (alpha: Affine, LeakyRelu,
+    ThresholdedRelu, ScaledTanh, HardSigmoid, Elu; beta: Affine, ScaledTanh, HardSigmoid);
+    the others keep ONNX's defaults. Values left over are an error. None: no activations
+    (the cell's defaults)."""
+    if activations is None:
+        if activation_alpha is not None or activation_beta is not None:
+            raise _rnnx.InvalidArgumentError("activation_alpha/activation_beta given without "
+                                             "activations")
+        return None
+    if isinstance(activations, (str, bytes)):
+        raise _rnnx.InvalidArgumentError(f"activations must be a list of names, got "
+                                         f"{activations!r}")
+    alpha = [] if activation_alpha is None else [float(v) for v in activation_alpha]
+    beta = [] if activation_beta is None else [float(v) for v in activation_beta]
+    out = []
+    ia = ib = 0
+    for k, name in enumerate(activations):
+        name = _text(name)
+        if not isinstance(name, str):
+            raise _rnnx.InvalidArgumentError(f"activations[{k}] must be a name, got {name!r}")
+        try:
+            canonical, a, b = _rnnx.default_activation(name)
+        except _rnnx.InvalidArgumentError as e:
+            raise _rnnx.InvalidArgumentError(f"activations[{k}]: {e}") from None
+        if canonical in TAKES_ALPHA and ia < len(alpha):
+            a, ia = alpha[ia], ia + 1
+        if canonical in TAKES_BETA and ib < len(beta):
+            b, ib = beta[ib], ib + 1
+        out.append((canonical, a, b))
+    if ia < len(alpha):
+        raise _rnnx.InvalidArgumentError(
+            f"activation_alpha has {len(alpha)} values but the activations take {ia}")
+    if ib < len(beta):
+        raise _rnnx.InvalidArgumentError(
+            f"activation_beta has {len(beta)} values but the activations take {ib}")
+    return tuple(out)
+
+
+def _layer_config(family, input_size, hidden_size, bidirectional, bias, peephole, num_layers=1):
+    return _rnnx.Config(cell="rnn_tanh" if family == "rnn" else family, input_size=input_size,
+                        hidden_size=hidden_size, num_layers=num_layers,
+                        bidirectional=bidirectional, bias=bias, peephole=peephole,
+                        dtype="float64")
+
+
+def _result_dtype(*arrays):
+    dt = np.result_type(*[a for a in arrays if a is not None])
+    return dt if dt in (np.float32, np.float64) else np.dtype(np.float64)
+
+
 def onnx_to_state_dict(cell, W, R, B=None, P=None):
     """PyTorch-named layer-0 weights from ONNX tensors. Returns a dict name -> ndarray, with
     'weight_peephole_l0[_reverse]' (order i, f, o) when P is given. B absent means no bias
     (ONNX: zero bias), so no bias entries."""
     family = _cell_family(cell)
     W, R, B, P = (_to_numpy(a, n) for a, n in ((W, "W"), (R, "R"), (B, "B"), (P, "P")))
-    D, _, H = onnx_sizes(family, W, R)
-    G = GATES[family]
-    perm = ONNX_TO_TORCH[family]
-    if B is not None and B.shape != (D, 2 * G * H):
-        raise _rnnx.InvalidArgumentError(f"B has shape {B.shape}, expected {(D, 2 * G * H)}")
-    if P is not None:
-        if family != "lstm":
-            raise _rnnx.InvalidArgumentError(f"P (peepholes) is only defined for LSTM, not {cell}")
-        if P.shape != (D, 3 * H):
-            raise _rnnx.InvalidArgumentError(f"P has shape {P.shape}, expected {(D, 3 * H)}")
-    out = {}
-    for d in range(D):
-        sfx = "_l0" + ("_reverse" if d == 1 else "")
-        out["weight_ih" + sfx] = permute_gates(W[d], perm, H)
-        out["weight_hh" + sfx] = permute_gates(R[d], perm, H)
-        if B is not None:
-            out["bias_ih" + sfx] = permute_gates(B[d, :G * H], perm, H)
-            out["bias_hh" + sfx] = permute_gates(B[d, G * H:], perm, H)
-        if P is not None:
-            out["weight_peephole" + sfx] = permute_gates(P[d], PEEPHOLE_ONNX_TO_TORCH, H)
-    return out
+    D, I, H = onnx_sizes(family, W, R)
+    if P is not None and family != "lstm":
+        raise _rnnx.InvalidArgumentError(f"P (peepholes) is only defined for LSTM, not {cell}")
+    cfg = _layer_config(family, I, H, D == 2, B is not None, P is not None)
+    flat = np.zeros(cfg.weights_numel(), dtype=np.float64)
+    _rnnx.import_onnx_layer(cfg, 0, W, R, B, P, flat)
+    dtype = _result_dtype(W, R, B, P)
+    return {p.name: flat[p.offset:p.offset + p.numel].reshape(p.shape).astype(dtype)
+            for p in cfg.weight_params()}
 
 
 def state_dict_to_onnx(cell, state_dict, hidden_size, bidirectional=False, layer=0):
-    """ONNX (W, R, B) of one layer from PyTorch-named weights (B is None without biases;
-    projection weights have no ONNX counterpart and are refused)."""
+    """ONNX (W, R, B) of one layer from PyTorch-named weights (B is None without biases),
+    or (W, R, B, P) when the state dict has LSTM peepholes (weight_peephole_l{layer}).
+    Projection weights have no ONNX counterpart and are refused."""
     family = _cell_family(cell)
     H = int(hidden_size)
-    perm = TORCH_TO_ONNX[family]
+    layer = int(layer)
     if any(k.startswith("weight_hr_") for k in state_dict):
         raise _rnnx.UnsupportedError("ONNX has no LSTM projection (weight_hr_*)")
-    Ws, Rs, Bs = [], [], []
-    for d in range(2 if bidirectional else 1):
-        sfx = f"_l{layer}" + ("_reverse" if d == 1 else "")
-
-        def get(name):
-            v = state_dict[name + sfx]
-            return _to_numpy(v, name + sfx)
-
-        Ws.append(permute_gates(get("weight_ih"), perm, H))
-        Rs.append(permute_gates(get("weight_hh"), perm, H))
-        if "bias_ih" + sfx in state_dict:
-            Bs.append(np.concatenate([permute_gates(get("bias_ih"), perm, H),
-                                      permute_gates(get("bias_hh"), perm, H)]))
-    return np.stack(Ws), np.stack(Rs), (np.stack(Bs) if Bs else None)
+    sfx = f"_l{layer}"
+    if "weight_ih" + sfx not in state_dict:
+        raise _rnnx.InvalidArgumentError(f"state_dict has no weight_ih{sfx}")
+    w_ih = _to_numpy(state_dict["weight_ih" + sfx], "weight_ih" + sfx)
+    if w_ih.ndim != 2:
+        raise _rnnx.InvalidArgumentError(f"weight_ih{sfx} must be 2-D, got shape {w_ih.shape}")
+    # Layers above 0 read D*H inputs whatever input_size is; layer 0 reads w_ih's columns.
+    input_size = w_ih.shape[1] if layer == 0 else 1
+    cfg = _layer_config(family, input_size, H, bool(bidirectional),
+                        "bias_ih" + sfx in state_dict, "weight_peephole" + sfx in state_dict,
+                        num_layers=layer + 1)
+    flat = np.zeros(cfg.weights_numel(), dtype=np.float64)
+    dtypes = []
+    for p in cfg.weight_params():
+        if p.layer != layer:
+            continue
+        if p.name not in state_dict:
+            raise _rnnx.InvalidArgumentError(f"state_dict has no {p.name}")
+        v = _to_numpy(state_dict[p.name], p.name)
+        if tuple(v.shape) != tuple(p.shape):
+            raise _rnnx.InvalidArgumentError(f"{p.name} has shape {tuple(v.shape)}, expected "
+                                             f"{tuple(p.shape)}")
+        flat[p.offset:p.offset + p.numel] = v.reshape(-1)
+        dtypes.append(v.dtype)
+    W, R, B, P = _rnnx.export_onnx_layer(cfg, layer, flat)
+    dtype = _result_dtype(*[np.empty(0, dt) for dt in dtypes])
+    out = tuple(None if a is None else a.astype(dtype) for a in (W, R, B, P))
+    return out if cfg.peephole else out[:3]

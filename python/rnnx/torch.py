@@ -2,7 +2,8 @@
 
 They subclass torch.nn.LSTM/GRU/RNN: same constructor arguments, same parameters under
 the same names (load_state_dict from a torch.nn module works), same outputs, plus rnnx's
-extras (cell_clip, proj_clip, clip_nan, gru_linear_before_reset, padding_fill, seed) and
+extras (cell_clip, proj_clip, clip_nan, gru_linear_before_reset, padding_fill, seed, and
+ONNX's cell options reverse, peephole, gate_clip, input_forget, activations) and
 forward(input, hx=None, lengths=None) for padded batches of variable-length sequences.
 Autograd goes through a torch.autograd.Function calling rnnx's backward.
 
@@ -11,6 +12,8 @@ parameters are views into one flat tensor in rnnx's layout (flatten_parameters()
 after .to()/.double()); if something breaks that (weight_norm, a reassigned parameter),
 the weights are gathered into a temporary flat buffer per call instead.
 """
+
+import math
 
 import torch
 from torch.nn.utils.rnn import PackedSequence
@@ -106,7 +109,20 @@ class _RnnxModule:
     """The rnnx part of LSTM/GRU/RNN; mixed in before torch.nn.LSTM/GRU/RNN."""
 
     def _rnnx_init(self, cell_clip, proj_clip, clip_nan, gru_linear_before_reset, padding_fill,
-                   seed, backend, num_threads):
+                   seed, backend, num_threads, reverse=False, peephole=False, gate_clip=0.0,
+                   input_forget=False, activations=None):
+        self.reverse = bool(reverse)
+        self.peephole = bool(peephole)
+        self.gate_clip = float(gate_clip)
+        self.input_forget = bool(input_forget)
+        self.activations = None
+        if activations is not None:
+            # Parsed (and checked) by the binding; kept as a hashable tuple of (name, alpha,
+            # beta) because the engine caches configs by their arguments.
+            parsed = _rnnx.Config(cell=_CELLS[self.mode], input_size=1, hidden_size=1,
+                                  bidirectional=bool(self.bidirectional),
+                                  activations=activations).activations
+            self.activations = tuple(parsed) or None
         self.cell_clip = None if cell_clip is None else tuple(float(v) for v in cell_clip)
         self.proj_clip = None if proj_clip is None else tuple(float(v) for v in proj_clip)
         self.clip_nan = clip_nan
@@ -116,16 +132,43 @@ class _RnnxModule:
         # torch.manual_seed makes runs reproducible; an int fixes the masks outright.
         self.seed = None if seed is None else int(seed)
         self.dropout_calls = 0  # dropout counter: each training call gets a new mask
-        self._rnnx_backend = backend
+        if self.peephole:
+            self._rnnx_add_peepholes()
         self._rnnx_num_threads = int(num_threads)
-        self._rnnx_engine = _runtime.Engine(backend, num_threads)
         self._rnnx_layouts = {}
         self._rnnx_flat = None
-        self._rnnx_ready = True
+        # The engine needs the backend, and the backend (None: cpu, or reference when cpu
+        # refuses an ONNX option) needs the config; the first config is built without one.
+        self._rnnx_engine = _runtime.Engine("cpu", num_threads)
         # Refuse a bad configuration now rather than at the first forward.
-        self._rnnx_config(self._flat_weights[0].dtype if self._flat_weights else torch.float32,
-                          0.0)
+        cfg, _, _ = self._rnnx_config(
+            self._flat_weights[0].dtype if self._flat_weights else torch.float32, 0.0)
+        self._rnnx_backend = _runtime.resolve_backend(cfg, backend)
+        self._rnnx_engine = _runtime.Engine(self._rnnx_backend, num_threads)
+        self._rnnx_ready = True
         self.flatten_parameters()
+
+    def _rnnx_add_peepholes(self):
+        """Registers weight_peephole_l{k}[_reverse] [3H] (gates i, f, o) after each layer's
+        and direction's parameters, where rnnx's layout has them, initialised like the
+        others: U(-1/sqrt(H), 1/sqrt(H))."""
+        D = 2 if self.bidirectional else 1
+        ref = self._flat_weights[0]
+        k = 1.0 / math.sqrt(self.hidden_size)
+        for index, names in enumerate(self._all_weights):
+            layer, direction = divmod(index, D)
+            name = f"weight_peephole_l{layer}" + ("_reverse" if direction else "")
+            w = torch.nn.Parameter(torch.empty(3 * self.hidden_size, dtype=ref.dtype,
+                                               device=ref.device))
+            with torch.no_grad():
+                w.uniform_(-k, k)
+            setattr(self, name, w)
+            names.append(name)
+        self._flat_weights_names = [n for names in self._all_weights for n in names]
+        self._flat_weights = [getattr(self, n) for n in self._flat_weights_names]
+        # named_parameters() and state_dict() in the layout's order, as the NumPy module's.
+        for n in self._flat_weights_names:
+            self._parameters[n] = self._parameters.pop(n)
 
     def _rnnx_config(self, dtype, dropout):
         if dtype not in _DTYPES:
@@ -137,7 +180,9 @@ class _RnnxModule:
             bias=bool(self.bias), gru_linear_before_reset=self.gru_linear_before_reset,
             cell_clip=self.cell_clip, proj_clip=self.proj_clip, clip_nan=self.clip_nan,
             dropout=float(dropout), seed=int(self.seed or 0) if dropout else 0,
-            dtype=_DTYPES[dtype], padding_fill=self.padding_fill)
+            dtype=_DTYPES[dtype], padding_fill=self.padding_fill, reverse=self.reverse,
+            peephole=self.peephole, gate_clip=self.gate_clip, input_forget=self.input_forget,
+            activations=self.activations)
         params = self._rnnx_layouts.get(key)
         if params is None:
             params = _runtime.layout(cfg)
@@ -194,6 +239,10 @@ class _RnnxModule:
         return state
 
     def __setstate__(self, state):
+        # Modules pickled before rnnx had ONNX's options run without them.
+        for key, value in (("reverse", False), ("peephole", False), ("gate_clip", 0.0),
+                           ("input_forget", False), ("activations", None)):
+            state.setdefault(key, value)
         super().__setstate__(state)
         self._rnnx_engine = _runtime.Engine(self._rnnx_backend, self._rnnx_num_threads)
         self.flatten_parameters()
@@ -345,7 +394,24 @@ class _RnnxModule:
             s += f", clip_nan='{self.clip_nan}'"
         if self.padding_fill != 0.0:
             s += f", padding_fill={self.padding_fill}"
+        if self.reverse:
+            s += ", reverse=True"
+        if self.peephole:
+            s += ", peephole=True"
+        if self.gate_clip:
+            s += f", gate_clip={self.gate_clip}"
+        if self.input_forget:
+            s += ", input_forget=True"
+        if self.activations:
+            s += f", activations={list(self.activations)}"
+        if self._rnnx_backend != "cpu":
+            s += f", backend='{self._rnnx_backend}'"
         return s
+
+    @property
+    def rnnx_backend(self):
+        """The backend this module runs on ('cpu' or 'reference')."""
+        return self._rnnx_backend
 
     @property
     def rnnx_plans_built(self):
@@ -355,31 +421,42 @@ class _RnnxModule:
 
 class LSTM(_RnnxModule, torch.nn.LSTM):
     """torch.nn.LSTM on rnnx. Extras: cell_clip=(lo, hi), proj_clip=(lo, hi) (with proj_size),
-    clip_nan='propagate'|'replace', padding_fill, seed, backend='cpu'|'reference', num_threads."""
+    clip_nan='propagate'|'replace', padding_fill, seed, backend=None|'cpu'|'reference',
+    num_threads, and ONNX's options: reverse, peephole (adds the parameters
+    weight_peephole_l{k}[_reverse] [3H], gates i, f, o), gate_clip, input_forget,
+    activations=[f, g, h] (per direction). backend None runs on cpu, or on the reference
+    backend when an option needs it."""
 
     def __init__(self, *args, cell_clip=None, proj_clip=None, clip_nan="propagate",
-                 padding_fill=0.0, seed=None, backend="cpu", num_threads=0, **kwargs):
+                 padding_fill=0.0, seed=None, backend=None, num_threads=0, reverse=False,
+                 peephole=False, gate_clip=0.0, input_forget=False, activations=None, **kwargs):
         super().__init__(*args, **kwargs)
         self._rnnx_init(cell_clip, proj_clip, clip_nan, True, padding_fill, seed, backend,
-                        num_threads)
+                        num_threads, reverse=reverse, peephole=peephole, gate_clip=gate_clip,
+                        input_forget=input_forget, activations=activations)
 
 
 class GRU(_RnnxModule, torch.nn.GRU):
     """torch.nn.GRU on rnnx. Extras: gru_linear_before_reset (True: PyTorch's GRU; False: the
-    original GRU, ONNX's default), padding_fill, seed, backend, num_threads."""
+    original GRU, ONNX's default), padding_fill, seed, backend, num_threads, and ONNX's
+    options reverse, gate_clip, activations=[f, g] (per direction)."""
 
     def __init__(self, *args, gru_linear_before_reset=True, padding_fill=0.0, seed=None,
-                 backend="cpu", num_threads=0, **kwargs):
+                 backend=None, num_threads=0, reverse=False, gate_clip=0.0, activations=None,
+                 **kwargs):
         super().__init__(*args, **kwargs)
         self._rnnx_init(None, None, "propagate", gru_linear_before_reset, padding_fill, seed,
-                        backend, num_threads)
+                        backend, num_threads, reverse=reverse, gate_clip=gate_clip,
+                        activations=activations)
 
 
 class RNN(_RnnxModule, torch.nn.RNN):
     """torch.nn.RNN (nonlinearity='tanh'|'relu') on rnnx. Extras: padding_fill, seed,
-    backend, num_threads."""
+    backend, num_threads, and ONNX's options reverse, gate_clip, activations=[f] (per
+    direction)."""
 
-    def __init__(self, *args, padding_fill=0.0, seed=None, backend="cpu", num_threads=0,
-                 **kwargs):
+    def __init__(self, *args, padding_fill=0.0, seed=None, backend=None, num_threads=0,
+                 reverse=False, gate_clip=0.0, activations=None, **kwargs):
         super().__init__(*args, **kwargs)
-        self._rnnx_init(None, None, "propagate", True, padding_fill, seed, backend, num_threads)
+        self._rnnx_init(None, None, "propagate", True, padding_fill, seed, backend, num_threads,
+                        reverse=reverse, gate_clip=gate_clip, activations=activations)

@@ -1,7 +1,9 @@
-// rnnx._rnnx: the pybind11 layer over the C++ API. Config, weight layout and Plan, with
-// execution on caller buffers passed through the buffer protocol (NumPy arrays, or torch
-// tensors through .numpy()): nothing is copied and the GIL is released while a plan runs.
-// rnnx::Error becomes rnnx.Error subclasses chosen by its code.
+// rnnx._rnnx: the pybind11 layer over the C++ API. Config (ONNX's cell options included),
+// weight layout, the ONNX weight converters and Plan, with execution on caller buffers passed
+// through the buffer protocol (NumPy arrays, or torch tensors through .numpy()): nothing is
+// copied and the GIL is released while a plan runs. rnnx::Error becomes rnnx.Error subclasses
+// chosen by its code.
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -133,13 +135,97 @@ py::object clip_value(const rnnx::Clip& c) {
   return py::make_tuple(c.lo, c.hi);
 }
 
+// ---- ONNX activations --------------------------------------------------------------------
+
+// Optional alpha/beta of one activation entry: None keeps ONNX's default.
+double activation_param(const py::handle& v, double fallback, const std::string& what) {
+  if (v.is_none()) return fallback;
+  try {
+    return v.cast<double>();
+  } catch (const py::cast_error&) {
+    invalid(what + " must be a number or None, got " + std::string(py::repr(v)));
+  }
+}
+
+// One entry of Config(activations=[...]): "LeakyRelu", ("LeakyRelu", 0.1),
+// ("ScaledTanh", 2.0, 0.5) or {"name": "Elu", "alpha": 0.5}; names are ONNX's, in any case.
+rnnx::Activation parse_activation(const py::handle& e, size_t index) {
+  const std::string where = "activations[" + std::to_string(index) + "]";
+  py::object name = py::none(), alpha = py::none(), beta = py::none();
+  if (py::isinstance<py::str>(e)) {
+    name = py::reinterpret_borrow<py::object>(e);
+  } else if (py::isinstance<py::dict>(e)) {
+    for (auto item : py::reinterpret_borrow<py::dict>(e)) {
+      const std::string key = py::str(item.first);
+      if (key == "name") {
+        name = py::reinterpret_borrow<py::object>(item.second);
+      } else if (key == "alpha") {
+        alpha = py::reinterpret_borrow<py::object>(item.second);
+      } else if (key == "beta") {
+        beta = py::reinterpret_borrow<py::object>(item.second);
+      } else {
+        invalid(where + " has key '" + key + "'; the keys are name, alpha, beta");
+      }
+    }
+  } else if (py::isinstance<py::sequence>(e)) {
+    const auto seq = py::reinterpret_borrow<py::sequence>(e);
+    if (seq.size() < 1 || seq.size() > 3) {
+      invalid(where + " has " + std::to_string(seq.size()) +
+              " items; give (name), (name, alpha) or (name, alpha, beta)");
+    }
+    name = seq[0];
+    if (seq.size() > 1) alpha = seq[1];
+    if (seq.size() > 2) beta = seq[2];
+  } else {
+    invalid(where + " must be a name, a tuple (name, alpha, beta) or a dict, got " +
+            std::string(py::repr(e)));
+  }
+  if (!py::isinstance<py::str>(name)) {
+    invalid(where + ": the name must be a string, got " + std::string(py::repr(name)));
+  }
+  rnnx::Activation a;
+  try {
+    a = rnnx::default_activation(rnnx::activation_from_string(name.cast<std::string>()));
+  } catch (const rnnx::Error& err) {
+    invalid(where + ": " + err.what());
+  }
+  a.alpha = activation_param(alpha, a.alpha, where + " alpha");
+  a.beta = activation_param(beta, a.beta, where + " beta");
+  return a;
+}
+
+std::vector<rnnx::Activation> parse_activations(const py::object& acts) {
+  std::vector<rnnx::Activation> out;
+  if (acts.is_none()) return out;
+  if (py::isinstance<py::str>(acts) || !py::isinstance<py::sequence>(acts)) {
+    invalid(
+        "activations must be None or a list of ONNX activation names, (name, alpha, beta) "
+        "tuples or dicts, got " +
+        std::string(py::repr(acts)));
+  }
+  size_t i = 0;
+  for (const auto e : acts) out.push_back(parse_activation(e, i++));
+  return out;
+}
+
+py::tuple activation_value(const rnnx::Activation& a) {
+  return py::make_tuple(rnnx::to_string(a.kind), a.alpha, a.beta);
+}
+
+py::list activation_list(const std::vector<rnnx::Activation>& acts) {
+  py::list out;
+  for (const auto& a : acts) out.append(activation_value(a));
+  return out;
+}
+
 rnnx::Config make_config(const std::string& cell, int64_t input_size, int64_t hidden_size,
                          int64_t proj_size, int64_t num_layers, bool bidirectional, bool bias,
                          bool gru_linear_before_reset,
                          const std::optional<std::pair<double, double>>& cell_clip,
                          const std::optional<std::pair<double, double>>& proj_clip,
                          const std::string& clip_nan, double dropout, uint64_t seed,
-                         const std::string& dtype, double padding_fill) {
+                         const std::string& dtype, double padding_fill, bool reverse, bool peephole,
+                         double gate_clip, bool input_forget, const py::object& activations) {
   rnnx::Config c;
   c.cell = parse_cell(cell);
   c.input_size = input_size;
@@ -156,6 +242,11 @@ rnnx::Config make_config(const std::string& cell, int64_t input_size, int64_t hi
   c.seed = seed;
   c.dtype = parse_dtype(dtype);
   c.padding_fill = padding_fill;
+  c.reverse = reverse;
+  c.peephole = peephole;
+  c.gate_clip = gate_clip;
+  c.input_forget = input_forget;
+  c.activations = parse_activations(activations);
   rnnx::validate(c);
   return c;
 }
@@ -183,6 +274,13 @@ std::string config_repr(const rnnx::Config& c) {
     s += std::string(", clip_nan='") + to_string(c.clip_nan) + "'";
   if (c.dropout != 0.0)
     s += ", dropout=" + std::to_string(c.dropout) + ", seed=" + std::to_string(c.seed);
+  if (c.reverse) s += ", reverse=True";
+  if (c.peephole) s += ", peephole=True";
+  if (c.gate_clip != 0.0) s += ", gate_clip=" + std::to_string(c.gate_clip);
+  if (c.input_forget) s += ", input_forget=True";
+  if (!c.activations.empty()) {
+    s += ", activations=" + std::string(py::repr(activation_list(c.activations)));
+  }
   s += std::string(", dtype='") + rnnx::to_string(c.dtype) + "')";
   return s;
 }
@@ -254,6 +352,85 @@ class Views {
 
   std::vector<py::buffer_info> views_;
 };
+
+// ---- ONNX weights -----------------------------------------------------------------------
+
+using DoubleArray = py::array_t<double, py::array::c_style | py::array::forcecast>;
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+// An ONNX tensor as a dense float64 array (one conversion copy unless it already is one) of
+// exactly `shape`; an empty optional for None.
+std::optional<DoubleArray> onnx_tensor(const py::object& obj, const std::string& name,
+                                       const std::vector<int64_t>& shape, const char* dims) {
+  if (obj.is_none()) return std::nullopt;
+  DoubleArray a = DoubleArray::ensure(obj);
+  if (!a) {
+    PyErr_Clear();
+    invalid(name + " must be a numeric array, got " +
+            std::string(py::str(py::type::of(obj).attr("__name__"))));
+  }
+  std::vector<int64_t> have(a.shape(), a.shape() + a.ndim());
+  if (have != shape) {
+    invalid(name + " has shape " + shape_string(have) + ", expected " + shape_string(shape) + " " +
+            dims);
+  }
+  return a;
+}
+
+// The ONNX shapes of one layer: W [D, G*H, I_l], R [D, G*H, H], B [D, 2*G*H], P [D, 3*H].
+struct OnnxShapes {
+  std::vector<int64_t> W, R, B, P;
+};
+
+OnnxShapes onnx_shapes(const rnnx::Config& c, const rnnx::WeightLayout& layout, int64_t layer) {
+  if (layer < 0 || layer >= c.num_layers) {
+    invalid("layer (= " + std::to_string(layer) +
+            ") must be in [0, num_layers (= " + std::to_string(c.num_layers) + "))");
+  }
+  const int64_t D = c.num_directions(), GH = rnnx::gates_per_cell(c.cell) * c.hidden_size;
+  const int64_t in = layout.get(layer, 0, rnnx::WeightKind::w_ih)->cols;
+  return {{D, GH, in}, {D, GH, c.hidden_size}, {D, 2 * GH}, {D, 3 * c.hidden_size}};
+}
+
+void import_onnx(const rnnx::Config& c, int64_t layer, const py::object& W, const py::object& R,
+                 const py::object& B, const py::object& P, const py::object& flat) {
+  const rnnx::WeightLayout layout(c);
+  const OnnxShapes s = onnx_shapes(c, layout, layer);
+  const auto w = onnx_tensor(W, "W", s.W, "[num_directions, gates*hidden_size, input_size]");
+  const auto r = onnx_tensor(R, "R", s.R, "[num_directions, gates*hidden_size, hidden_size]");
+  const auto b = onnx_tensor(B, "B", s.B, "[num_directions, 2*gates*hidden_size]");
+  const auto p = onnx_tensor(P, "P", s.P, "[num_directions, 3*hidden_size]");
+  if (!w || !r) invalid("import_onnx_layer: W and R are required");
+  Views v;
+  void* out = v.tensor(flat, "import_onnx_layer: weights", true, layout.numel(), c.dtype);
+  if (out == nullptr) invalid("import_onnx_layer: weights is required");
+  rnnx::import_onnx_layer(c, layout, layer, w->data(), r->data(), b ? b->data() : nullptr,
+                          p ? p->data() : nullptr, out);
+}
+
+// (W, R, B, P) of one layer as new float64 arrays; B is None without bias, P without peepholes.
+py::tuple export_onnx(const rnnx::Config& c, int64_t layer, const py::object& flat) {
+  const rnnx::WeightLayout layout(c);
+  const OnnxShapes s = onnx_shapes(c, layout, layer);
+  Views v;
+  const void* in = v.tensor(flat, "export_onnx_layer: weights", false, layout.numel(), c.dtype);
+  if (in == nullptr) invalid("export_onnx_layer: weights is required");
+  DoubleArray W(s.W), R(s.R);
+  std::optional<DoubleArray> B, P;
+  if (c.bias) B.emplace(s.B);
+  if (c.peephole) P.emplace(s.P);
+  rnnx::export_onnx_layer(c, layout, layer, in, W.mutable_data(), R.mutable_data(),
+                          B ? B->mutable_data() : nullptr, P ? P->mutable_data() : nullptr);
+  return py::make_tuple(W, R, B ? py::object(*B) : py::none(), P ? py::object(*P) : py::none());
+}
 
 // ---- plan -------------------------------------------------------------------------------
 
@@ -376,10 +553,10 @@ PYBIND11_MODULE(_rnnx, m) {
       .def_readonly("cols", &rnnx::WeightParam::cols)
       .def_property_readonly("numel", &rnnx::WeightParam::numel)
       .def_property_readonly("is_bias", &rnnx::WeightParam::is_bias)
-      // PyTorch's shape: biases are 1-D.
+      // PyTorch's shape: biases (and peepholes) are 1-D.
       .def_property_readonly("shape",
                              [](const rnnx::WeightParam& p) -> py::tuple {
-                               if (p.is_bias()) return py::make_tuple(p.rows);
+                               if (p.is_vector()) return py::make_tuple(p.rows);
                                return py::make_tuple(p.rows, p.cols);
                              })
       .def("__repr__", [](const rnnx::WeightParam& p) {
@@ -392,8 +569,14 @@ PYBIND11_MODULE(_rnnx, m) {
            "proj_size"_a = 0, "num_layers"_a = 1, "bidirectional"_a = false, "bias"_a = true,
            "gru_linear_before_reset"_a = true, "cell_clip"_a = py::none(),
            "proj_clip"_a = py::none(), "clip_nan"_a = "propagate", "dropout"_a = 0.0, "seed"_a = 0,
-           "dtype"_a = "float32", "padding_fill"_a = 0.0,
-           "Validated problem description; raises rnnx.InvalidArgumentError naming the field.")
+           "dtype"_a = "float32", "padding_fill"_a = 0.0, "reverse"_a = false, "peephole"_a = false,
+           "gate_clip"_a = 0.0, "input_forget"_a = false, "activations"_a = py::none(),
+           "Validated problem description; raises rnnx.InvalidArgumentError naming the field.\n"
+           "ONNX's cell options (docs/math.md): reverse, peephole (LSTM), gate_clip (ONNX clip), "
+           "input_forget (LSTM) and activations, a list of ONNX names or (name, alpha, beta) "
+           "tuples or {'name', 'alpha', 'beta'} dicts (alpha/beta None: ONNX's defaults), per "
+           "direction LSTM f, g, h; GRU f, g; RNN f, once for every direction or once per "
+           "direction.")
       .def_property_readonly("cell", [](const rnnx::Config& c) { return rnnx::to_string(c.cell); })
       .def_readonly("input_size", &rnnx::Config::input_size)
       .def_readonly("hidden_size", &rnnx::Config::hidden_size)
@@ -413,6 +596,26 @@ PYBIND11_MODULE(_rnnx, m) {
       .def_property_readonly("dtype",
                              [](const rnnx::Config& c) { return rnnx::to_string(c.dtype); })
       .def_readonly("padding_fill", &rnnx::Config::padding_fill)
+      .def_readonly("reverse", &rnnx::Config::reverse)
+      .def_readonly("peephole", &rnnx::Config::peephole)
+      .def_readonly("gate_clip", &rnnx::Config::gate_clip)
+      .def_readonly("input_forget", &rnnx::Config::input_forget)
+      .def_property_readonly(
+          "activations", [](const rnnx::Config& c) { return activation_list(c.activations); },
+          "The activations as given, (name, alpha, beta) each; [] means the cell's defaults.")
+      .def(
+          "direction_activations",
+          [](const rnnx::Config& c, int64_t d) {
+            if (d < 0 || d >= c.num_directions()) {
+              invalid("direction (= " + std::to_string(d) + ") must be in [0, num_directions (= " +
+                      std::to_string(c.num_directions()) + "))");
+            }
+            return activation_list(rnnx::direction_activations(c, d));
+          },
+          "direction"_a, "The activations direction d runs, defaults filled in.")
+      .def_property_readonly("uses_onnx_options", &rnnx::uses_onnx_options,
+                             "True when an ONNX-only option is on (reverse, peephole, gate_clip, "
+                             "input_forget or activations other than the cell's own).")
       .def_property_readonly("num_directions", &rnnx::Config::num_directions)
       .def_property_readonly("output_size", &rnnx::Config::output_size)
       .def_property_readonly("gates",
@@ -422,6 +625,23 @@ PYBIND11_MODULE(_rnnx, m) {
           "The flat weight buffer's parameters in order, with PyTorch's names.")
       .def("weights_numel", [](const rnnx::Config& c) { return rnnx::WeightLayout(c).numel(); })
       .def("__repr__", &config_repr);
+
+  m.def(
+      "default_activation",
+      [](const std::string& name) {
+        return activation_value(rnnx::default_activation(rnnx::activation_from_string(name)));
+      },
+      "name"_a,
+      "(name, alpha, beta) of an ONNX activation with ONNX's default alpha and beta; the name "
+      "is matched case-insensitively and returned in ONNX's spelling.");
+  m.def("import_onnx_layer", &import_onnx, "config"_a, "layer"_a, "W"_a, "R"_a, "B"_a = py::none(),
+        "P"_a = py::none(), "weights"_a,
+        "Writes one layer's ONNX tensors W [D, G*H, I], R [D, G*H, H], B [D, 2*G*H] and "
+        "P [D, 3*H] (ONNX's gate orders) into the flat weights buffer of `config`. B or P "
+        "None: zero biases or peepholes.");
+  m.def("export_onnx_layer", &export_onnx, "config"_a, "layer"_a, "weights"_a,
+        "(W, R, B, P) of one layer as float64 arrays in ONNX's layout; B is None without bias "
+        "and P without peepholes.");
 
   py::class_<PyPlan>(m, "Plan")
       .def_static(

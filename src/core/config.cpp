@@ -222,8 +222,10 @@ void validate(const Config& c) {
     const int64_t k = activations_per_direction(c.cell), n = static_cast<int64_t>(c.activations.size());
     if (n != 0 && n != k && n != k * c.num_directions()) {
       invalid("activations has " + std::to_string(n) + " entries; " + to_string(c.cell) +
-              " takes " + std::to_string(k) + " per direction (" + std::to_string(k) + " or " +
-              std::to_string(k * c.num_directions()) + ")");
+              " takes " + std::to_string(k) + " per direction (" +
+              (c.num_directions() == 1 ? std::to_string(k)
+                                       : std::to_string(k) + " or " + std::to_string(2 * k)) +
+              ")");
     }
     for (const auto& a : c.activations) {
       if (static_cast<int>(a.kind) < 0 || static_cast<int>(a.kind) > static_cast<int>(ActivationKind::softplus)) {

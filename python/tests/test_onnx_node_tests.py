@@ -1,0 +1,115 @@
+"""ONNX's own backend node tests for LSTM, GRU and RNN (Debian's libonnx-testdata,
+data/node/test_{lstm,gru,rnn,simple_rnn}_*) through rnnx.<Cell>.from_onnx(W, R, B, P,
+**node attributes) and forward, on every backend: the automatic choice, reference, and cpu
+(which must match or refuse the test as unsupported). Skipped without the onnx package or
+the data; RNNX_ONNX_NODE_DATA points at another copy of data/node."""
+
+import glob
+import os
+
+import numpy as np
+import pytest
+
+import rnnx
+from conftest import tolerance
+
+onnx = pytest.importorskip("onnx")
+from onnx import numpy_helper  # noqa: E402
+
+DATA = os.environ.get("RNNX_ONNX_NODE_DATA", "/usr/share/libonnx-testdata/data/node")
+PREFIXES = ("test_lstm", "test_gru", "test_rnn", "test_simple_rnn")
+CLASSES = {"LSTM": rnnx.LSTM, "GRU": rnnx.GRU, "RNN": rnnx.RNN}
+
+
+def node_test_sets():
+    out = []
+    for test in sorted(glob.glob(os.path.join(DATA, "test_*"))):
+        if os.path.basename(test).startswith(PREFIXES):
+            out += sorted(glob.glob(os.path.join(test, "test_data_set_*")))
+    return out
+
+
+SETS = node_test_sets()
+
+
+def read_tensors(folder, prefix):
+    out = []
+    for path in sorted(glob.glob(os.path.join(folder, prefix + "_*.pb")),
+                       key=lambda p: int(p.rsplit("_", 1)[1].split(".")[0])):
+        t = onnx.TensorProto()
+        with open(path, "rb") as f:
+            t.ParseFromString(f.read())
+        out.append(numpy_helper.to_array(t))
+    return out
+
+
+def by_position(names, tensors):
+    """Optional inputs and outputs may be named '' in the node: map the files by position."""
+    out, k = {}, 0
+    for pos, name in enumerate(names):
+        if name:
+            out[pos] = tensors[k]
+            k += 1
+    return out
+
+
+def load(data_dir):
+    model = onnx.load(os.path.join(os.path.dirname(data_dir), "model.onnx"))
+    node = model.graph.node[0]
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    inputs = by_position(node.input, read_tensors(data_dir, "input"))
+    outputs = by_position(node.output, read_tensors(data_dir, "output"))
+    return node.op_type, attrs, inputs, outputs
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("backend", [None, "reference", "cpu"], ids=["auto", "reference", "cpu"])
+@pytest.mark.parametrize("data_dir", SETS,
+                         ids=[os.path.relpath(d, DATA).replace(os.sep, "/") for d in SETS])
+def test_onnx_node(data_dir, backend, dtype):
+    op, attrs, inputs, expected = load(data_dir)
+    X, W, R = inputs[0], inputs[1], inputs[2]
+    B, lens, h0, c0, P = (inputs.get(k) for k in (3, 4, 5, 6, 7))
+    weights = (W, R, B, P) if op == "LSTM" else (W, R, B)
+    try:
+        m = CLASSES[op].from_onnx(*weights, dtype=dtype, backend=backend, **attrs)
+    except rnnx.UnsupportedError as e:
+        assert backend == "cpu", f"only the cpu backend may refuse an ONNX option: {e}"
+        pytest.skip(f"cpu backend: {e}")
+    if backend is None:
+        # The automatic choice: cpu unless the test uses an option only reference runs.
+        assert m.backend == ("reference" if m.config.uses_onnx_options else "cpu")
+    layout = int(attrs.get("layout", 0))
+    assert m.batch_first == (layout == 1)
+    T = X.shape[1] if layout else X.shape[0]
+    D, H = W.shape[0], R.shape[2]
+
+    # forward with rnnx's shapes: states [D, B, H] (ONNX layout 1: [B, D, H]), y [.., D*H].
+    def state(v):
+        return None if v is None else (v.transpose(1, 0, 2) if layout else v)
+
+    hx = (state(h0), state(c0)) if op == "LSTM" else state(h0)
+    y, hy = m.forward(X, lengths=lens, hx=hx)
+    hy, cy = hy if op == "LSTM" else (hy, None)
+    y = y.reshape(y.shape[:2] + (D, H))
+    got = {0: y if layout else y.transpose(0, 2, 1, 3), 1: state(hy), 2: state(cy)}
+    # The expected outputs are float32: both sides carry float32-sized rounding through
+    # T steps of (I + H)-term sums.
+    tol = tolerance(np.float32, T * (W.shape[2] + H))
+    assert expected, "the test has no outputs"
+    for pos, want in expected.items():
+        np.testing.assert_allclose(got[pos], want, atol=tol, rtol=tol,
+                                   err_msg=f"output {('Y', 'Y_h', 'Y_c')[pos]}")
+
+    # onnx_forward gives the same, in ONNX's shapes.
+    onnx_out = m.onnx_forward(X, sequence_lens=lens, initial_h=h0,
+                              initial_c=c0 if op == "LSTM" else None)
+    for pos in expected:
+        np.testing.assert_array_equal(onnx_out[pos], got[pos])
+
+
+def test_node_data_found_or_skipped():
+    if not SETS:
+        pytest.skip(f"no ONNX RNN node tests under {DATA}")
+    names = {os.path.basename(os.path.dirname(d)) for d in SETS}
+    assert any(n.startswith("test_lstm") for n in names)
