@@ -14,7 +14,7 @@ BuildInfo build_info() {
   info.version = RNNX_VERSION_STRING;
   info.build_type = RNNX_BUILD_TYPE;
   info.compiler = "g++ " __VERSION__;
-  info.gemm_engine = "onednn-sgemm (float32), openblas-dgemm (float64)";
+  info.gemm_engine = "packed-avx512, else onednn-sgemm (float32), openblas-dgemm (float64)";
 #if defined(__SANITIZE_ADDRESS__)
   info.sanitizers = true;
 #else

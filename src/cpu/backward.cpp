@@ -1,14 +1,21 @@
 // Backward pass: per layer from the top and per direction, the time loop in the reverse
 // of the forward order (fused step kernel, then dh_{t-1} = dGates W_hh on the active
-// rows), then the weight gradients and the input gradient as GEMMs over all real tokens.
+// rows, the weights packed once), then the weight gradients and the input gradient as
+// GEMMs over all real tokens. The two directions' loops run at once when the plan says so.
+#include <omp.h>
+
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "core/dropout.hpp"
 #include "cpu/buffers.hpp"
 #include "cpu/cell_kernels.hpp"
 #include "cpu/gemm.hpp"
+#include "cpu/kernel_dispatch.hpp"
+#include "cpu/packed_gemm.hpp"
 #include "cpu/passes.hpp"
+#include "cpu/rows.hpp"
 
 namespace rnnx::cpu {
 namespace {
@@ -36,39 +43,73 @@ struct DirectionIo {
   T* dX = nullptr;        // [N, I] gradient of the layer's input, or null (not wanted)
 };
 
+// The recurrent products of one direction's backward, dG W_hh (the original GRU's r,z rows
+// and n rows apart) and dr W_hr, with the weights packed once for the whole time loop.
 template <typename T>
-void backward_direction(const Problem& p, const BackwardArgs& a, int64_t l, int64_t d,
-                        const ReserveLayer<T>& res, const DirectionIo<T>& io,
-                        const BackwardBuffers<T>& buf) {
-  const core::Schedule& s = p.schedule();
-  const int64_t H = p.H, P = p.P, GH = p.GH, DP = p.DP, I = p.input_width(l);
-  const ReserveDir<T>& rd = res.dir[d];
-  const T* w = static_cast<const T*>(a.weights);
-  const ParamOffsets& po = p.param(l, d);
-  const T* w_hh = w + po.w_hh;
-  const bool lstm = p.cell == CellType::lstm;
-  const bool gru = p.cell == CellType::gru;
+struct BackwardWeights {
+  WeightGemm<T> hh, hh_n, hr;
+};
 
+template <typename T>
+BackwardWeights<T> bind_backward_weights(const Problem& p, const T* w, const ParamOffsets& po,
+                                         const BackwardDirBuffers<T>& db) {
+  const int64_t H = p.H, P = p.P;
+  const bool pack = p.pack_weights();
+  T* wp = pack ? db.w_pack : nullptr;
+  BackwardWeights<T> bw;
+  if (p.gru_orig()) {
+    bw.hh.bind(Op::N, w + po.w_hh, P, 2 * H, P, wp);
+    bw.hh_n.bind(Op::N, w + po.w_hh + 2 * H * P, P, H, P,
+                 pack ? wp + packed_b_floats(2 * H, P) : nullptr);
+  } else {
+    bw.hh.bind(Op::N, w + po.w_hh, P, p.GH, P, wp);
+  }
+  if (p.proj) bw.hr.bind(Op::N, w + po.w_hr, H, P, H, pack ? db.wr_pack : nullptr);
+  return bw;
+}
+
+// Before the time loop: the sorted initial states and state gradients, and (GRU, or when
+// weight gradients are wanted) every token's previous state.
+template <typename T>
+void backward_prepare(const Problem& p, const BackwardArgs& a, int64_t l, int64_t d,
+                      const ReserveLayer<T>& res, const BackwardDirBuffers<T>& db) {
+  const core::Schedule& s = p.schedule();
+  const int64_t H = p.H, P = p.P;
   const int64_t sd = (l * p.D + d) * p.B;
   auto slice = [&](const void* base, int64_t width) {
     return base ? static_cast<const T*>(base) + sd * width : nullptr;
   };
-  T* dh = buf.dh_state;
-  T* dc = buf.dc_state;
-  core::gather_state(s, slice(a.dhy, P), dh, P);
-  core::gather_state(s, slice(a.h0, P), buf.h0, P);
-  if (lstm) {
-    core::gather_state(s, slice(a.dcy, H), dc, H);
-    core::gather_state(s, slice(a.c0, H), buf.c0, H);
+  core::gather_state(s, slice(a.dhy, P), db.dh_state, P);
+  core::gather_state(s, slice(a.h0, P), db.h0, P);
+  if (p.cell == CellType::lstm) {
+    core::gather_state(s, slice(a.dcy, H), db.dc_state, H);
+    core::gather_state(s, slice(a.c0, H), db.c0, H);
   }
-  const bool want_dw = a.dweights != nullptr;
-  if (gru || want_dw) gather_prev_states(p, d, res.y, buf.h0, buf.h_prev);
+  if (p.cell == CellType::gru || a.dweights != nullptr) {
+    gather_prev_states(p, d, res.y, db.h0, db.h_prev);
+  }
+}
+
+// The time loop, in the reverse of the forward order: fused step kernel, then
+// dh_{t-1} = dGates W_hh on the active rows.
+template <typename T>
+void backward_time_loop(const Problem& p, const BackwardArgs& a, int64_t l, int64_t d,
+                        const ReserveLayer<T>& res, const DirectionIo<T>& io,
+                        const BackwardDirBuffers<T>& db) {
+  const core::Schedule& s = p.schedule();
+  const int64_t H = p.H, P = p.P, GH = p.GH, DP = p.DP;
+  const ReserveDir<T>& rd = res.dir[d];
+  const T* w = static_cast<const T*>(a.weights);
+  const BackwardWeights<T> bw = bind_backward_weights(p, w, p.param(l, d), db);
+  T* const ap = db.a_pack;
+  T* dh = db.dh_state;
+  T* dc = db.dc_state;
 
   for (int64_t k = 0; k < p.T_eff; ++k) {
     const int64_t t = d == 0 ? p.T_eff - 1 - k : k;
     const int64_t bs = s.batch_sizes[t], r0 = s.offsets[t];
     const T* dy = io.dY ? io.dY + r0 * DP + d * P : nullptr;
-    T* dg = buf.dg + r0 * GH;
+    T* dg = db.dg + r0 * GH;
     switch (p.cell) {
       case CellType::rnn_tanh:
       case CellType::rnn_relu:
@@ -81,7 +122,7 @@ void backward_direction(const Problem& p, const BackwardArgs& a, int64_t l, int6
                                     .h = res.y + r0 * DP + d * P,
                                     .ld_h = DP,
                                     .dg = dg});
-        gemm<T>(Op::N, Op::N, bs, P, GH, T(1), dg, GH, w_hh, P, T(0), dh, P);
+        bw.hh.run(bs, dg, GH, false, dh, P, ap);
         break;
       case CellType::lstm: {
         const PrevStep prev = prev_step(s, d, t);
@@ -95,14 +136,14 @@ void backward_direction(const Problem& p, const BackwardArgs& a, int64_t l, int6
                            .c_prev = {.a = rd.c + s.offsets[prev.step] * H,
                                       .lda = H,
                                       .count_a = prev.count,
-                                      .b = buf.c0,
+                                      .b = db.c0,
                                       .ldb = H},
                            .c_pass = rd.c_pass ? rd.c_pass + r0 * H : nullptr,
                            .dc_state = dc,
                            .dg = dg};
         if (p.proj) {
           // dr per token is kept for dW_hr; dh_full = dr W_hr goes to scratch.
-          T* dr = buf.dr + r0 * P;
+          T* dr = db.dr + r0 * P;
           proj_backward(ProjBackward<T>{.rows = bs,
                                         .P = P,
                                         .dh = dh,
@@ -110,19 +151,19 @@ void backward_direction(const Problem& p, const BackwardArgs& a, int64_t l, int6
                                         .ld_dy = DP,
                                         .pass = rd.r_pass ? rd.r_pass + r0 * P : nullptr,
                                         .dr = dr});
-          gemm<T>(Op::N, Op::N, bs, H, P, T(1), dr, P, w + po.w_hr, H, T(0), buf.scratch, H);
-          kl.dh = buf.scratch;
+          bw.hr.run(bs, dr, P, false, db.scratch, H, ap);
+          kl.dh = db.scratch;
           kl.dy = nullptr;
         }
         lstm_backward(kl);
-        gemm<T>(Op::N, Op::N, bs, P, GH, T(1), dg, GH, w_hh, P, T(0), dh, P);
+        bw.hh.run(bs, dg, GH, false, dh, P, ap);
         break;
       }
       case CellType::gru: {
         const T* gates = rd.gates + r0 * GH;
-        const T* hp = buf.h_prev + r0 * P;
+        const T* hp = db.h_prev + r0 * P;
         if (p.gru_lbr) {
-          T* dgh = buf.dgh + r0 * GH;
+          T* dgh = db.dgh + r0 * GH;
           gru_backward(GruBackward<T>{.rows = bs,
                                       .H = H,
                                       .dh = dh,
@@ -133,7 +174,7 @@ void backward_direction(const Problem& p, const BackwardArgs& a, int64_t l, int6
                                       .hn = rd.hn + r0 * H,
                                       .dg = dg,
                                       .dgh = dgh});
-          gemm<T>(Op::N, Op::N, bs, P, GH, T(1), dgh, GH, w_hh, P, T(1), dh, P);
+          bw.hh.run(bs, dgh, GH, true, dh, P, ap);
         } else {
           gru_orig_backward_n(GruOrigBackwardN<T>{.rows = bs,
                                                   .H = H,
@@ -144,52 +185,184 @@ void backward_direction(const Problem& p, const BackwardArgs& a, int64_t l, int6
                                                   .h_prev = hp,
                                                   .dg = dg});
           // d(r*h) = dn W_hn, then dr and its share of dh_{t-1}, then the r, z GEMM.
-          gemm<T>(Op::N, Op::N, bs, H, H, T(1), dg + 2 * H, GH, w_hh + 2 * H * P, P, T(0),
-                  buf.scratch, H);
+          bw.hh_n.run(bs, dg + 2 * H, GH, false, db.scratch, H, ap);
           gru_orig_backward_r(GruOrigBackwardR<T>{.rows = bs,
                                                   .H = H,
-                                                  .drh = buf.scratch,
+                                                  .drh = db.scratch,
                                                   .gates = gates,
                                                   .h_prev = hp,
                                                   .dg = dg,
                                                   .dh = dh});
-          gemm<T>(Op::N, Op::N, bs, P, 2 * H, T(1), dg, GH, w_hh, P, T(1), dh, P);
+          bw.hh.run(bs, dg, GH, true, dh, P, ap);
         }
         break;
       }
     }
   }
-  // Rows of sequences that had ended were left alone: each holds dL/dh0 now.
-  if (a.dh0) core::scatter_state(s, dh, static_cast<T*>(a.dh0) + sd * P, P);
-  if (a.dc0) core::scatter_state(s, dc, static_cast<T*>(a.dc0) + sd * H, H);
+}
 
-  const int64_t N = p.N;
-  if (want_dw) {
+// The time loop of one direction as one parallel region for all its steps (RNN, LSTM
+// without projection, linear-before-reset GRU), as forward.cpp's team loop: each thread
+// owns the same cells of every gate, runs the step kernel on them, packs their gradient
+// columns as the left operand of dh_{t-1} = dG W_hh, and after the step's barrier computes
+// its cells' columns of dh_{t-1}, which only it reads next.
+template <typename T>
+void backward_time_loop_team(const Problem& p, const BackwardArgs& a, int64_t l, int64_t d,
+                             const ReserveLayer<T>& res, const DirectionIo<T>& io,
+                             const BackwardDirBuffers<T>& db, int threads) {
+  if constexpr (std::is_same_v<T, float>) {
+    const core::Schedule& s = p.schedule();
+    const int64_t H = p.H, P = p.P, GH = p.GH, DP = p.DP;
+    const ReserveDir<T>& rd = res.dir[d];
+    const T* w = static_cast<const T*>(a.weights);
+    const BackwardWeights<T> bw = bind_backward_weights(p, w, p.param(l, d), db);
+    const PackedB w_hh{bw.hh.packed(), GH, P, 1};
+    const StepKernels<float>& kernels = step_kernels<float>();
+    const bool lbr = p.cell == CellType::gru;  // team loops run no original GRU
+    T* dh = db.dh_state;
+    const int64_t cell_panels = w_hh.panels_per_block();
+
+#pragma omp parallel num_threads(threads) if (p.T_eff > 0)
+    if (p.T_eff > 0) {
+      const int n = omp_get_num_threads(), th = omp_get_thread_num();
+      const int64_t q0 = cell_panels * th / n, q1 = cell_panels * (th + 1) / n;
+      const int64_t j0 = std::min(H, q0 * kPackedPanel), j1 = std::min(H, q1 * kPackedPanel);
+      for (int64_t k = 0; k < p.T_eff; ++k) {
+        const int64_t t = d == 0 ? p.T_eff - 1 - k : k;
+        const int64_t bs = s.batch_sizes[t], r0 = s.offsets[t], buf = k & 1;
+        const T* dy = io.dY ? io.dY + r0 * DP + d * P : nullptr;
+        T* dg = db.dg + r0 * GH;
+        T* dgh = lbr ? db.dgh + r0 * GH : dg;  // the left operand of the product
+        const Tile tile{0, bs, j0, j1};
+        if (j0 < j1) {
+          switch (p.cell) {
+            case CellType::rnn_tanh:
+            case CellType::rnn_relu:
+              kernels.rnn_backward(RnnBackward<T>{.rows = bs,
+                                                  .H = H,
+                                                  .relu = p.cell == CellType::rnn_relu,
+                                                  .dh = dh,
+                                                  .dy = dy,
+                                                  .ld_dy = DP,
+                                                  .h = res.y + r0 * DP + d * P,
+                                                  .ld_h = DP,
+                                                  .dg = dg},
+                                   tile);
+              break;
+            case CellType::lstm: {
+              const PrevStep prev = prev_step(s, d, t);
+              kernels.lstm_backward(
+                  LstmBackward<T>{.rows = bs,
+                                  .H = H,
+                                  .dh = dh,
+                                  .dy = dy,
+                                  .ld_dy = DP,
+                                  .gates = rd.gates + r0 * GH,
+                                  .c = rd.c + r0 * H,
+                                  .c_prev = {.a = rd.c + s.offsets[prev.step] * H,
+                                             .lda = H,
+                                             .count_a = prev.count,
+                                             .b = db.c0,
+                                             .ldb = H},
+                                  .c_pass = rd.c_pass ? rd.c_pass + r0 * H : nullptr,
+                                  .dc_state = db.dc_state,
+                                  .dg = dg},
+                  tile);
+              break;
+            }
+            case CellType::gru:
+              kernels.gru_backward(GruBackward<T>{.rows = bs,
+                                                  .H = H,
+                                                  .dh = dh,
+                                                  .dy = dy,
+                                                  .ld_dy = DP,
+                                                  .gates = rd.gates + r0 * GH,
+                                                  .h_prev = db.h_prev + r0 * P,
+                                                  .hn = rd.hn + r0 * H,
+                                                  .dg = dg,
+                                                  .dgh = dgh},
+                                   tile);
+              break;
+          }
+          for (int64_t g = 0; g < p.G; ++g) {
+            pack_a_columns(bs, GH, dgh, GH, g * H + j0, g * H + j1, db.ag_pack[buf]);
+          }
+        }
+#pragma omp barrier
+        multiply_panel_range(bs, db.ag_pack[buf], w_hh, q0, q1, lbr, dh, P);
+      }
+    }
+  } else {
+    (void)p, (void)a, (void)l, (void)d, (void)res, (void)io, (void)db, (void)threads;
+  }
+}
+
+// The time loop of one direction: as a team where the plan says so and the packed engine
+// runs, else step by step.
+template <typename T>
+void run_time_loop(const Problem& p, const BackwardArgs& a, int64_t l, int64_t d,
+                   const ReserveLayer<T>& res, const DirectionIo<T>& io,
+                   const BackwardDirBuffers<T>& db) {
+  if (p.team_loops && p.pack_weights()) {
+    // Inside the concurrent directions' region the team is this thread alone.
+    backward_time_loop_team(p, a, l, d, res, io, db, omp_in_parallel() ? 1 : omp_get_max_threads());
+  } else {
+    backward_time_loop(p, a, l, d, res, io, db);
+  }
+}
+
+// After the time loop: dh0 and dc0, the weight gradients and the input gradient as GEMMs
+// over all real tokens. dX is overwritten by the first direction and added to by the second.
+template <typename T>
+void backward_finish(const Problem& p, const BackwardArgs& a, int64_t l, int64_t d,
+                     const ReserveLayer<T>& res, const DirectionIo<T>& io,
+                     const BackwardDirBuffers<T>& db, const T* ones, T* colsum, T* gemm_scratch) {
+  const core::Schedule& s = p.schedule();
+  const int64_t H = p.H, P = p.P, GH = p.GH, I = p.input_width(l), N = p.N;
+  const bool gru = p.cell == CellType::gru;
+  const T* w = static_cast<const T*>(a.weights);
+  const ParamOffsets& po = p.param(l, d);
+  const int64_t sd = (l * p.D + d) * p.B;
+  // Rows of sequences that had ended were left alone: each holds dL/dh0 now.
+  if (a.dh0) core::scatter_state(s, db.dh_state, static_cast<T*>(a.dh0) + sd * P, P);
+  if (a.dc0) core::scatter_state(s, db.dc_state, static_cast<T*>(a.dc0) + sd * H, H);
+
+  T* scratch = p.pack_weights() ? gemm_scratch : nullptr;
+  if (a.dweights) {
     T* dw = static_cast<T*>(a.dweights);
-    const T beta = a.weight_grad_mode == GradMode::accumulate ? T(1) : T(0);
+    const bool acc = a.weight_grad_mode == GradMode::accumulate;
     // The hidden side's pre-activation gradient equals the input side's except for the
     // n gate of linear-before-reset GRU (dn * r), kept apart in dgh.
-    const T* dgh = gru && p.gru_lbr ? buf.dgh : buf.dg;
-    gemm<T>(Op::T, Op::N, GH, I, N, T(1), buf.dg, GH, io.X, I, beta, dw + po.w_ih, I);
-    if (gru && !p.gru_lbr) {
-      gemm<T>(Op::T, Op::N, 2 * H, P, N, T(1), buf.dg, GH, buf.h_prev, P, beta, dw + po.w_hh, P);
-      gemm<T>(Op::T, Op::N, H, P, N, T(1), buf.dg + 2 * H, GH, rd.hn, H, beta,
-              dw + po.w_hh + 2 * H * P, P);
+    const bool lbr = gru && p.gru_lbr;
+    const T* dgh = lbr ? db.dgh : db.dg;
+    gemm_all_tokens<T>(Op::T, Op::N, GH, I, N, db.dg, GH, io.X, I, acc, dw + po.w_ih, I, scratch);
+    if (p.gru_orig()) {
+      gemm_all_tokens<T>(Op::T, Op::N, 2 * H, P, N, db.dg, GH, db.h_prev, P, acc, dw + po.w_hh, P,
+                         scratch);
+      gemm_all_tokens<T>(Op::T, Op::N, H, P, N, db.dg + 2 * H, GH, res.dir[d].hn, H, acc,
+                         dw + po.w_hh + 2 * H * P, P, scratch);
     } else {
-      gemm<T>(Op::T, Op::N, GH, P, N, T(1), dgh, GH, buf.h_prev, P, beta, dw + po.w_hh, P);
+      gemm_all_tokens<T>(Op::T, Op::N, GH, P, N, dgh, GH, db.h_prev, P, acc, dw + po.w_hh, P,
+                         scratch);
     }
     if (p.bias) {
-      // Column sums over the tokens, as ones[1, N] * dG[N, G*H].
-      gemm<T>(Op::N, Op::N, 1, GH, N, T(1), buf.ones, N, buf.dg, GH, beta, dw + po.b_ih, GH);
-      gemm<T>(Op::N, Op::N, 1, GH, N, T(1), buf.ones, N, dgh, GH, beta, dw + po.b_hh, GH);
+      // Column sums over the tokens, as ones[1, N] * dG[N, G*H]; b_hh's are b_ih's but for
+      // linear-before-reset GRU.
+      auto store = [&](T* b) {
+        for (int64_t j = 0; j < GH; ++j) b[j] = acc ? b[j] + colsum[j] : colsum[j];
+      };
+      gemm<T>(Op::N, Op::N, 1, GH, N, T(1), ones, N, db.dg, GH, T(0), colsum, GH);
+      store(dw + po.b_ih);
+      if (lbr) gemm<T>(Op::N, Op::N, 1, GH, N, T(1), ones, N, dgh, GH, T(0), colsum, GH);
+      store(dw + po.b_hh);
     }
     if (p.proj) {
-      gemm<T>(Op::T, Op::N, P, H, N, T(1), buf.dr, P, rd.h_full, H, beta, dw + po.w_hr, H);
+      gemm_all_tokens<T>(Op::T, Op::N, P, H, N, db.dr, P, res.dir[d].h_full, H, acc, dw + po.w_hr,
+                         H, scratch);
     }
   }
   if (io.dX) {
-    gemm<T>(Op::N, Op::N, N, I, GH, T(1), buf.dg, GH, w + po.w_ih, I, d == 0 ? T(0) : T(1), io.dX,
-            I);
+    gemm_all_tokens<T>(Op::N, Op::N, N, I, GH, db.dg, GH, w + po.w_ih, I, d > 0, io.dX, I, scratch);
   }
 }
 
@@ -206,15 +379,16 @@ void run_backward(const Problem& p, const BackwardArgs& a, void* workspace,
   // Layer-0 input, needed only for dW_ih; padding is never read.
   const T* x0 = static_cast<const T*>(a.x);
   if (!p.packed && a.dweights) {
-    core::gather_rows(p.shape(), s, x0, buf.x, p.I0);
+    gather_rows_parallel(p.shape(), s, x0, buf.x, p.I0);
     x0 = buf.x;
   }
   const T* dY = static_cast<const T*>(a.dy);
   if (!p.packed && a.dy) {
-    core::gather_rows(p.shape(), s, dY, buf.dy[(L - 1) % 2], p.DP);
+    gather_rows_parallel(p.shape(), s, dY, buf.dy[(L - 1) % 2], p.DP);
     dY = buf.dy[(L - 1) % 2];
   }
   if (a.dweights && p.bias) std::fill(buf.ones, buf.ones + p.N, T(1));
+  const bool concurrent = p.concurrent_dirs && p.D == 2 && omp_get_max_threads() >= 2;
 
   for (int64_t l = L - 1; l >= 0; --l) {
     const ReserveLayer<T> res = reserve_layer<T>(p, a.reserve, l);
@@ -228,7 +402,19 @@ void run_backward(const Problem& p, const BackwardArgs& a, void* workspace,
       io.X = x0;
       io.dX = a.dx ? (p.packed ? static_cast<T*>(a.dx) : buf.dx) : nullptr;
     }
-    for (int64_t d = 0; d < p.D; ++d) backward_direction(p, a, l, d, res, io, buf);
+    if (concurrent) {
+      for (int64_t d = 0; d < 2; ++d) backward_prepare(p, a, l, d, res, buf.dir[d]);
+      run_directions_concurrently(
+          [&](int64_t d) { run_time_loop(p, a, l, d, res, io, buf.dir[d]); });
+      for (int64_t d = 0; d < 2; ++d)
+        backward_finish(p, a, l, d, res, io, buf.dir[d], buf.ones, buf.colsum, buf.gemm_scratch);
+    } else {
+      for (int64_t d = 0; d < p.D; ++d) {
+        backward_prepare(p, a, l, d, res, buf.dir[d]);
+        run_time_loop(p, a, l, d, res, io, buf.dir[d]);
+        backward_finish(p, a, l, d, res, io, buf.dir[d], buf.ones, buf.colsum, buf.gemm_scratch);
+      }
+    }
     if (l > 0) {
       // The gradient flows back through the dropout that fed this layer.
       if (p.dropout_after(l - 1)) {
@@ -237,8 +423,8 @@ void run_backward(const Problem& p, const BackwardArgs& a, void* workspace,
       }
       dY = io.dX;
     } else if (a.dx && !p.packed) {
-      core::scatter_rows(p.shape(), s, static_cast<const T*>(buf.dx), static_cast<T*>(a.dx), p.I0,
-                         T(0));
+      scatter_rows_parallel(p.shape(), s, static_cast<const T*>(buf.dx), static_cast<T*>(a.dx),
+                            p.I0, T(0));
     }
   }
 }

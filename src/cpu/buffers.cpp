@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/checked.hpp"
+#include "cpu/packed_gemm.hpp"
 
 namespace rnnx::cpu {
 namespace {
@@ -50,6 +51,16 @@ ReserveLayer<T> reserve_layer(const Problem& p, const void* base, int64_t l) {
   return carve_reserve_layer<T>(p, carver, l);
 }
 
+int64_t forward_recurrent_pack_floats(const Problem& p) {
+  if (p.gru_orig()) return packed_b_floats(p.P, 2 * p.H) + packed_b_floats(p.H, p.H);
+  return packed_b_floats(p.P, p.GH, p.G);
+}
+
+int64_t backward_recurrent_pack_floats(const Problem& p) {
+  if (p.gru_orig()) return packed_b_floats(2 * p.H, p.P) + packed_b_floats(p.H, p.P);
+  return packed_b_floats(p.GH, p.P);
+}
+
 template <typename T>
 Carver carve_forward(const Problem& p, bool training, void* base, ForwardBuffers<T>* out) {
   ForwardBuffers<T> tmp;
@@ -58,15 +69,47 @@ Carver carve_forward(const Problem& p, bool training, void* base, ForwardBuffers
   if (!p.packed) b.x = carver.take<T>(count(p.N, p.I0));
   if (!training) {
     for (int64_t k = 0; k < ping_pong_buffers(p); ++k) b.y[k] = carver.take<T>(count(p.N, p.DP));
-    if (!p.is_rnn()) b.gx = carver.take<T>(count(p.N, p.GH));
   }
-  b.h_state = carver.take<T>(count(p.B, p.P));
-  if (p.cell == CellType::lstm) b.c_state = carver.take<T>(count(p.B, p.H));
-  b.hg = carver.take<T>(count(p.B, p.GH));
-  if (!training && (p.proj || (p.cell == CellType::gru && !p.gru_lbr))) {
-    b.scratch = carver.take<T>(count(p.B, p.H));
+  const bool packing = p.engine == GemmEngine::packed;
+  if (packing) {
+    // The bulk input projection: rows past the split, G*H columns, K = the layer's input.
+    const int64_t rows = p.N - p.schedule().offsets[p.step_input_steps];
+    int64_t floats = 0;
+    for (int64_t l = 0; l < p.L; ++l) {
+      floats = std::max(floats, packed_gemm_full_floats(rows, p.GH, p.input_width(l)));
+    }
+    b.gemm_scratch = carver.take<T>(floats);
   }
-  b.bias = carver.take<T>(p.GH + p.H);
+  for (int64_t d = 0; d < (p.concurrent_dirs ? p.D : 1); ++d) {
+    ForwardDirBuffers<T>& db = b.dir[d];
+    if (!training && !p.is_rnn()) {
+      db.gx = carver.take<T>(count(p.N - p.schedule().offsets[p.step_input_steps], p.GH));
+      if (p.step_input_steps > 0) db.gx_step = carver.take<T>(count(p.B, p.GH));
+    }
+    db.h_state = carver.take<T>(count(p.B, p.P));
+    if (p.cell == CellType::lstm) db.c_state = carver.take<T>(count(p.B, p.H));
+    db.hg = carver.take<T>(count(p.B, p.GH));
+    if (!training && (p.proj || p.gru_orig())) db.scratch = carver.take<T>(count(p.B, p.H));
+    db.bias = carver.take<T>(p.GH + p.H);
+    if (packing) {
+      db.w_pack = carver.take<T>(forward_recurrent_pack_floats(p));
+      if (p.proj) db.wr_pack = carver.take<T>(packed_b_floats(p.H, p.P));
+      const int64_t widest_input = std::max(p.I0, p.L > 1 ? p.DP : 0);
+      if (p.step_input_steps > 0) {
+        db.wi_pack = carver.take<T>(packed_b_floats(widest_input, p.GH, p.G));
+      }
+      db.a_pack = carver.take<T>(packed_a_floats(p.B, std::max({p.P, p.H, widest_input})));
+      if (p.team_loops) {
+        for (int k = 0; k < 2; ++k) {
+          db.ah_pack[k] = carver.take<T>(packed_a_floats(p.B, p.P));
+          if (p.step_input_steps > 0) {
+            db.ax_pack[k] = carver.take<T>(packed_a_floats(p.B, widest_input));
+          }
+        }
+      }
+    }
+  }
+  if (!p.concurrent_dirs) b.dir[1] = b.dir[0];
   return carver;
 }
 
@@ -78,19 +121,45 @@ Carver carve_backward(const Problem& p, void* base, BackwardBuffers<T>* out) {
   if (!p.packed) b.x = carver.take<T>(count(p.N, p.I0));
   for (int64_t k = 0; k < ping_pong_buffers(p); ++k) b.dy[k] = carver.take<T>(count(p.N, p.DP));
   if (!p.packed) b.dx = carver.take<T>(count(p.N, p.I0));
-  b.dg = carver.take<T>(count(p.N, p.GH));
-  if (p.cell == CellType::gru && p.gru_lbr) b.dgh = carver.take<T>(count(p.N, p.GH));
-  b.h_prev = carver.take<T>(count(p.N, p.P));
-  if (p.proj) b.dr = carver.take<T>(count(p.N, p.P));
   b.ones = carver.take<T>(p.N);
-  b.dh_state = carver.take<T>(count(p.B, p.P));
-  b.h0 = carver.take<T>(count(p.B, p.P));
-  if (p.cell == CellType::lstm) {
-    b.dc_state = carver.take<T>(count(p.B, p.H));
-    b.c0 = carver.take<T>(count(p.B, p.H));
+  b.colsum = carver.take<T>(p.GH);
+  const bool packing = p.engine == GemmEngine::packed;
+  if (packing) {
+    // The all-token products of backward_finish: dW_ih, dW_hh (by parts for the original
+    // GRU), dW_hr and dX.
+    const int64_t N = p.N, GH = p.GH, H = p.H, P = p.P;
+    int64_t floats = packed_gemm_full_floats(GH, P, N);
+    floats = std::max(floats, packed_gemm_full_floats(P, H, N));
+    for (int64_t l = 0; l < p.L; ++l) {
+      const int64_t I = p.input_width(l);
+      floats =
+          std::max({floats, packed_gemm_full_floats(GH, I, N), packed_gemm_full_floats(N, I, GH)});
+    }
+    b.gemm_scratch = carver.take<T>(floats);
   }
-  if (p.proj || (p.cell == CellType::gru && !p.gru_lbr))
-    b.scratch = carver.take<T>(count(p.B, p.H));
+  for (int64_t d = 0; d < (p.concurrent_dirs ? p.D : 1); ++d) {
+    BackwardDirBuffers<T>& db = b.dir[d];
+    db.dg = carver.take<T>(count(p.N, p.GH));
+    if (p.cell == CellType::gru && p.gru_lbr) db.dgh = carver.take<T>(count(p.N, p.GH));
+    db.h_prev = carver.take<T>(count(p.N, p.P));
+    if (p.proj) db.dr = carver.take<T>(count(p.N, p.P));
+    db.dh_state = carver.take<T>(count(p.B, p.P));
+    db.h0 = carver.take<T>(count(p.B, p.P));
+    if (p.cell == CellType::lstm) {
+      db.dc_state = carver.take<T>(count(p.B, p.H));
+      db.c0 = carver.take<T>(count(p.B, p.H));
+    }
+    if (p.proj || p.gru_orig()) db.scratch = carver.take<T>(count(p.B, p.H));
+    if (packing) {
+      db.w_pack = carver.take<T>(backward_recurrent_pack_floats(p));
+      if (p.proj) db.wr_pack = carver.take<T>(packed_b_floats(p.P, p.H));
+      db.a_pack = carver.take<T>(packed_a_floats(p.B, std::max(p.GH, p.P)));
+      if (p.team_loops) {
+        for (int k = 0; k < 2; ++k) db.ag_pack[k] = carver.take<T>(packed_a_floats(p.B, p.GH));
+      }
+    }
+  }
+  if (!p.concurrent_dirs) b.dir[1] = b.dir[0];
   return carver;
 }
 

@@ -35,39 +35,76 @@ ReserveLayer<T> carve_reserve_layer(const Problem& p, Carver& carver, int64_t l)
 template <typename T>
 ReserveLayer<T> reserve_layer(const Problem& p, const void* base, int64_t l);
 
+// What one direction's time loop uses. When the directions run concurrently
+// (Problem::concurrent_dirs) each has its own; otherwise dir[1] is dir[0].
 template <typename T>
-struct ForwardBuffers {
-  T* x = nullptr;        // [N, I] gathered input (not for packed input, which is used as is)
-  T* y[2] = {};          // [N, D*P'] inference layer outputs, ping-pong
-  T* gx = nullptr;       // [N, G*H] inference input projection (LSTM, GRU)
+struct ForwardDirBuffers {
+  T* gx = nullptr;       // [N - split, G*H] inference input projection in bulk (LSTM, GRU)
+  T* gx_step = nullptr;  // [B, G*H] inference input projection of one step in the loop
   T* h_state = nullptr;  // [B, P']
   T* c_state = nullptr;  // [B, H]
   T* hg = nullptr;       // [B, G*H] recurrent projection of one step
   T* scratch = nullptr;  // [B, H] inference LSTMP h_full or original-GRU r * h of one step
   T* bias = nullptr;     // [G*H + H] combined biases of one direction, then b_hn
+  // Packed engine only (else null): W_hh packed (original GRU: its r,z rows, then its n
+  // rows), W_hr packed (LSTMP), W_ih packed (input projection in the loop), and the packed
+  // rows of one step's left operand.
+  T* w_pack = nullptr;
+  T* wi_pack = nullptr;
+  T* wr_pack = nullptr;
+  T* a_pack = nullptr;
+  // Team loops (Problem::team_loops): the packed state and input of a step, double buffered.
+  T* ah_pack[2] = {};
+  T* ax_pack[2] = {};
+};
+
+template <typename T>
+struct ForwardBuffers {
+  T* x = nullptr;             // [N, I] gathered input (not for packed input, which is used as is)
+  T* y[2] = {};               // [N, D*P'] inference layer outputs, ping-pong
+  T* gemm_scratch = nullptr;  // packed engine: packed blocks of the bulk input projection
+  ForwardDirBuffers<T> dir[2];
 };
 
 template <typename T>
 Carver carve_forward(const Problem& p, bool training, void* base, ForwardBuffers<T>* out);
 
 template <typename T>
-struct BackwardBuffers {
-  T* x = nullptr;         // [N, I] gathered input (not for packed input)
-  T* dy[2] = {};          // [N, D*P'] output gradients of the layers, ping-pong
-  T* dx = nullptr;        // [N, I] layer-0 input gradient (not for packed: written in place)
+struct BackwardDirBuffers {
   T* dg = nullptr;        // [N, G*H] input-side pre-activation gradients of one direction
   T* dgh = nullptr;       // [N, 3H] GRU linear before reset: hidden-side gradients
   T* h_prev = nullptr;    // [N, P'] previous state of every token of one direction
   T* dr = nullptr;        // [N, P'] LSTMP: gradient of r before the clip
-  T* ones = nullptr;      // [N] for bias gradients as a GEMM
   T* dh_state = nullptr;  // [B, P']
   T* dc_state = nullptr;  // [B, H]
   T* h0 = nullptr;        // [B, P'] sorted initial state of one layer and direction
   T* c0 = nullptr;        // [B, H]
   T* scratch = nullptr;   // [B, H] LSTMP dh_full or original-GRU d(r*h) of one step
+  // Packed engine only: W_hh packed as the right operand of dG W_hh (original GRU: its r,z
+  // rows, then its n rows), W_hr packed (LSTMP), packed rows of one step's left operand.
+  T* w_pack = nullptr;
+  T* wr_pack = nullptr;
+  T* a_pack = nullptr;
+  T* ag_pack[2] = {};  // team loops: the packed gradients of a step, double buffered
+};
+
+template <typename T>
+struct BackwardBuffers {
+  T* x = nullptr;             // [N, I] gathered input (not for packed input)
+  T* dy[2] = {};              // [N, D*P'] output gradients of the layers, ping-pong
+  T* dx = nullptr;            // [N, I] layer-0 input gradient (not for packed: written in place)
+  T* ones = nullptr;          // [N] for bias gradients as a GEMM
+  T* colsum = nullptr;        // [G*H] bias gradient of one direction before it is stored
+  T* gemm_scratch = nullptr;  // packed engine: packed blocks of the all-token products
+  BackwardDirBuffers<T> dir[2];
 };
 
 template <typename T>
 Carver carve_backward(const Problem& p, void* base, BackwardBuffers<T>* out);
+
+// Floats of the packed weights of one direction (packed engine): the recurrent product of
+// the forward (W_hh^T, by parts for the original GRU) and of the backward (W_hh).
+int64_t forward_recurrent_pack_floats(const Problem& p);
+int64_t backward_recurrent_pack_floats(const Problem& p);
 
 }  // namespace rnnx::cpu

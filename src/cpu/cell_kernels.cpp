@@ -1,40 +1,78 @@
-// Fused elementwise step kernels, forward and backward, for RNN-tanh/ReLU, LSTM (with
-// projection and clipping) and both GRU variants. Each is parallel over the rows of the
-// step; a row's result never depends on the thread count.
+// The fused step kernels of cell_kernels.hpp: the per-ISA table of kernel_dispatch.hpp,
+// run on the calling thread for small steps and otherwise over OpenMP threads, each
+// taking one contiguous piece of the step's rows x cells in row-major order (so a step of
+// one or two rows is split along its cells). Every element is computed by the same code
+// whatever the split, so a row's result never depends on the thread count.
 #include "cpu/cell_kernels.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
-#include <cmath>
+
+#include "cpu/kernel_dispatch.hpp"
 
 namespace rnnx::cpu {
 namespace {
 
-// Below this many elements a step is cheaper on one thread than waking the team.
-constexpr int64_t kParallelMinElements = 4096;
+// Cost of one cell (one j of one row) of each kernel in units of 0.1 ns: the float32
+// AVX-512 kernels on one core of a Xeon (Emerald Rapids), data in cache; other tables
+// scale it by their cost_scale.
+constexpr int64_t kCostLstm = 27, kCostGru = 18, kCostRnn = 6, kCostProj = 2;
+constexpr int64_t kCostGruGates = 12, kCostGruN = 7;
+constexpr int64_t kCostLstmBackward = 9, kCostGruBackward = 5, kCostGruBackwardN = 4;
+constexpr int64_t kCostRnnBackward = 1, kCostProjBackward = 1, kCostGruBackwardR = 2;
+// Each thread gets at least 2 us of work: waking an OpenMP team costs about 0.7 us there.
+constexpr int64_t kMinWorkPerThread = 20000;
 
-template <typename T>
-inline T sigmoid(T v) {
-  return T(1) / (T(1) + std::exp(-v));
+// A position in a step's rows x cells.
+struct Pos {
+  int64_t r, c;
+};
+
+// Where piece t of n starts: row-major position t/n of the step, moved down to a whole
+// vector within its row.
+Pos piece_start(int64_t rows, int64_t cells, int vw, int t, int n) {
+  const int64_t flat = rows * cells * t / n;
+  const int64_t c = flat % cells;
+  return Pos{flat / cells, c - c % vw};
 }
 
-template <typename T>
-inline T clamp_value(T v, const Clamp<T>& c) {
-  if (!c.enabled) return v;
-  if (std::isnan(v)) return c.replace_nan ? c.hi : v;
-  return std::min(std::max(v, c.lo), c.hi);
+// The cells from b up to e as at most three tiles: the end of b's row, whole rows, the
+// start of e's row.
+template <typename K>
+void run_piece(void (*fn)(const K&, Tile), const K& k, int64_t cells, Pos b, Pos e) {
+  if (b.r == e.r) {
+    if (b.c < e.c) fn(k, Tile{b.r, b.r + 1, b.c, e.c});
+    return;
+  }
+  int64_t r = b.r;
+  if (b.c > 0) {
+    fn(k, Tile{r, r + 1, b.c, cells});
+    ++r;
+  }
+  if (r < e.r) fn(k, Tile{r, e.r, 0, cells});
+  if (e.c > 0) fn(k, Tile{e.r, e.r + 1, 0, e.c});
 }
 
-// Whether the gradient passes the clamp: inside [lo, hi], or a NaN that propagated.
-template <typename T>
-inline bool clamp_passes(T raw, const Clamp<T>& c) {
-  if (!c.enabled) return true;
-  if (std::isnan(raw)) return !c.replace_nan;
-  return raw >= c.lo && raw <= c.hi;
-}
-
-template <typename T>
-inline T dy_at(const T* dy, int64_t ld_dy, int64_t i, int64_t j) {
-  return dy ? dy[i * ld_dy + j] : T(0);
+template <typename K, typename T>
+void run_step(void (*fn)(const K&, Tile), const StepKernels<T>& table, const K& k, int64_t rows,
+              int64_t cells, int64_t cost) {
+  if (rows <= 0 || cells <= 0) return;
+  // Inside a parallel region (a caller that threads over something else) stay serial.
+  const int64_t work = rows * cells * cost * table.cost_scale;
+  const int64_t nt =
+      omp_in_parallel() ? 1 : std::min<int64_t>(omp_get_max_threads(), work / kMinWorkPerThread);
+  if (nt <= 1) {
+    fn(k, Tile{0, rows, 0, cells});
+    return;
+  }
+  const int vw = table.vector_width, team = static_cast<int>(nt);
+#pragma omp parallel num_threads(team)
+  {
+    const int n = omp_get_num_threads(), t = omp_get_thread_num();
+    run_piece(fn, k, cells, piece_start(rows, cells, vw, t, n),
+              t + 1 == n ? Pos{rows, 0} : piece_start(rows, cells, vw, t + 1, n));
+  }
 }
 
 }  // namespace
@@ -43,245 +81,76 @@ inline T dy_at(const T* dy, int64_t ld_dy, int64_t i, int64_t j) {
 
 template <typename T>
 void rnn_forward(const RnnForward<T>& k) {
-  const int64_t H = k.H;
-#pragma omp parallel for schedule(static) if (k.rows * H >= kParallelMinElements)
-  for (int64_t i = 0; i < k.rows; ++i) {
-    T* y = k.y + i * k.ld_y;
-    const T* hg = k.hg + i * H;
-    T* hs = k.h_state + i * H;
-    for (int64_t j = 0; j < H; ++j) {
-      const T a = y[j] + hg[j] + k.bias[j];
-      const T h = k.relu ? std::max(a, T(0)) : std::tanh(a);
-      y[j] = h;
-      hs[j] = h;
-    }
-  }
+  const StepKernels<T>& s = step_kernels<T>();
+  run_step(s.rnn_forward, s, k, k.rows, k.H, kCostRnn);
 }
 
 template <typename T>
 void lstm_forward(const LstmForward<T>& k) {
-  const int64_t H = k.H;
-#pragma omp parallel for schedule(static) if (k.rows * 4 * H >= kParallelMinElements)
-  for (int64_t i = 0; i < k.rows; ++i) {
-    T* g = k.gates + i * 4 * H;
-    const T* hg = k.hg + i * 4 * H;
-    T* c = k.c_state + i * H;
-    T* h = k.h + i * k.ld_h;
-    for (int64_t j = 0; j < H; ++j) {
-      const T gi = sigmoid(g[j] + hg[j] + k.bias[j]);
-      const T gf = sigmoid(g[H + j] + hg[H + j] + k.bias[H + j]);
-      const T gg = std::tanh(g[2 * H + j] + hg[2 * H + j] + k.bias[2 * H + j]);
-      const T go = sigmoid(g[3 * H + j] + hg[3 * H + j] + k.bias[3 * H + j]);
-      g[j] = gi;
-      g[H + j] = gf;
-      g[2 * H + j] = gg;
-      g[3 * H + j] = go;
-      const T c_raw = gf * c[j] + gi * gg;
-      const T cn = clamp_value(c_raw, k.cell_clip);
-      if (k.c_pass) k.c_pass[i * H + j] = clamp_passes(c_raw, k.cell_clip);
-      c[j] = cn;
-      if (k.c_keep) k.c_keep[i * H + j] = cn;
-      h[j] = go * std::tanh(cn);
-      if (k.h_state) k.h_state[i * H + j] = h[j];
-    }
-  }
+  const StepKernels<T>& s = step_kernels<T>();
+  run_step(s.lstm_forward, s, k, k.rows, k.H, kCostLstm);
 }
 
 template <typename T>
 void proj_forward(const ProjForward<T>& k) {
-  const int64_t P = k.P;
-#pragma omp parallel for schedule(static) if (k.rows * P >= kParallelMinElements)
-  for (int64_t i = 0; i < k.rows; ++i) {
-    T* y = k.y + i * k.ld_y;
-    for (int64_t j = 0; j < P; ++j) {
-      const T raw = y[j];
-      if (k.pass) k.pass[i * P + j] = clamp_passes(raw, k.proj_clip);
-      const T r = clamp_value(raw, k.proj_clip);
-      y[j] = r;
-      k.h_state[i * P + j] = r;
-    }
-  }
+  const StepKernels<T>& s = step_kernels<T>();
+  run_step(s.proj_forward, s, k, k.rows, k.P, kCostProj);
 }
 
 template <typename T>
 void gru_forward(const GruForward<T>& k) {
-  const int64_t H = k.H;
-#pragma omp parallel for schedule(static) if (k.rows * 3 * H >= kParallelMinElements)
-  for (int64_t i = 0; i < k.rows; ++i) {
-    T* g = k.gates + i * 3 * H;
-    const T* hg = k.hg + i * 3 * H;
-    T* hs = k.h_state + i * H;
-    T* y = k.y + i * k.ld_y;
-    for (int64_t j = 0; j < H; ++j) {
-      const T r = sigmoid(g[j] + hg[j] + k.bias[j]);
-      const T z = sigmoid(g[H + j] + hg[H + j] + k.bias[H + j]);
-      const T hn = hg[2 * H + j] + k.b_hn[j];
-      const T n = std::tanh(g[2 * H + j] + k.bias[2 * H + j] + r * hn);
-      g[j] = r;
-      g[H + j] = z;
-      g[2 * H + j] = n;
-      if (k.hn_keep) k.hn_keep[i * H + j] = hn;
-      const T h = (T(1) - z) * n + z * hs[j];
-      hs[j] = h;
-      y[j] = h;
-    }
-  }
+  const StepKernels<T>& s = step_kernels<T>();
+  run_step(s.gru_forward, s, k, k.rows, k.H, kCostGru);
 }
 
 template <typename T>
 void gru_orig_gates_forward(const GruOrigGatesForward<T>& k) {
-  const int64_t H = k.H;
-#pragma omp parallel for schedule(static) if (k.rows * 2 * H >= kParallelMinElements)
-  for (int64_t i = 0; i < k.rows; ++i) {
-    T* g = k.gates + i * 3 * H;
-    const T* hg = k.hg + i * k.ld_hg;
-    const T* hs = k.h_state + i * H;
-    for (int64_t j = 0; j < H; ++j) {
-      const T r = sigmoid(g[j] + hg[j] + k.bias[j]);
-      g[j] = r;
-      g[H + j] = sigmoid(g[H + j] + hg[H + j] + k.bias[H + j]);
-      k.rh[i * H + j] = r * hs[j];
-    }
-  }
+  const StepKernels<T>& s = step_kernels<T>();
+  run_step(s.gru_orig_gates_forward, s, k, k.rows, k.H, kCostGruGates);
 }
 
 template <typename T>
 void gru_orig_forward(const GruOrigForward<T>& k) {
-  const int64_t H = k.H;
-#pragma omp parallel for schedule(static) if (k.rows * H >= kParallelMinElements)
-  for (int64_t i = 0; i < k.rows; ++i) {
-    T* g = k.gates + i * 3 * H;
-    const T* u = k.u + i * k.ld_u;
-    T* hs = k.h_state + i * H;
-    T* y = k.y + i * k.ld_y;
-    for (int64_t j = 0; j < H; ++j) {
-      const T n = std::tanh(g[2 * H + j] + k.bias[2 * H + j] + u[j] + k.b_hn[j]);
-      g[2 * H + j] = n;
-      const T z = g[H + j];
-      const T h = (T(1) - z) * n + z * hs[j];
-      hs[j] = h;
-      y[j] = h;
-    }
-  }
+  const StepKernels<T>& s = step_kernels<T>();
+  run_step(s.gru_orig_forward, s, k, k.rows, k.H, kCostGruN);
 }
 
 // ---- backward ----
 
 template <typename T>
 void rnn_backward(const RnnBackward<T>& k) {
-  const int64_t H = k.H;
-#pragma omp parallel for schedule(static) if (k.rows * H >= kParallelMinElements)
-  for (int64_t i = 0; i < k.rows; ++i) {
-    const T* h = k.h + i * k.ld_h;
-    for (int64_t j = 0; j < H; ++j) {
-      const T dh = k.dh[i * H + j] + dy_at(k.dy, k.ld_dy, i, j);
-      // ReLU: h > 0 exactly when the pre-activation is > 0 (NaN gives 0 either way).
-      const T deriv = k.relu ? (h[j] > T(0) ? T(1) : T(0)) : T(1) - h[j] * h[j];
-      k.dg[i * H + j] = dh * deriv;
-    }
-  }
+  const StepKernels<T>& s = step_kernels<T>();
+  run_step(s.rnn_backward, s, k, k.rows, k.H, kCostRnnBackward);
 }
 
 template <typename T>
 void proj_backward(const ProjBackward<T>& k) {
-  const int64_t P = k.P;
-#pragma omp parallel for schedule(static) if (k.rows * P >= kParallelMinElements)
-  for (int64_t i = 0; i < k.rows; ++i) {
-    for (int64_t j = 0; j < P; ++j) {
-      const T dh = k.dh[i * P + j] + dy_at(k.dy, k.ld_dy, i, j);
-      k.dr[i * P + j] = (!k.pass || k.pass[i * P + j]) ? dh : T(0);
-    }
-  }
+  const StepKernels<T>& s = step_kernels<T>();
+  run_step(s.proj_backward, s, k, k.rows, k.P, kCostProjBackward);
 }
 
 template <typename T>
 void lstm_backward(const LstmBackward<T>& k) {
-  const int64_t H = k.H;
-#pragma omp parallel for schedule(static) if (k.rows * 4 * H >= kParallelMinElements)
-  for (int64_t i = 0; i < k.rows; ++i) {
-    const T* g = k.gates + i * 4 * H;
-    const T* c = k.c + i * H;
-    const T* cp = k.c_prev.row(i);
-    T* dc = k.dc_state + i * H;
-    T* dg = k.dg + i * 4 * H;
-    for (int64_t j = 0; j < H; ++j) {
-      const T gi = g[j], gf = g[H + j], gg = g[2 * H + j], go = g[3 * H + j];
-      const T dh = k.dh[i * H + j] + dy_at(k.dy, k.ld_dy, i, j);
-      const T tc = std::tanh(c[j]);
-      T dcj = dc[j] + dh * go * (T(1) - tc * tc);
-      if (k.c_pass && !k.c_pass[i * H + j]) dcj = T(0);
-      dg[j] = dcj * gg * gi * (T(1) - gi);
-      dg[H + j] = dcj * cp[j] * gf * (T(1) - gf);
-      dg[2 * H + j] = dcj * gi * (T(1) - gg * gg);
-      dg[3 * H + j] = dh * tc * go * (T(1) - go);
-      dc[j] = dcj * gf;
-    }
-  }
+  const StepKernels<T>& s = step_kernels<T>();
+  run_step(s.lstm_backward, s, k, k.rows, k.H, kCostLstmBackward);
 }
 
 template <typename T>
 void gru_backward(const GruBackward<T>& k) {
-  const int64_t H = k.H;
-#pragma omp parallel for schedule(static) if (k.rows * 3 * H >= kParallelMinElements)
-  for (int64_t i = 0; i < k.rows; ++i) {
-    const T* g = k.gates + i * 3 * H;
-    const T* hp = k.h_prev + i * H;
-    const T* hn = k.hn + i * H;
-    T* dh = k.dh + i * H;
-    T* dg = k.dg + i * 3 * H;
-    T* dgh = k.dgh + i * 3 * H;
-    for (int64_t j = 0; j < H; ++j) {
-      const T r = g[j], z = g[H + j], n = g[2 * H + j];
-      const T d = dh[j] + dy_at(k.dy, k.ld_dy, i, j);
-      const T dn = d * (T(1) - z) * (T(1) - n * n);
-      const T dz = d * (hp[j] - n) * z * (T(1) - z);
-      const T dr = dn * hn[j] * r * (T(1) - r);
-      dg[j] = dr;
-      dg[H + j] = dz;
-      dg[2 * H + j] = dn;
-      dgh[j] = dr;
-      dgh[H + j] = dz;
-      dgh[2 * H + j] = dn * r;
-      dh[j] = d * z;
-    }
-  }
+  const StepKernels<T>& s = step_kernels<T>();
+  run_step(s.gru_backward, s, k, k.rows, k.H, kCostGruBackward);
 }
 
 template <typename T>
 void gru_orig_backward_n(const GruOrigBackwardN<T>& k) {
-  const int64_t H = k.H;
-#pragma omp parallel for schedule(static) if (k.rows * 2 * H >= kParallelMinElements)
-  for (int64_t i = 0; i < k.rows; ++i) {
-    const T* g = k.gates + i * 3 * H;
-    const T* hp = k.h_prev + i * H;
-    T* dh = k.dh + i * H;
-    T* dg = k.dg + i * 3 * H;
-    for (int64_t j = 0; j < H; ++j) {
-      const T z = g[H + j], n = g[2 * H + j];
-      const T d = dh[j] + dy_at(k.dy, k.ld_dy, i, j);
-      dg[H + j] = d * (hp[j] - n) * z * (T(1) - z);
-      dg[2 * H + j] = d * (T(1) - z) * (T(1) - n * n);
-      dh[j] = d * z;
-    }
-  }
+  const StepKernels<T>& s = step_kernels<T>();
+  run_step(s.gru_orig_backward_n, s, k, k.rows, k.H, kCostGruBackwardN);
 }
 
 template <typename T>
 void gru_orig_backward_r(const GruOrigBackwardR<T>& k) {
-  const int64_t H = k.H;
-#pragma omp parallel for schedule(static) if (k.rows * H >= kParallelMinElements)
-  for (int64_t i = 0; i < k.rows; ++i) {
-    const T* g = k.gates + i * 3 * H;
-    const T* hp = k.h_prev + i * H;
-    const T* drh = k.drh + i * H;
-    T* dh = k.dh + i * H;
-    T* dg = k.dg + i * 3 * H;
-    for (int64_t j = 0; j < H; ++j) {
-      const T r = g[j];
-      dg[j] = drh[j] * hp[j] * r * (T(1) - r);
-      dh[j] += drh[j] * r;
-    }
-  }
+  const StepKernels<T>& s = step_kernels<T>();
+  run_step(s.gru_orig_backward_r, s, k, k.rows, k.H, kCostGruBackwardR);
 }
 
 #define RNNX_INSTANTIATE(T)                                               \

@@ -1,6 +1,6 @@
 // The fast CPU backend behind a Plan: sizes every buffer at plan time and runs the
-// forward and backward passes of passes.hpp, float32 on oneDNN's sgemm and float64 on
-// OpenBLAS's dgemm.
+// forward and backward passes of passes.hpp, float32 on rnnx's packed AVX-512 GEMM (or
+// oneDNN's sgemm), float64 on OpenBLAS's dgemm.
 #include <string>
 
 #include "core/backend.hpp"
@@ -29,9 +29,18 @@ class CpuBackend final : public BackendImpl {
     backward_size_ = cpu::carve_backward<T>(problem_, nullptr, nullptr).used();
   }
 
+  // cpu:{isa}/{gemm}[/team][/dirs-concurrent] (docs/cpu.md): float32 runs its products on
+  // the packed engine or on dnnl_sgemm, float64 on OpenBLAS; then how the time loops run.
   std::string name() const override {
-    return std::string("cpu:") + cpu_isa_used() +
-           (sizeof(T) == sizeof(float) ? "/onednn-sgemm" : "/openblas-dgemm");
+    std::string s = std::string("cpu:") + cpu_isa_used();
+    if constexpr (sizeof(T) == sizeof(double)) {
+      s += "/openblas-dgemm";
+    } else {
+      s += problem_.engine == cpu::GemmEngine::packed ? "/packed-avx512" : "/onednn-sgemm";
+    }
+    if (problem_.team_loops) s += "/team";
+    if (problem_.concurrent_dirs) s += "/dirs-concurrent";
+    return s;
   }
   size_t forward_workspace_size(bool training) const override { return forward_size_[training]; }
   size_t backward_workspace_size() const override { return backward_size_; }

@@ -1,14 +1,23 @@
-// Forward pass: per layer and direction one input-projection GEMM over all real tokens,
-// then the time loop (recurrent GEMM on the active rows, one fused step kernel). Training
-// keeps what backward needs in the reserve; inference keeps nothing.
+// Forward pass: per layer and direction the input projection (one GEMM over the rows of
+// the steps with few rows; the packed engine projects the rows of steps with many in the
+// loop, where they stay in cache), then the time loop (recurrent GEMM on the active rows
+// with the weights packed once, one fused step kernel); the two directions' loops run at
+// once when the plan says so.
+// Training keeps what backward needs in the reserve; inference keeps nothing.
+#include <omp.h>
+
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "core/dropout.hpp"
 #include "cpu/buffers.hpp"
 #include "cpu/cell_kernels.hpp"
 #include "cpu/gemm.hpp"
+#include "cpu/kernel_dispatch.hpp"
+#include "cpu/packed_gemm.hpp"
 #include "cpu/passes.hpp"
+#include "cpu/rows.hpp"
 
 namespace rnnx::cpu {
 namespace {
@@ -29,31 +38,104 @@ void combine_biases(const Problem& p, const T* w, const ParamOffsets& po, T* out
   for (int64_t j = 0; j < H; ++j) out[gh + j] = gru ? b_hh[2 * H + j] : T(0);
 }
 
+// The products with weights of one direction: W_ih^T for the steps that project their
+// input in the loop, W_hh^T (the original GRU's r,z rows and its n rows apart) and W_hr^T,
+// packed once for the whole time loop by the packed engine.
 template <typename T>
-void forward_direction(const Problem& p, const ForwardArgs& a, int64_t l, int64_t d, const T* X,
-                       T* Y, const ReserveDir<T>& rd, bool training, const ForwardBuffers<T>& buf) {
+struct ForwardWeights {
+  WeightGemm<T> ih, hh, hh_n, hr;
+};
+
+template <typename T>
+ForwardWeights<T> bind_forward_weights(const Problem& p, const T* w, const ParamOffsets& po,
+                                       int64_t I, const ForwardDirBuffers<T>& db) {
+  const int64_t H = p.H, P = p.P;
+  const bool pack = p.pack_weights();
+  T* wp = pack ? db.w_pack : nullptr;
+  ForwardWeights<T> fw;
+  // Gate by gate (blocks = G), so that a thread of a team loop owns the same cells of every
+  // gate.
+  if (p.step_input_steps > 0) {
+    fw.ih.bind(Op::T, w + po.w_ih, I, I, p.GH, pack ? db.wi_pack : nullptr, p.G);
+  }
+  if (p.gru_orig()) {
+    fw.hh.bind(Op::T, w + po.w_hh, P, P, 2 * H, wp);
+    fw.hh_n.bind(Op::T, w + po.w_hh + 2 * H * P, P, H, H,
+                 pack ? wp + packed_b_floats(P, 2 * H) : nullptr);
+  } else {
+    fw.hh.bind(Op::T, w + po.w_hh, P, P, p.GH, wp, p.G);
+  }
+  if (p.proj) fw.hr.bind(Op::T, w + po.w_hr, H, H, P, pack ? db.wr_pack : nullptr);
+  return fw;
+}
+
+// Where the input projection x W_ih^T of each step's rows goes, and where the step kernel
+// finds it: RNN straight into its output columns of y (one gate, the step kernel then
+// works in place); LSTM and GRU in training into the reserve's gates; in inference the
+// rows past split_row (projected in bulk) into gx, the others (projected in the loop) into
+// gx_step, one step at a time.
+template <typename T>
+struct InputGates {
+  T* base = nullptr;
+  int64_t base_row = 0;  // row r at base + (r - base_row) * ld
+  int64_t ld = 0;
+  T* step = nullptr;  // rows before split_row, when not at base
+  int64_t split_row = 0;
+
+  T* at(int64_t r0) const { return step && r0 < split_row ? step : base + (r0 - base_row) * ld; }
+};
+
+template <typename T>
+InputGates<T> input_gates(const Problem& p, int64_t d, T* Y, const ReserveDir<T>& rd, bool training,
+                          const ForwardDirBuffers<T>& db) {
+  InputGates<T> g;
+  g.split_row = p.schedule().offsets[p.step_input_steps];
+  if (p.is_rnn()) {
+    g.base = Y + d * p.P;
+    g.ld = p.DP;
+  } else if (training) {
+    g.base = rd.gates;
+    g.ld = p.GH;
+  } else {
+    g.base = db.gx;
+    g.base_row = g.split_row;
+    g.ld = p.GH;
+    g.step = db.gx_step;
+  }
+  return g;
+}
+
+// The input projection of the rows that are projected in bulk, as one GEMM.
+template <typename T>
+void bulk_input_projection(const Problem& p, const ForwardArgs& a, int64_t l, int64_t d, const T* X,
+                           const InputGates<T>& g, T* scratch) {
+  const int64_t I = p.input_width(l), r0 = g.split_row;
+  const T* w = static_cast<const T*>(a.weights);
+  gemm_all_tokens<T>(Op::N, Op::T, p.N - r0, p.GH, I, X + r0 * I, I, w + p.param(l, d).w_ih, I,
+                     false, g.at(r0), g.ld, p.pack_weights() ? scratch : nullptr);
+}
+
+// The time loop of one layer and direction, after the bulk input projection.
+template <typename T>
+void forward_time_loop(const Problem& p, const ForwardArgs& a, int64_t l, int64_t d, const T* X,
+                       const InputGates<T>& g, T* Y, const ReserveDir<T>& rd, bool training,
+                       const ForwardDirBuffers<T>& db) {
   const core::Schedule& s = p.schedule();
   const int64_t H = p.H, P = p.P, GH = p.GH, DP = p.DP, I = p.input_width(l);
   const T* w = static_cast<const T*>(a.weights);
   const ParamOffsets& po = p.param(l, d);
-  const T* w_ih = w + po.w_ih;
-  const T* w_hh = w + po.w_hh;
-  combine_biases(p, w, po, buf.bias);
-  const T* bias = buf.bias;
-  const T* b_hn = buf.bias + GH;
-
-  // Input projection of every real token at once. RNN writes it straight into its output
-  // columns of y (one gate, the step kernel then works in place).
-  T* gx = p.is_rnn() ? Y + d * P : (training ? rd.gates : buf.gx);
-  const int64_t ld_gx = p.is_rnn() ? DP : GH;
-  gemm<T>(Op::N, Op::T, p.N, GH, I, T(1), X, I, w_ih, I, T(0), gx, ld_gx);
+  combine_biases(p, w, po, db.bias);
+  const T* bias = db.bias;
+  const T* b_hn = db.bias + GH;
+  const ForwardWeights<T> fw = bind_forward_weights(p, w, po, I, db);
+  T* const ap = db.a_pack;
 
   const int64_t sd = (l * p.D + d) * p.B;  // first state row of this layer and direction
-  core::gather_state(s, a.h0 ? static_cast<const T*>(a.h0) + sd * P : nullptr, buf.h_state, P);
+  core::gather_state(s, a.h0 ? static_cast<const T*>(a.h0) + sd * P : nullptr, db.h_state, P);
   if (p.cell == CellType::lstm) {
-    core::gather_state(s, a.c0 ? static_cast<const T*>(a.c0) + sd * H : nullptr, buf.c_state, H);
+    core::gather_state(s, a.c0 ? static_cast<const T*>(a.c0) + sd * H : nullptr, db.c_state, H);
   }
-  T* hs = buf.h_state;
+  T* hs = db.h_state;
   const Clamp<T> cell_clip(p.config().cell_clip, p.config().clip_nan);
   const Clamp<T> proj_clip(p.config().proj_clip, p.config().clip_nan);
 
@@ -61,30 +143,32 @@ void forward_direction(const Problem& p, const ForwardArgs& a, int64_t l, int64_
     const int64_t t = d == 0 ? k : p.T_eff - 1 - k;
     const int64_t bs = s.batch_sizes[t], r0 = s.offsets[t];
     T* y = Y + r0 * DP + d * P;
+    T* gates = g.at(r0);
+    if (t < p.step_input_steps) fw.ih.run(bs, X + r0 * I, I, false, gates, g.ld, ap);
     switch (p.cell) {
       case CellType::rnn_tanh:
       case CellType::rnn_relu:
-        gemm<T>(Op::N, Op::T, bs, H, P, T(1), hs, P, w_hh, P, T(0), buf.hg, H);
+        fw.hh.run(bs, hs, P, false, db.hg, H, ap);
         rnn_forward(RnnForward<T>{.rows = bs,
                                   .H = H,
                                   .relu = p.cell == CellType::rnn_relu,
                                   .bias = bias,
-                                  .hg = buf.hg,
+                                  .hg = db.hg,
                                   .y = y,
                                   .ld_y = DP,
                                   .h_state = hs});
         break;
       case CellType::lstm: {
-        gemm<T>(Op::N, Op::T, bs, GH, P, T(1), hs, P, w_hh, P, T(0), buf.hg, GH);
+        fw.hh.run(bs, hs, P, false, db.hg, GH, ap);
         // With projection h_full goes to the reserve (training) or scratch, then r = h_full
         // W_hr^T lands in y and becomes the state; without, h is the output and the state.
-        T* h_full = !p.proj ? nullptr : training ? rd.h_full + r0 * H : buf.scratch;
+        T* h_full = !p.proj ? nullptr : training ? rd.h_full + r0 * H : db.scratch;
         lstm_forward(LstmForward<T>{.rows = bs,
                                     .H = H,
                                     .bias = bias,
-                                    .hg = buf.hg,
-                                    .gates = gx + r0 * GH,
-                                    .c_state = buf.c_state,
+                                    .hg = db.hg,
+                                    .gates = gates,
+                                    .c_state = db.c_state,
                                     .c_keep = training ? rd.c + r0 * H : nullptr,
                                     .c_pass = training && rd.c_pass ? rd.c_pass + r0 * H : nullptr,
                                     .cell_clip = cell_clip,
@@ -92,7 +176,7 @@ void forward_direction(const Problem& p, const ForwardArgs& a, int64_t l, int64_
                                     .ld_h = p.proj ? H : DP,
                                     .h_state = p.proj ? nullptr : hs});
         if (p.proj) {
-          gemm<T>(Op::N, Op::T, bs, P, H, T(1), h_full, H, w + po.w_hr, H, T(0), y, DP);
+          fw.hr.run(bs, h_full, H, false, y, DP, ap);
           proj_forward(ProjForward<T>{.rows = bs,
                                       .P = P,
                                       .y = y,
@@ -104,14 +188,13 @@ void forward_direction(const Problem& p, const ForwardArgs& a, int64_t l, int64_
         break;
       }
       case CellType::gru: {
-        T* gates = gx + r0 * GH;
         if (p.gru_lbr) {
-          gemm<T>(Op::N, Op::T, bs, GH, P, T(1), hs, P, w_hh, P, T(0), buf.hg, GH);
+          fw.hh.run(bs, hs, P, false, db.hg, GH, ap);
           gru_forward(GruForward<T>{.rows = bs,
                                     .H = H,
                                     .bias = bias,
                                     .b_hn = b_hn,
-                                    .hg = buf.hg,
+                                    .hg = db.hg,
                                     .gates = gates,
                                     .hn_keep = training ? rd.hn + r0 * H : nullptr,
                                     .h_state = hs,
@@ -119,18 +202,18 @@ void forward_direction(const Problem& p, const ForwardArgs& a, int64_t l, int64_
                                     .ld_y = DP});
         } else {
           // r and z first: n needs W_hn (r * h), a second GEMM.
-          gemm<T>(Op::N, Op::T, bs, 2 * H, P, T(1), hs, P, w_hh, P, T(0), buf.hg, GH);
-          T* rh = training ? rd.hn + r0 * H : buf.scratch;
+          fw.hh.run(bs, hs, P, false, db.hg, GH, ap);
+          T* rh = training ? rd.hn + r0 * H : db.scratch;
           gru_orig_gates_forward(GruOrigGatesForward<T>{.rows = bs,
                                                         .H = H,
                                                         .bias = bias,
-                                                        .hg = buf.hg,
+                                                        .hg = db.hg,
                                                         .ld_hg = GH,
                                                         .gates = gates,
                                                         .h_state = hs,
                                                         .rh = rh});
-          T* u = buf.hg + 2 * H;
-          gemm<T>(Op::N, Op::T, bs, H, H, T(1), rh, H, w_hh + 2 * H * P, P, T(0), u, GH);
+          T* u = db.hg + 2 * H;
+          fw.hh_n.run(bs, rh, H, false, u, GH, ap);
           gru_orig_forward(GruOrigForward<T>{.rows = bs,
                                              .H = H,
                                              .bias = bias,
@@ -149,7 +232,133 @@ void forward_direction(const Problem& p, const ForwardArgs& a, int64_t l, int64_
   // Rows of finished sequences were left alone, so the state buffer holds each
   // sequence's state after its own last step (and h0 for length 0).
   if (a.hy) core::scatter_state(s, hs, static_cast<T*>(a.hy) + sd * P, P);
-  if (a.cy) core::scatter_state(s, buf.c_state, static_cast<T*>(a.cy) + sd * H, H);
+  if (a.cy) core::scatter_state(s, db.c_state, static_cast<T*>(a.cy) + sd * H, H);
+}
+
+// The time loop of one direction as one parallel region for all its steps (RNN, LSTM
+// without projection, linear-before-reset GRU): each thread owns the same cells of every
+// gate, computes their columns of the step's products on its share of the packed weights
+// (which stays in its core's cache), runs the step kernel on them, and packs its columns of
+// the new state as the next step's left operand; one barrier per step.
+template <typename T>
+void forward_time_loop_team(const Problem& p, const ForwardArgs& a, int64_t l, int64_t d,
+                            const T* X, const InputGates<T>& g, T* Y, const ReserveDir<T>& rd,
+                            bool training, const ForwardDirBuffers<T>& db, int threads) {
+  if constexpr (std::is_same_v<T, float>) {
+    const core::Schedule& s = p.schedule();
+    const int64_t H = p.H, P = p.P, GH = p.GH, DP = p.DP, I = p.input_width(l);
+    const T* w = static_cast<const T*>(a.weights);
+    const ParamOffsets& po = p.param(l, d);
+    combine_biases(p, w, po, db.bias);
+    const ForwardWeights<T> fw = bind_forward_weights(p, w, po, I, db);
+    const PackedB w_hh{fw.hh.packed(), P, GH, p.G};
+    const PackedB w_ih{fw.ih.packed(), I, GH, p.G};
+    const int64_t sd = (l * p.D + d) * p.B;
+    core::gather_state(s, a.h0 ? static_cast<const T*>(a.h0) + sd * P : nullptr, db.h_state, P);
+    if (p.cell == CellType::lstm) {
+      core::gather_state(s, a.c0 ? static_cast<const T*>(a.c0) + sd * H : nullptr, db.c_state, H);
+    }
+    T* hs = db.h_state;
+    const Clamp<T> cell_clip(p.config().cell_clip, p.config().clip_nan);
+    const StepKernels<float>& kernels = step_kernels<float>();
+    const int64_t cell_panels = w_hh.panels_per_block();
+    const int64_t x_units = (I + 15) / 16;  // the input's columns, packed 16 at a time
+    auto time_of = [&](int64_t k) { return d == 0 ? k : p.T_eff - 1 - k; };
+
+#pragma omp parallel num_threads(threads) if (p.T_eff > 0)
+    if (p.T_eff > 0) {
+      const int n = omp_get_num_threads(), th = omp_get_thread_num();
+      const int64_t q0 = cell_panels * th / n, q1 = cell_panels * (th + 1) / n;
+      const int64_t j0 = std::min(H, q0 * kPackedPanel), j1 = std::min(H, q1 * kPackedPanel);
+      const int64_t x0 = std::min(I, x_units * th / n * 16);
+      const int64_t x1 = std::min(I, x_units * (th + 1) / n * 16);
+      // This thread's columns of step k's left operands: the state (its cells) and the input.
+      auto pack_operands = [&](int64_t k) {
+        const int64_t t = time_of(k), bs = s.batch_sizes[t], buf = k & 1;
+        pack_a_columns(bs, P, hs, P, j0, j1, db.ah_pack[buf]);
+        if (t < p.step_input_steps) {
+          pack_a_columns(bs, I, X + s.offsets[t] * I, I, x0, x1, db.ax_pack[buf]);
+        }
+      };
+      pack_operands(0);
+#pragma omp barrier
+      for (int64_t k = 0; k < p.T_eff; ++k) {
+        const int64_t t = time_of(k), bs = s.batch_sizes[t], r0 = s.offsets[t], buf = k & 1;
+        T* y = Y + r0 * DP + d * P;
+        T* gates = g.at(r0);
+        if (t < p.step_input_steps) {
+          multiply_panel_range(bs, db.ax_pack[buf], w_ih, q0, q1, false, gates, g.ld);
+        }
+        multiply_panel_range(bs, db.ah_pack[buf], w_hh, q0, q1, false, db.hg, GH);
+        const Tile tile{0, bs, j0, j1};
+        if (j0 < j1) {
+          switch (p.cell) {
+            case CellType::rnn_tanh:
+            case CellType::rnn_relu:
+              kernels.rnn_forward(RnnForward<T>{.rows = bs,
+                                                .H = H,
+                                                .relu = p.cell == CellType::rnn_relu,
+                                                .bias = db.bias,
+                                                .hg = db.hg,
+                                                .y = y,
+                                                .ld_y = DP,
+                                                .h_state = hs},
+                                  tile);
+              break;
+            case CellType::lstm:
+              kernels.lstm_forward(
+                  LstmForward<T>{.rows = bs,
+                                 .H = H,
+                                 .bias = db.bias,
+                                 .hg = db.hg,
+                                 .gates = gates,
+                                 .c_state = db.c_state,
+                                 .c_keep = training ? rd.c + r0 * H : nullptr,
+                                 .c_pass = training && rd.c_pass ? rd.c_pass + r0 * H : nullptr,
+                                 .cell_clip = cell_clip,
+                                 .h = y,
+                                 .ld_h = DP,
+                                 .h_state = hs},
+                  tile);
+              break;
+            case CellType::gru:
+              kernels.gru_forward(GruForward<T>{.rows = bs,
+                                                .H = H,
+                                                .bias = db.bias,
+                                                .b_hn = db.bias + GH,
+                                                .hg = db.hg,
+                                                .gates = gates,
+                                                .hn_keep = training ? rd.hn + r0 * H : nullptr,
+                                                .h_state = hs,
+                                                .y = y,
+                                                .ld_y = DP},
+                                  tile);
+              break;
+          }
+        }
+        if (k + 1 < p.T_eff) pack_operands(k + 1);
+#pragma omp barrier
+      }
+    }
+    if (a.hy) core::scatter_state(s, hs, static_cast<T*>(a.hy) + sd * P, P);
+    if (a.cy) core::scatter_state(s, db.c_state, static_cast<T*>(a.cy) + sd * H, H);
+  } else {
+    (void)p, (void)a, (void)l, (void)d, (void)X, (void)g, (void)Y, (void)rd, (void)training;
+    (void)db, (void)threads;
+  }
+}
+
+template <typename T>
+void run_time_loop(const Problem& p, const ForwardArgs& a, int64_t l, int64_t d, const T* X,
+                   const InputGates<T>& g, T* Y, const ReserveDir<T>& rd, bool training,
+                   const ForwardDirBuffers<T>& db) {
+  if (p.team_loops && p.pack_weights()) {
+    // Inside the concurrent directions' region the team is this thread alone.
+    forward_time_loop_team(p, a, l, d, X, g, Y, rd, training, db,
+                           omp_in_parallel() ? 1 : omp_get_max_threads());
+  } else {
+    forward_time_loop(p, a, l, d, X, g, Y, rd, training, db);
+  }
 }
 
 }  // namespace
@@ -163,9 +372,10 @@ void run_forward(const Problem& p, const ForwardArgs& a, void* workspace) {
 
   const T* X = static_cast<const T*>(a.x);
   if (!p.packed) {
-    core::gather_rows(p.shape(), s, X, buf.x, p.I0);
+    gather_rows_parallel(p.shape(), s, X, buf.x, p.I0);
     X = buf.x;
   }
+  const bool concurrent = p.concurrent_dirs && p.D == 2 && omp_get_max_threads() >= 2;
   T* Y = nullptr;
   for (int64_t l = 0; l < p.L; ++l) {
     const bool top = l == p.L - 1;
@@ -176,8 +386,23 @@ void run_forward(const Problem& p, const ForwardArgs& a, void* workspace) {
     } else {
       Y = top && p.packed ? static_cast<T*>(a.y) : buf.y[l % 2];
     }
-    for (int64_t d = 0; d < p.D; ++d)
-      forward_direction(p, a, l, d, X, Y, res.dir[d], training, buf);
+    if (concurrent) {
+      // Both bulk input projections on all threads, then one thread per direction's loop.
+      InputGates<T> g[2];
+      for (int64_t d = 0; d < 2; ++d) {
+        g[d] = input_gates(p, d, Y, res.dir[d], training, buf.dir[d]);
+        bulk_input_projection(p, a, l, d, X, g[d], buf.gemm_scratch);
+      }
+      run_directions_concurrently([&](int64_t d) {
+        run_time_loop(p, a, l, d, X, g[d], Y, res.dir[d], training, buf.dir[d]);
+      });
+    } else {
+      for (int64_t d = 0; d < p.D; ++d) {
+        const InputGates<T> g = input_gates(p, d, Y, res.dir[d], training, buf.dir[d]);
+        bulk_input_projection(p, a, l, d, X, g, buf.gemm_scratch);
+        run_time_loop(p, a, l, d, X, g, Y, res.dir[d], training, buf.dir[d]);
+      }
+    }
     X = Y;
     if (training && p.dropout_after(l)) {
       // The undropped output stays in y: it holds the recurrent states backward needs.
@@ -188,8 +413,8 @@ void run_forward(const Problem& p, const ForwardArgs& a, void* workspace) {
     }
   }
   if (Y != a.y) {
-    core::scatter_rows(p.shape(), s, static_cast<const T*>(Y), static_cast<T*>(a.y), p.DP,
-                       static_cast<T>(p.config().padding_fill));
+    scatter_rows_parallel(p.shape(), s, static_cast<const T*>(Y), static_cast<T*>(a.y), p.DP,
+                          static_cast<T>(p.config().padding_fill));
   }
 }
 

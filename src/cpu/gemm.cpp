@@ -6,9 +6,13 @@
 #include <cblas.h>
 #include <oneapi/dnnl/dnnl.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <string>
+#include <type_traits>
 
+#include "cpu/packed_gemm.hpp"
 #include "rnnx/error.hpp"
 
 namespace rnnx::cpu {
@@ -60,5 +64,66 @@ void gemm<double>(Op trans_a, Op trans_b, int64_t M, int64_t N, int64_t K, doubl
               static_cast<blasint>(N), static_cast<blasint>(K), alpha, A, static_cast<blasint>(lda),
               B, static_cast<blasint>(ldb), beta, C, static_cast<blasint>(ldc));
 }
+
+GemmEngine gemm_engine_for(bool float32) {
+  const char* env = std::getenv("RNNX_CPU_GEMM");
+  const std::string v = env ? env : "";
+  if (v != "" && v != "auto" && v != "packed" && v != "sgemm") {
+    throw Error(Status::invalid_argument,
+                "RNNX_CPU_GEMM (= \"" + v + "\") must be packed, sgemm, auto, or unset");
+  }
+  if (!float32 || v == "sgemm") return GemmEngine::sgemm;
+  return packed_gemm_available() ? GemmEngine::packed : GemmEngine::sgemm;
+}
+
+const char* gemm_engine_name(GemmEngine engine) {
+  return engine == GemmEngine::packed ? "packed-avx512" : "sgemm";
+}
+
+template <typename T>
+void WeightGemm<T>::bind(Op op, const T* W, int64_t ldw, int64_t K, int64_t N, T* pack,
+                         int64_t blocks) {
+  op_ = op;
+  w_ = W;
+  ldw_ = ldw;
+  K_ = K;
+  N_ = N;
+  blocks_ = blocks;
+  packed_ = nullptr;
+  if constexpr (std::is_same_v<T, float>) {
+    if (pack != nullptr) packed_ = pack_b(op, K, N, W, ldw, pack, blocks).data;
+  }
+}
+
+template <typename T>
+void WeightGemm<T>::run(int64_t M, const T* A, int64_t lda, bool accumulate, T* C, int64_t ldc,
+                        T* a_scratch) const {
+  if constexpr (std::is_same_v<T, float>) {
+    if (packed_ != nullptr) {
+      return packed_gemm(M, A, lda, PackedB{packed_, K_, N_, blocks_}, accumulate, C, ldc,
+                         a_scratch);
+    }
+  }
+  gemm<T>(Op::N, op_, M, N_, K_, T(1), A, lda, w_, ldw_, accumulate ? T(1) : T(0), C, ldc);
+}
+
+template <typename T>
+void gemm_all_tokens(Op op_a, Op op_b, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda,
+                     const T* B, int64_t ldb, bool accumulate, T* C, int64_t ldc, T* scratch) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (scratch != nullptr) {
+      return packed_gemm_full(op_a, op_b, M, N, K, A, lda, B, ldb, accumulate, C, ldc, scratch);
+    }
+  }
+  gemm<T>(op_a, op_b, M, N, K, T(1), A, lda, B, ldb, accumulate ? T(1) : T(0), C, ldc);
+}
+
+template void gemm_all_tokens<float>(Op, Op, int64_t, int64_t, int64_t, const float*, int64_t,
+                                     const float*, int64_t, bool, float*, int64_t, float*);
+template void gemm_all_tokens<double>(Op, Op, int64_t, int64_t, int64_t, const double*, int64_t,
+                                      const double*, int64_t, bool, double*, int64_t, double*);
+
+template class WeightGemm<float>;
+template class WeightGemm<double>;
 
 }  // namespace rnnx::cpu

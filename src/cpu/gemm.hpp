@@ -1,6 +1,8 @@
-// The GEMM engine of the cpu backend: row-major C = alpha * op(A) * op(B) + beta * C,
+// The GEMM engines of the cpu backend: row-major C = alpha * op(A) * op(B) + beta * C,
 // float32 on oneDNN's dnnl_sgemm and float64 on OpenBLAS's cblas_dgemm (OpenMP build,
-// so that the whole backend runs on one threading runtime).
+// so that the whole backend runs on one threading runtime); and WeightGemm, a product whose
+// B operand is a weight matrix used at every time step, which float32 packs once per call
+// for the packed engine (packed_gemm.hpp) where the machine has it.
 #pragma once
 
 #include <cstdint>
@@ -24,5 +26,46 @@ void gemm<float>(Op, Op, int64_t, int64_t, int64_t, float, const float*, int64_t
 template <>
 void gemm<double>(Op, Op, int64_t, int64_t, int64_t, double, const double*, int64_t, const double*,
                   int64_t, double, double*, int64_t);
+
+// Where the float32 products with recurrent and projection weights run: `packed` (rnnx's
+// AVX-512 kernels on weights packed once per call; needs AVX-512 within the ISA cap) or
+// `sgemm` (dnnl_sgemm, which repacks the weights at every step). Chosen at plan time from
+// the environment variable RNNX_CPU_GEMM ("packed", "sgemm", or unset/"auto" = packed where
+// available); float64 always runs cblas_dgemm. Throws Error(invalid_argument) for other
+// values.
+enum class GemmEngine { sgemm, packed };
+GemmEngine gemm_engine_for(bool float32);
+const char* gemm_engine_name(GemmEngine engine);
+
+// C = op(A) op(B) (accumulate: C +=) for a product over all real tokens (input
+// projection, weight and input gradients): on the packed engine's packed_gemm_full when
+// `scratch` (float32, packed_gemm_full_floats(M, N, K) floats) is given, else on gemm().
+template <typename T>
+void gemm_all_tokens(Op op_a, Op op_b, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda,
+                     const T* B, int64_t ldb, bool accumulate, T* C, int64_t ldc, T* scratch);
+
+// C (+)= A * op(W) with the same W for many A. bind() once per call, then run() per step.
+// `pack` (packed engine, float32 only) holds packed_b_floats(K, N) floats; null means W is
+// used in place by gemm().
+template <typename T>
+class WeightGemm {
+ public:
+  // op(W) is [K, N]: Op::T when W is [N, K] (row stride ldw), Op::N when W is [K, N].
+  // `blocks`: the packed layout keeps N / blocks columns apart (packed_gemm.hpp's PackedB).
+  void bind(Op op, const T* W, int64_t ldw, int64_t K, int64_t N, T* pack, int64_t blocks = 1);
+  // C[M, N] = A[M, K] op(W) (accumulate: C +=). a_scratch: packed_a_floats(M, K) floats
+  // when bound with a pack, else unused.
+  void run(int64_t M, const T* A, int64_t lda, bool accumulate, T* C, int64_t ldc,
+           T* a_scratch) const;
+  // The packed operand (packed_gemm.hpp's PackedB) when bound with a pack, else null.
+  const T* packed() const { return packed_; }
+  int64_t blocks() const { return blocks_; }
+
+ private:
+  Op op_ = Op::N;
+  const T* w_ = nullptr;
+  int64_t ldw_ = 0, K_ = 0, N_ = 0, blocks_ = 1;
+  const T* packed_ = nullptr;
+};
 
 }  // namespace rnnx::cpu

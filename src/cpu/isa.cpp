@@ -1,22 +1,123 @@
-// CPU instruction-set detection for `rnnx info` and the backend's name. The kernels are
-// compiled for the baseline x86-64 and vectorised by the compiler, so for now what they
-// use is what the machine has; per-ISA kernels with run-time dispatch come later.
+// CPU instruction-set detection and the cap on what the cpu backend's kernels use: the
+// environment variable RNNX_CPU_ISA (read once) and set_cpu_isa_limit() (which overrides
+// it). The step kernels pick their build from isa_used() at every call.
+#include "cpu/isa.hpp"
+
+#include <strings.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <string>
+
+#include "rnnx/error.hpp"
 #include "rnnx/version.hpp"
+
+namespace rnnx::cpu {
+namespace {
+
+constexpr const char* kNames[] = {"scalar", "avx2", "avx512", "avx512-bf16"};
+constexpr const char* kNameList = "scalar, avx2, avx512, avx512-bf16";
+constexpr int kNoCap = -1;
+constexpr int kUnknownName = -2;
+
+Isa detect() {
+#if defined(__x86_64__) || defined(__i386__)
+  // libgcc's checks include the OS part (XCR0 saves the ymm/zmm state).
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  // The AVX-512 kernels are built with -mavx512f -mavx512bw -mavx512vl -mavx512dq.
+  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
+                      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                      __builtin_cpu_supports("avx512dq");
+  if (avx512 && __builtin_cpu_supports("avx512bf16")) return Isa::avx512_bf16;
+  if (avx512) return Isa::avx512;
+  if (avx2) return Isa::avx2;
+#endif
+  return Isa::scalar;
+}
+
+struct EnvCap {
+  int level = kNoCap;  // an Isa, kNoCap or kUnknownName
+  std::string value;
+};
+
+const EnvCap& env_cap() {
+  static const EnvCap cap = [] {
+    EnvCap c;
+    const char* v = std::getenv("RNNX_CPU_ISA");
+    if (v == nullptr || *v == '\0') return c;
+    c.value = v;
+    Isa isa;
+    c.level = isa_from_name(v, &isa) ? static_cast<int>(isa) : kUnknownName;
+    return c;
+  }();
+  return cap;
+}
+
+// set_cpu_isa_limit(); kNoCap defers to the environment.
+std::atomic<int> g_api_cap{kNoCap};
+
+int cap_level() {
+  const int api = g_api_cap.load(std::memory_order_relaxed);
+  return api != kNoCap ? api : env_cap().level;
+}
+
+}  // namespace
+
+const char* isa_name(Isa isa) {
+  return kNames[static_cast<int>(isa)];
+}
+
+bool isa_from_name(const char* name, Isa* out) {
+  for (int i = 0; i < 4; ++i) {
+    if (strcasecmp(name, kNames[i]) == 0) {
+      *out = static_cast<Isa>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+Isa isa_detected() {
+  static const Isa detected = detect();
+  return detected;
+}
+
+Isa isa_used() {
+  const int detected = static_cast<int>(isa_detected());
+  const int cap = cap_level();
+  return static_cast<Isa>(cap < 0 ? detected : std::min(detected, cap));
+}
+
+}  // namespace rnnx::cpu
 
 namespace rnnx {
 
 const char* cpu_isa_detected() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512bf16")) return "avx512-bf16";
-  if (__builtin_cpu_supports("avx512f")) return "avx512";
-  if (__builtin_cpu_supports("avx2")) return "avx2";
-#endif
-  return "scalar";
+  return cpu::isa_name(cpu::isa_detected());
 }
 
 const char* cpu_isa_used() {
-  return cpu_isa_detected();
+  if (cpu::cap_level() == cpu::kUnknownName) {
+    throw Error(Status::invalid_argument, "RNNX_CPU_ISA (= \"" + cpu::env_cap().value +
+                                              "\") must be one of " + cpu::kNameList +
+                                              ", or unset");
+  }
+  return cpu::isa_name(cpu::isa_used());
+}
+
+void set_cpu_isa_limit(const char* isa) {
+  if (isa == nullptr || *isa == '\0') {
+    cpu::g_api_cap.store(cpu::kNoCap, std::memory_order_relaxed);
+    return;
+  }
+  cpu::Isa level;
+  if (!cpu::isa_from_name(isa, &level)) {
+    throw Error(Status::invalid_argument, std::string("set_cpu_isa_limit: isa (= \"") + isa +
+                                              "\") must be one of " + cpu::kNameList);
+  }
+  cpu::g_api_cap.store(static_cast<int>(level), std::memory_order_relaxed);
 }
 
 }  // namespace rnnx

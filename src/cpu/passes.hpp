@@ -2,7 +2,10 @@
 // around the GEMM engine and the fused step kernels.
 #pragma once
 
+#include <omp.h>
+
 #include <cstdint>
+#include <exception>
 
 #include "cpu/problem.hpp"
 #include "rnnx/plan.hpp"
@@ -29,6 +32,29 @@ struct PrevStep {
 inline PrevStep prev_step(const core::Schedule& s, int64_t direction, int64_t t) {
   if (direction == 0) return t > 0 ? PrevStep{s.batch_sizes[t], t - 1} : PrevStep{0, 0};
   return t + 1 < s.T_eff ? PrevStep{s.batch_sizes[t + 1], t + 1} : PrevStep{0, 0};
+}
+
+// Runs fn(0) and fn(1), the time loops of the two directions, on two OpenMP threads at once
+// (both on one if the runtime gives only one). Whatever they start (step kernels, GEMMs)
+// runs on their own thread. The first exception is rethrown once both are done.
+template <typename Fn>
+void run_directions_concurrently(const Fn& fn) {
+  std::exception_ptr error[2];
+#pragma omp parallel num_threads(2)
+  {
+    omp_set_num_threads(1);  // for regions nested in this one (this thread's setting only)
+    const int n = omp_get_num_threads();
+    for (int d = omp_get_thread_num(); d < 2; d += n) {
+      try {
+        fn(d);
+      } catch (...) {
+        error[d] = std::current_exception();
+      }
+    }
+  }
+  for (const std::exception_ptr& e : error) {
+    if (e) std::rethrow_exception(e);
+  }
 }
 
 }  // namespace rnnx::cpu

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "cpu/gemm.hpp"
 
 namespace rnnx::cpu {
 
@@ -32,6 +33,18 @@ struct Problem {
   int64_t B, N, T_eff;                // batch, real tokens, steps actually run
   std::vector<ParamOffsets> params;   // [L * D]
   std::vector<size_t> reserve_layer;  // [L] byte offset of each layer's reserve block
+  GemmEngine engine;                  // for the products with recurrent/projection weights
+  // The two directions' time loops run at once, one thread each (bidirectional plans for
+  // two or more threads); they then have a set of per-direction buffers each.
+  bool concurrent_dirs = false;
+  // Steps [0, step_input_steps) have at least kStepInputMinRows rows and project their input
+  // (x W_ih^T) in the time loop (packed engine); the rows of later steps are projected in
+  // bulk before it.
+  int64_t step_input_steps = 0;
+  // The time loops run as one parallel region each (forward.cpp's forward_time_loop_team):
+  // packed engine, RNN, LSTM without projection or linear-before-reset GRU, at most
+  // kPackedChunkRows rows, and two or more threads.
+  bool team_loops = false;
 
   const core::Schedule& schedule() const { return ctx->schedule; }
   const SequenceShape& shape() const { return ctx->shape; }
@@ -41,6 +54,10 @@ struct Problem {
   bool dropout_after(int64_t l) const { return dropout > 0.0 && l < L - 1; }
   const ParamOffsets& param(int64_t l, int64_t d) const { return params[l * D + d]; }
   bool is_rnn() const { return cell == CellType::rnn_tanh || cell == CellType::rnn_relu; }
+  bool gru_orig() const { return cell == CellType::gru && !gru_lbr; }
+  // Whether this call packs the weights: the plan chose the packed engine and the ISA cap
+  // (which may change between calls) still allows it.
+  bool pack_weights() const;
 };
 
 }  // namespace rnnx::cpu

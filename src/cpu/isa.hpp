@@ -1,0 +1,27 @@
+// The CPU instruction-set levels the cpu backend's kernels are built for, what the machine
+// supports, and the cap set by RNNX_CPU_ISA or set_cpu_isa_limit(). Levels are ordered: a
+// machine at one level runs every lower one.
+#pragma once
+
+namespace rnnx::cpu {
+
+enum class Isa : int {
+  scalar = 0,       // baseline x86-64 (SSE2), or any other architecture
+  avx2 = 1,         // AVX2 + FMA
+  avx512 = 2,       // AVX-512 F, BW, VL, DQ (+ AVX2, FMA)
+  avx512_bf16 = 3,  // avx512 + AVX512-BF16 (bf16 dot products for the GEMMs)
+};
+
+// "scalar", "avx2", "avx512", "avx512-bf16".
+const char* isa_name(Isa isa);
+// Parses one of the names above; false for anything else.
+bool isa_from_name(const char* name, Isa* out);
+
+// The best level the machine (CPU and OS) supports.
+Isa isa_detected();
+// min(detected, cap). Never throws: an unknown RNNX_CPU_ISA counts as no cap here (the
+// public cpu_isa_used(), and so every cpu plan, refuses it instead). Thread-safe; cheap
+// enough to call once per kernel call.
+Isa isa_used();
+
+}  // namespace rnnx::cpu

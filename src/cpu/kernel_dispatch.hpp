@@ -1,0 +1,63 @@
+// The step kernels of cell_kernels.hpp as one table per instruction set and working type,
+// and the choice among them at run time. Each table comes from its own translation unit
+// (src/cpu/kernels/{scalar,avx2,avx512}.cpp) compiled with that ISA's flags; every entry
+// computes one tile of a step (rows [r0, r1) and, within them, the cells [j0, j1) of the
+// H or P columns) serially, so the caller decides the threading (cell_kernels.cpp splits
+// a step over OpenMP threads; a caller already inside a parallel region may hand out tiles
+// itself). An element's result does not depend on the tiling or on its position in a
+// vector: tails run the same vector code with masked loads and stores.
+//
+// float32 runs polynomial/rational exp, sigmoid and tanh (a few ulp, see
+// src/cpu/kernels/vector_math.inl); float64 runs the scalar table on every ISA, with libm's
+// exp and tanh.
+#pragma once
+
+#include <cstdint>
+
+#include "cpu/cell_kernels.hpp"
+#include "cpu/isa.hpp"
+
+namespace rnnx::cpu {
+
+struct Tile {
+  int64_t r0 = 0, r1 = 0;  // rows
+  int64_t j0 = 0, j1 = 0;  // cells within each row
+};
+
+template <typename T>
+struct StepKernels {
+  const char* isa;   // the build these kernels come from: "scalar", "avx2" or "avx512"
+  int vector_width;  // elements of T per vector; tiles split at multiples of it run fastest
+  int cost_scale;    // time per element relative to the avx512 float32 kernels (threading)
+
+  void (*rnn_forward)(const RnnForward<T>&, Tile);
+  void (*lstm_forward)(const LstmForward<T>&, Tile);
+  void (*proj_forward)(const ProjForward<T>&, Tile);  // cells = P
+  void (*gru_forward)(const GruForward<T>&, Tile);
+  void (*gru_orig_gates_forward)(const GruOrigGatesForward<T>&, Tile);
+  void (*gru_orig_forward)(const GruOrigForward<T>&, Tile);
+  void (*rnn_backward)(const RnnBackward<T>&, Tile);
+  void (*proj_backward)(const ProjBackward<T>&, Tile);  // cells = P
+  void (*lstm_backward)(const LstmBackward<T>&, Tile);
+  void (*gru_backward)(const GruBackward<T>&, Tile);
+  void (*gru_orig_backward_n)(const GruOrigBackwardN<T>&, Tile);
+  void (*gru_orig_backward_r)(const GruOrigBackwardR<T>&, Tile);
+
+  // The activations over n contiguous values (y may equal x), as the kernels compute
+  // them; for tests and for other element-wise code.
+  void (*exp)(const T* x, T* y, int64_t n);
+  void (*sigmoid)(const T* x, T* y, int64_t n);
+  void (*tanh)(const T* x, T* y, int64_t n);
+};
+
+// The kernels of min(isa, isa_detected()); avx512-bf16 runs the avx512 kernels.
+template <typename T>
+const StepKernels<T>& step_kernels(Isa isa);
+
+// The kernels of isa_used().
+template <typename T>
+const StepKernels<T>& step_kernels() {
+  return step_kernels<T>(isa_used());
+}
+
+}  // namespace rnnx::cpu

@@ -1,0 +1,215 @@
+// Threading and dispatch of the packed GEMM (packed_gemm.hpp): a static split of B's panels
+// over the OpenMP threads, the same for packing and for every product, so that each
+// thread's part of the weights stays in its own core's cache across time steps.
+#include "cpu/packed_gemm.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "cpu/packed_gemm_kernels.hpp"
+#include "rnnx/version.hpp"
+
+namespace rnnx::cpu {
+namespace {
+
+// Below this many flops a product is cheaper on one thread than waking the team (a fork
+// and a barrier cost a few microseconds; this is about 2 us of one core's FMA peak).
+constexpr double kMinParallelFlops = 1 << 18;
+
+int64_t panels_of(int64_t N) {
+  return (N + kPackedPanel - 1) / kPackedPanel;
+}
+
+// Threads for work split over `panels` panels: 1 inside a parallel region (the caller owns
+// the threads) or for small work, else the OpenMP team, at most one per panel.
+int team_size(int64_t panels, double flops) {
+  if (omp_in_parallel()) return 1;
+  const int n = omp_get_max_threads();
+  if (n <= 1 || panels < 2 || flops < kMinParallelFlops) return 1;
+  return static_cast<int>(std::min<int64_t>(n, panels));
+}
+
+// K rounded up to whole chunks of packed A.
+int64_t depth_of(int64_t K) {
+  return (K + kPackedDepthChunk - 1) / kPackedDepthChunk * kPackedDepthChunk;
+}
+
+// Piece t of n of [0, count).
+int64_t split(int64_t count, int t, int n) {
+  return count * t / n;
+}
+
+void zero_rows(int64_t M, int64_t N, float* C, int64_t ldc) {
+  for (int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
+}
+
+// Panels [g0, g1) of B, numbered block by block: C's columns (=, +=) packed A * B.
+void multiply_global(int64_t M, const float* a_packed, const PackedB& B, int64_t g0, int64_t g1,
+                     bool accumulate, float* C, int64_t ldc) {
+  const int64_t q_per = B.panels_per_block(), nb = B.block_cols();
+  const int64_t block_floats = packed_b_floats(B.K, nb);
+  for (int64_t g = g0; g < g1;) {
+    const int64_t b = g / q_per, q0 = g % q_per, q1 = std::min(q_per, q0 + (g1 - g));
+    packed_avx512::multiply_panels(M, B.K, a_packed, B.data + b * block_floats, nb, q0, q1,
+                                   accumulate, C + b * nb, ldc);
+    g += q1 - q0;
+  }
+}
+
+}  // namespace
+
+bool packed_gemm_available() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  return std::strncmp(cpu_isa_used(), "avx512", 6) == 0;
+#else
+  return false;
+#endif
+}
+
+int64_t packed_b_floats(int64_t K, int64_t N, int64_t blocks) {
+  return blocks * panels_of(N / blocks) * kPackedPanel * K;
+}
+
+int64_t packed_a_floats(int64_t max_m, int64_t K) {
+  return std::min(max_m, kPackedChunkRows) * depth_of(K);
+}
+
+PackedB pack_b(Op op_w, int64_t K, int64_t N, const float* W, int64_t ldw, float* out,
+               int64_t blocks) {
+  const PackedB B{out, K, N, blocks};
+  const int64_t q_per = B.panels_per_block(), nb = B.block_cols();
+  const int64_t block_floats = packed_b_floats(K, nb);
+  const bool trans = op_w == Op::T;
+  // Panels [g0, g1), numbered block by block; block b is W's rows (trans) or columns b * nb...
+  auto pack = [&](int64_t g0, int64_t g1) {
+    for (int64_t g = g0; g < g1;) {
+      const int64_t b = g / q_per, q0 = g % q_per, q1 = std::min(q_per, q0 + (g1 - g));
+      const float* wb = trans ? W + b * nb * ldw : W + b * nb;
+      packed_avx512::pack_b_panels(trans, K, nb, wb, ldw, q0, q1, out + b * block_floats);
+      g += q1 - q0;
+    }
+  };
+  const int64_t panels = blocks * q_per;
+  const int nt = team_size(panels, 1e30);
+  if (nt == 1) {
+    pack(0, panels);
+  } else {
+#pragma omp parallel num_threads(nt)
+    {
+      const int t = omp_get_thread_num(), n = omp_get_num_threads();
+      pack(split(panels, t, n), split(panels, t + 1, n));
+    }
+  }
+  return B;
+}
+
+void pack_a_columns(int64_t M, int64_t K, const float* A, int64_t lda, int64_t k0, int64_t k1,
+                    float* a_packed) {
+  const int64_t blocks = (M + kPackedTileRows - 1) / kPackedTileRows;
+  packed_avx512::pack_a_blocks(false, M, K, k0, k1, A, lda, 0, blocks, a_packed);
+}
+
+void multiply_panel_range(int64_t M, const float* a_packed, const PackedB& B, int64_t q0,
+                          int64_t q1, bool accumulate, float* C, int64_t ldc) {
+  if (M == 0 || q0 >= q1) return;
+  const int64_t q_per = B.panels_per_block();
+  for (int64_t b = 0; b < B.blocks; ++b) {
+    multiply_global(M, a_packed, B, b * q_per + q0, b * q_per + q1, accumulate, C, ldc);
+  }
+}
+
+void packed_gemm(int64_t M, const float* A, int64_t lda, const PackedB& B, bool accumulate,
+                 float* C, int64_t ldc, float* a_scratch) {
+  const int64_t K = B.K, N = B.N;
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    if (!accumulate) zero_rows(M, N, C, ldc);
+    return;
+  }
+  const int64_t panels = B.blocks * B.panels_per_block();
+  // Per chunk of rows: pack A (threads split its row blocks), then each thread its panels.
+  auto body = [&](int t, int n) {
+    for (int64_t m0 = 0; m0 < M; m0 += kPackedChunkRows) {
+      const int64_t mc = std::min(kPackedChunkRows, M - m0);
+      const int64_t blocks = (mc + kPackedTileRows - 1) / kPackedTileRows;
+      packed_avx512::pack_a_blocks(false, mc, K, 0, K, A + m0 * lda, lda, split(blocks, t, n),
+                                   split(blocks, t + 1, n), a_scratch);
+      if (n > 1) {
+#pragma omp barrier
+      }
+      multiply_global(mc, a_scratch, B, split(panels, t, n), split(panels, t + 1, n), accumulate,
+                      C + m0 * ldc, ldc);
+      if (n > 1 && m0 + kPackedChunkRows < M) {
+#pragma omp barrier
+      }
+    }
+  };
+  const int nt = team_size(panels, 2.0 * static_cast<double>(M) * N * K);
+  if (nt == 1) {
+    body(0, 1);
+  } else {
+#pragma omp parallel num_threads(nt)
+    body(omp_get_thread_num(), omp_get_num_threads());
+  }
+}
+
+int64_t packed_gemm_full_floats(int64_t M, int64_t N, int64_t K) {
+  const int64_t kc = std::min(K, kPackedFullDepth);
+  return kc * panels_of(N) * kPackedPanel + std::min(M, kPackedFullRows) * depth_of(kc);
+}
+
+void packed_gemm_full(Op op_a, Op op_b, int64_t M, int64_t N, int64_t K, const float* A,
+                      int64_t lda, const float* B, int64_t ldb, bool accumulate, float* C,
+                      int64_t ldc, float* scratch) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    if (!accumulate) zero_rows(M, N, C, ldc);
+    return;
+  }
+  const int64_t panels = panels_of(N);
+  const int64_t kc_max = std::min(K, kPackedFullDepth);
+  float* b_block = scratch;
+  float* a_block = scratch + kc_max * panels * kPackedPanel;
+  const bool trans_a = op_a == Op::T, trans_b = op_b == Op::T;
+  // Per block of K: each thread packs its own panels of B's block, then per chunk of rows
+  // A's block is packed by all threads and each multiplies its panels.
+  auto body = [&](int t, int n) {
+    const int64_t p0 = split(panels, t, n), p1 = split(panels, t + 1, n);
+    for (int64_t k0 = 0; k0 < K; k0 += kPackedFullDepth) {
+      const int64_t kc = std::min(kPackedFullDepth, K - k0);
+      const float* b_src = trans_b ? B + k0 : B + k0 * ldb;
+      // A shorter last block moves the panels (panel p starts at p * kc * kPackedPanel):
+      // nobody may still be reading the previous block's.
+      if (n > 1 && k0 > 0) {
+#pragma omp barrier
+      }
+      packed_avx512::pack_b_panels(trans_b, kc, N, b_src, ldb, p0, p1, b_block);
+      for (int64_t m0 = 0; m0 < M; m0 += kPackedFullRows) {
+        const int64_t mc = std::min(kPackedFullRows, M - m0);
+        const int64_t blocks = (mc + kPackedTileRows - 1) / kPackedTileRows;
+        const float* a_src = trans_a ? A + k0 * lda + m0 : A + m0 * lda + k0;
+        if (n > 1) {
+#pragma omp barrier
+        }
+        packed_avx512::pack_a_blocks(trans_a, mc, kc, 0, kc, a_src, lda, split(blocks, t, n),
+                                     split(blocks, t + 1, n), a_block);
+        if (n > 1) {
+#pragma omp barrier
+        }
+        packed_avx512::multiply_panels(mc, kc, a_block, b_block, N, p0, p1, accumulate || k0 > 0,
+                                       C + m0 * ldc, ldc);
+      }
+    }
+  };
+  const int nt = team_size(panels, 2.0 * static_cast<double>(M) * N * K);
+  if (nt == 1) {
+    body(0, 1);
+  } else {
+#pragma omp parallel num_threads(nt)
+    body(omp_get_thread_num(), omp_get_num_threads());
+  }
+}
+
+}  // namespace rnnx::cpu

@@ -1,0 +1,25 @@
+// Entry points of the packed GEMM's AVX-512 translation unit (packed_gemm_avx512.cpp), used
+// by packed_gemm.cpp only. Each works serially on the part it is given; packed_gemm.cpp
+// does the threading. Layouts as in packed_gemm.hpp; a packed A of M rows and K columns is
+// [blocks of kPackedTileRows rows][K / 16 (rounded up)][rows of the block][16].
+#pragma once
+
+#include <cstdint>
+
+namespace rnnx::cpu::packed_avx512 {
+
+// Panels [p0, p1) of B = op(W), [K, N]: trans when W is [N, K], else W is [K, N]; panel p at
+// out + p * K * kPackedPanel, its columns past N zero.
+void pack_b_panels(bool trans, int64_t K, int64_t N, const float* W, int64_t ldw, int64_t p0,
+                   int64_t p1, float* out);
+
+// Row blocks [b0, b1) and columns [k0, k1) of op(A) [M, K] into the packed A at `out`:
+// trans when A is [K, M] (row stride lda), else A is [M, K].
+void pack_a_blocks(bool trans, int64_t M, int64_t K, int64_t k0, int64_t k1, const float* A,
+                   int64_t lda, int64_t b0, int64_t b1, float* out);
+
+// C[0:M, panels p0..p1) (=, or += when accumulate) packed A * packed B of N columns.
+void multiply_panels(int64_t M, int64_t K, const float* a_packed, const float* b_packed, int64_t N,
+                     int64_t p0, int64_t p1, bool accumulate, float* C, int64_t ldc);
+
+}  // namespace rnnx::cpu::packed_avx512

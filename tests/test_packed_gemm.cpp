@@ -1,0 +1,228 @@
+// The cpu backend's packed GEMM engine (src/cpu/packed_gemm.hpp) against a double-precision
+// loop: awkward sizes around its panel width (32), tile height (14) and row chunk (224),
+// K around the 16-wide transposes, both operand forms of the weights, row strides wider
+// than the rows, overwrite and accumulate, one and two threads. Skipped where the machine
+// (or RNNX_CPU_ISA) rules out its AVX-512 kernels.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cpu/packed_gemm.hpp"
+#include "test_util.hpp"
+
+namespace rnnx_test {
+namespace {
+
+using rnnx::cpu::Op;
+
+struct Shape {
+  int64_t M, N, K;
+};
+
+// C = A op(W) (+ C0) in double; W is [N, K] for Op::T and [K, N] for Op::N.
+std::vector<double> expected(const Shape& s, Op op, const std::vector<float>& A, int64_t lda,
+                             const std::vector<float>& W, int64_t ldw, const std::vector<float>& C0,
+                             int64_t ldc, bool accumulate) {
+  std::vector<double> C(s.M * s.N);
+  for (int64_t i = 0; i < s.M; ++i) {
+    for (int64_t j = 0; j < s.N; ++j) {
+      double acc = accumulate ? C0[i * ldc + j] : 0.0;
+      for (int64_t k = 0; k < s.K; ++k) {
+        const float w = op == Op::T ? W[j * ldw + k] : W[k * ldw + j];
+        acc += static_cast<double>(A[i * lda + k]) * w;
+      }
+      C[i * s.N + j] = acc;
+    }
+  }
+  return C;
+}
+
+void check(const Shape& s, Op op, bool accumulate, int threads) {
+  SCOPED_TRACE("M=" + std::to_string(s.M) + " N=" + std::to_string(s.N) +
+               " K=" + std::to_string(s.K) + (op == Op::T ? " W^T" : " W") +
+               (accumulate ? " accumulate" : "") + " threads=" + std::to_string(threads));
+  Rng rng(s.M * 1000003 + s.N * 1009 + s.K);
+  const int64_t lda = s.K + 3, ldc = s.N + 5;
+  const int64_t ldw = (op == Op::T ? s.K : s.N) + 2;
+  std::vector<float> A(s.M * lda), W((op == Op::T ? s.N : s.K) * ldw), C(s.M * ldc);
+  for (float& v : A) v = static_cast<float>(rng.uniform(-1, 1));
+  for (float& v : W) v = static_cast<float>(rng.uniform(-1, 1));
+  for (float& v : C) v = static_cast<float>(rng.uniform(-1, 1));
+  const std::vector<float> C0 = C;
+  // NaN everywhere the engine must not depend on: the pack buffers' initial contents.
+  std::vector<float> b_pack(rnnx::cpu::packed_b_floats(s.K, s.N), std::nanf(""));
+  std::vector<float> a_pack(rnnx::cpu::packed_a_floats(s.M, s.K) + 1, std::nanf(""));
+
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  const rnnx::cpu::PackedB B = rnnx::cpu::pack_b(op, s.K, s.N, W.data(), ldw, b_pack.data());
+  rnnx::cpu::packed_gemm(s.M, A.data(), lda, B, accumulate, C.data(), ldc, a_pack.data());
+  omp_set_num_threads(saved);
+
+  const std::vector<double> want = expected(s, op, A, lda, W, ldw, C0, ldc, accumulate);
+  // float32 products summed over K terms of magnitude <= 1: K * eps * (a few) bounds the
+  // rounding of any summation order.
+  const double tol = 4.0 * (s.K + 1) * 6e-8 + 1e-6;
+  int64_t bad = 0;
+  for (int64_t i = 0; i < s.M; ++i) {
+    for (int64_t j = 0; j < ldc; ++j) {
+      const double got = C[i * ldc + j];
+      if (j >= s.N) {
+        // Outside the N columns nothing is written.
+        if (got != C0[i * ldc + j] && bad++ < 5)
+          ADD_FAILURE() << "wrote C[" << i << "][" << j << "]";
+        continue;
+      }
+      if (!(std::fabs(got - want[i * s.N + j]) <= tol) && bad++ < 5) {
+        ADD_FAILURE() << "C[" << i << "][" << j << "] = " << got << ", want " << want[i * s.N + j];
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0);
+}
+
+TEST(PackedGemm, MatchesDoubleLoop) {
+  if (!rnnx::cpu::packed_gemm_available()) GTEST_SKIP() << "no AVX-512 (or capped below it)";
+  const std::vector<Shape> shapes = {
+      {1, 1, 1},    {1, 5, 7},     {2, 31, 16}, {3, 32, 17},   {4, 33, 15},  {13, 64, 33},
+      {14, 65, 40}, {15, 100, 48}, {29, 96, 1}, {64, 200, 37}, {225, 40, 9}, {450, 70, 20},
+  };
+  for (const Shape& s : shapes) {
+    for (Op op : {Op::T, Op::N}) {
+      for (bool acc : {false, true}) {
+        for (int threads : {1, 2}) check(s, op, acc, threads);
+      }
+    }
+  }
+}
+
+// Weights packed in gate blocks (PackedB::blocks) and multiplied the way a team loop does:
+// each of `parts` threads packs its columns of A and multiplies its panels of every block.
+TEST(PackedGemm, BlocksAndPieces) {
+  if (!rnnx::cpu::packed_gemm_available()) GTEST_SKIP() << "no AVX-512 (or capped below it)";
+  for (const Shape& s : std::vector<Shape>{{5, 3 * 40, 37}, {14, 4 * 64, 20}, {9, 2 * 7, 16}}) {
+    for (int64_t blocks : {int64_t{1}, int64_t{2}}) {
+      for (int parts : {1, 2, 3}) {
+        SCOPED_TRACE("M=" + std::to_string(s.M) + " N=" + std::to_string(s.N) +
+                     " K=" + std::to_string(s.K) + " blocks=" + std::to_string(blocks) +
+                     " parts=" + std::to_string(parts));
+        Rng rng(s.M + 7 * s.N + 11 * s.K);
+        const int64_t lda = s.K + 1, ldc = s.N + 3;
+        std::vector<float> A(s.M * lda), W(s.N * s.K), C(s.M * ldc, 5.0f);
+        for (float& v : A) v = static_cast<float>(rng.uniform(-1, 1));
+        for (float& v : W) v = static_cast<float>(rng.uniform(-1, 1));
+        std::vector<float> b_pack(rnnx::cpu::packed_b_floats(s.K, s.N, blocks), std::nanf(""));
+        std::vector<float> a_pack(rnnx::cpu::packed_a_floats(s.M, s.K), std::nanf(""));
+        const rnnx::cpu::PackedB B =
+            rnnx::cpu::pack_b(Op::T, s.K, s.N, W.data(), s.K, b_pack.data(), blocks);
+        const int64_t q = B.panels_per_block();
+        for (int t = 0; t < parts; ++t) {
+          rnnx::cpu::pack_a_columns(s.M, s.K, A.data(), lda, s.K * t / parts, s.K * (t + 1) / parts,
+                                    a_pack.data());
+        }
+        for (int t = 0; t < parts; ++t) {
+          rnnx::cpu::multiply_panel_range(s.M, a_pack.data(), B, q * t / parts, q * (t + 1) / parts,
+                                          false, C.data(), ldc);
+        }
+        const std::vector<double> want =
+            expected(s, Op::T, A, lda, W, s.K, C, ldc, /*accumulate=*/false);
+        const double tol = 4.0 * (s.K + 1) * 6e-8 + 1e-6;
+        int64_t bad = 0;
+        for (int64_t i = 0; i < s.M; ++i) {
+          for (int64_t j = 0; j < s.N; ++j) {
+            const double got = C[i * ldc + j];
+            if (!(std::fabs(got - want[i * s.N + j]) <= tol) && bad++ < 5) {
+              ADD_FAILURE() << "C[" << i << "][" << j << "] = " << got << ", want "
+                            << want[i * s.N + j];
+            }
+          }
+          for (int64_t j = s.N; j < ldc; ++j) EXPECT_EQ(C[i * ldc + j], 5.0f);
+        }
+        EXPECT_EQ(bad, 0);
+      }
+    }
+  }
+}
+
+// The all-token products: both operands packed block by block of K (several blocks, a
+// short last one), rows in several chunks, every operand form, one to three threads.
+TEST(PackedGemm, FullMatchesDoubleLoop) {
+  if (!rnnx::cpu::packed_gemm_available()) GTEST_SKIP() << "no AVX-512 (or capped below it)";
+  using rnnx::cpu::kPackedFullDepth;
+  using rnnx::cpu::kPackedFullRows;
+  const std::vector<Shape> shapes = {{3, 5, 7},
+                                     {kPackedFullRows + 3, 48, 2 * kPackedFullDepth + 17},
+                                     {40, 100, kPackedFullDepth + 1},
+                                     {2 * kPackedFullRows + 1, 33, 300}};
+  for (const Shape& s : shapes) {
+    for (Op op_a : {Op::N, Op::T}) {
+      for (Op op_b : {Op::N, Op::T}) {
+        for (int threads : {1, 2, 3}) {
+          for (bool acc : {false, true}) {
+            SCOPED_TRACE("M=" + std::to_string(s.M) + " N=" + std::to_string(s.N) +
+                         " K=" + std::to_string(s.K) + (op_a == Op::T ? " A^T" : " A") +
+                         (op_b == Op::T ? " B^T" : " B") + " threads=" + std::to_string(threads) +
+                         (acc ? " accumulate" : ""));
+            Rng rng(s.M * 31 + s.N * 17 + s.K);
+            const int64_t lda = (op_a == Op::T ? s.M : s.K) + 1;
+            const int64_t ldb = (op_b == Op::T ? s.K : s.N) + 2, ldc = s.N + 1;
+            std::vector<float> A((op_a == Op::T ? s.K : s.M) * lda);
+            std::vector<float> B((op_b == Op::T ? s.N : s.K) * ldb), C(s.M * ldc);
+            for (float& v : A) v = static_cast<float>(rng.uniform(-1, 1));
+            for (float& v : B) v = static_cast<float>(rng.uniform(-1, 1));
+            for (float& v : C) v = static_cast<float>(rng.uniform(-1, 1));
+            const std::vector<float> C0 = C;
+            std::vector<float> scratch(rnnx::cpu::packed_gemm_full_floats(s.M, s.N, s.K),
+                                       std::nanf(""));
+            const int saved = omp_get_max_threads();
+            omp_set_num_threads(threads);
+            rnnx::cpu::packed_gemm_full(op_a, op_b, s.M, s.N, s.K, A.data(), lda, B.data(), ldb,
+                                        acc, C.data(), ldc, scratch.data());
+            omp_set_num_threads(saved);
+            const double tol = 4.0 * (s.K + 1) * 6e-8 + 1e-6;
+            int64_t bad = 0;
+            for (int64_t i = 0; i < s.M; ++i) {
+              for (int64_t j = 0; j < s.N; ++j) {
+                double want = acc ? C0[i * ldc + j] : 0.0;
+                for (int64_t k = 0; k < s.K; ++k) {
+                  const double a = op_a == Op::T ? A[k * lda + i] : A[i * lda + k];
+                  const double b = op_b == Op::T ? B[j * ldb + k] : B[k * ldb + j];
+                  want += a * b;
+                }
+                if (!(std::fabs(C[i * ldc + j] - want) <= tol) && bad++ < 5) {
+                  ADD_FAILURE() << "C[" << i << "][" << j << "] = " << C[i * ldc + j] << ", want "
+                                << want;
+                }
+              }
+              EXPECT_EQ(C[i * ldc + s.N], C0[i * ldc + s.N]) << "wrote past N in row " << i;
+            }
+            EXPECT_EQ(bad, 0);
+          }
+        }
+      }
+    }
+  }
+}
+
+// K = 0: overwrite gives zeros, accumulate leaves C alone; M = 0 or N = 0 touch nothing.
+TEST(PackedGemm, EmptyProducts) {
+  if (!rnnx::cpu::packed_gemm_available()) GTEST_SKIP() << "no AVX-512 (or capped below it)";
+  std::vector<float> C(6, 2.0f), scratch(8);
+  rnnx::cpu::PackedB none{scratch.data(), 0, 3};
+  rnnx::cpu::packed_gemm(2, scratch.data(), 0, none, true, C.data(), 3, scratch.data());
+  for (float v : C) EXPECT_EQ(v, 2.0f);
+  rnnx::cpu::packed_gemm(2, scratch.data(), 0, none, false, C.data(), 3, scratch.data());
+  for (float v : C) EXPECT_EQ(v, 0.0f);
+  std::fill(C.begin(), C.end(), 2.0f);
+  rnnx::cpu::PackedB empty_n{scratch.data(), 4, 0};
+  rnnx::cpu::packed_gemm(2, scratch.data(), 4, empty_n, false, C.data(), 3, scratch.data());
+  rnnx::cpu::packed_gemm(0, scratch.data(), 4, none, false, C.data(), 3, scratch.data());
+  for (float v : C) EXPECT_EQ(v, 2.0f);
+}
+
+}  // namespace
+}  // namespace rnnx_test
