@@ -21,6 +21,23 @@ struct PlanContext {
   core::Schedule schedule;
   WeightLayout weights;
   PlanOptions options;
+
+  // Element counts of the call's tensors (Plan's x_numel() and the others).
+  int64_t sequence_rows() const {
+    return shape.layout == Layout::packed ? schedule.tokens : schedule.T * schedule.B;
+  }
+  int64_t x_numel() const { return sequence_rows() * config.input_size; }
+  int64_t y_numel() const {
+    return sequence_rows() * config.num_directions() * config.output_size();
+  }
+  int64_t h_numel() const {
+    return config.num_layers * config.num_directions() * schedule.B * config.output_size();
+  }
+  int64_t c_numel() const {
+    return config.cell == CellType::lstm
+               ? config.num_layers * config.num_directions() * schedule.B * config.hidden_size
+               : 0;
+  }
 };
 
 class BackendImpl {

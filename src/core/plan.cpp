@@ -2,8 +2,6 @@
 // reserve header that ties a backward to its training forward, and thread scoping.
 #include "rnnx/plan.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -14,6 +12,7 @@
 
 #include "core/backend.hpp"
 #include "core/checked.hpp"
+#include "core/thread_scope.hpp"
 #include "rnnx/error.hpp"
 
 namespace rnnx {
@@ -29,21 +28,6 @@ struct ReserveHeader {
   uint64_t pad[5];
 };
 static_assert(sizeof(ReserveHeader) == 64, "header keeps the body 64-byte aligned");
-
-// Sets the OpenMP thread count for the duration of a call and restores it after.
-class ThreadScope {
- public:
-  explicit ThreadScope(int n) : saved_(omp_get_max_threads()), active_(n > 0) {
-    if (active_) omp_set_num_threads(n);
-  }
-  ~ThreadScope() {
-    if (active_) omp_set_num_threads(saved_);
-  }
-
- private:
-  int saved_;
-  bool active_;
-};
 
 // FNV-1a over the bytes of every value that shapes the reserve: a backward refuses a
 // reserve written by a plan that differs in anything (sizes, lengths and their order,
@@ -189,24 +173,10 @@ int64_t Plan::max_seq_len() const { return state_->ctx.schedule.T; }
 int64_t Plan::batch() const { return state_->ctx.schedule.B; }
 int64_t Plan::tokens() const { return state_->ctx.schedule.tokens; }
 
-int64_t Plan::x_numel() const {
-  const auto& s = state_->ctx.schedule;
-  const int64_t rows = shape().layout == Layout::packed ? s.tokens : s.T * s.B;
-  return rows * config().input_size;
-}
-int64_t Plan::y_numel() const {
-  const auto& s = state_->ctx.schedule;
-  const int64_t rows = shape().layout == Layout::packed ? s.tokens : s.T * s.B;
-  return rows * config().num_directions() * config().output_size();
-}
-int64_t Plan::h_numel() const {
-  const auto& c = config();
-  return c.num_layers * c.num_directions() * batch() * c.output_size();
-}
-int64_t Plan::c_numel() const {
-  const auto& c = config();
-  return c.cell == CellType::lstm ? c.num_layers * c.num_directions() * batch() * c.hidden_size : 0;
-}
+int64_t Plan::x_numel() const { return state_->ctx.x_numel(); }
+int64_t Plan::y_numel() const { return state_->ctx.y_numel(); }
+int64_t Plan::h_numel() const { return state_->ctx.h_numel(); }
+int64_t Plan::c_numel() const { return state_->ctx.c_numel(); }
 int64_t Plan::weights_numel() const { return weight_layout().numel(); }
 
 size_t Plan::forward_workspace_size(bool training) const {
@@ -265,7 +235,7 @@ void Plan::forward(const ForwardArgs& in) {
     args.reserve = nullptr;
     args.reserve_size = 0;
   }
-  ThreadScope threads(state_->ctx.options.num_threads);
+  core::ThreadScope threads(state_->ctx.options.num_threads);
   state_->impl->forward(args, ws);
   if (in.training) {
     ReserveHeader header{};
@@ -307,7 +277,7 @@ void Plan::backward(const BackwardArgs& in) {
   args.reserve = static_cast<const char*>(in.reserve) + sizeof(ReserveHeader);
   args.reserve_size = in.reserve_size - sizeof(ReserveHeader);
   void* ws = state_->workspace(in.workspace, in.workspace_size, backward_workspace_size(), "backward");
-  ThreadScope threads(state_->ctx.options.num_threads);
+  core::ThreadScope threads(state_->ctx.options.num_threads);
   state_->impl->backward(args, ws, header->dropout_counter);
 }
 

@@ -163,11 +163,34 @@ Carver carve_backward(const Problem& p, void* base, BackwardBuffers<T>* out) {
   return carver;
 }
 
+void BufferSizes::widen(const BufferSizes& o) {
+  reserve = std::max(reserve, o.reserve);
+  for (int i = 0; i < 2; ++i) forward[i] = std::max(forward[i], o.forward[i]);
+  backward = std::max(backward, o.backward);
+}
+
+template <typename T>
+BufferSizes lay_out_buffers(Problem& p) {
+  BufferSizes s;
+  Carver carver;
+  p.reserve_layer.resize(p.L);
+  for (int64_t l = 0; l < p.L; ++l) {
+    p.reserve_layer[l] = carver.used();
+    carve_reserve_layer<T>(p, carver, l);
+  }
+  s.reserve = carver.used();
+  s.forward[0] = carve_forward<T>(p, false, nullptr, nullptr).used();
+  s.forward[1] = carve_forward<T>(p, true, nullptr, nullptr).used();
+  s.backward = carve_backward<T>(p, nullptr, nullptr).used();
+  return s;
+}
+
 #define RNNX_INSTANTIATE(T)                                                          \
   template ReserveLayer<T> carve_reserve_layer<T>(const Problem&, Carver&, int64_t); \
   template ReserveLayer<T> reserve_layer<T>(const Problem&, const void*, int64_t);   \
   template Carver carve_forward<T>(const Problem&, bool, void*, ForwardBuffers<T>*); \
-  template Carver carve_backward<T>(const Problem&, void*, BackwardBuffers<T>*);
+  template Carver carve_backward<T>(const Problem&, void*, BackwardBuffers<T>*);     \
+  template BufferSizes lay_out_buffers<T>(Problem&);
 RNNX_INSTANTIATE(float)
 RNNX_INSTANTIATE(double)
 #undef RNNX_INSTANTIATE

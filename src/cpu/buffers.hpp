@@ -102,6 +102,18 @@ struct BackwardBuffers {
 template <typename T>
 Carver carve_backward(const Problem& p, void* base, BackwardBuffers<T>* out);
 
+// The byte sizes of a plan's buffers: records where each layer's reserve block starts in
+// p.reserve_layer (the same carving then serves execution) and returns the sizes.
+struct BufferSizes {
+  size_t reserve = 0;
+  size_t forward[2] = {0, 0};  // [inference, training]
+  size_t backward = 0;
+  // Each the larger of the two.
+  void widen(const BufferSizes& o);
+};
+template <typename T>
+BufferSizes lay_out_buffers(Problem& p);
+
 // Floats of the packed weights of one direction (packed engine): the recurrent product of
 // the forward (W_hh^T, by parts for the original GRU) and of the backward (W_hh).
 int64_t forward_recurrent_pack_floats(const Problem& p);

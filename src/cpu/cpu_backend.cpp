@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/backend.hpp"
+#include "cpu/autotune.hpp"
 #include "cpu/buffers.hpp"
 #include "cpu/passes.hpp"
 #include "cpu/problem.hpp"
@@ -15,36 +16,29 @@ namespace {
 template <typename T>
 class CpuBackend final : public BackendImpl {
  public:
-  explicit CpuBackend(const PlanContext& ctx) : BackendImpl(ctx), problem_(ctx) {
-    // Record where each layer's reserve block starts; the same carving serves execution.
-    Carver carver;
-    problem_.reserve_layer.resize(problem_.L);
-    for (int64_t l = 0; l < problem_.L; ++l) {
-      problem_.reserve_layer[l] = carver.used();
-      cpu::carve_reserve_layer<T>(problem_, carver, l);
+  explicit CpuBackend(const PlanContext& ctx)
+      : BackendImpl(ctx), choice_(cpu::choose_algo<T>(ctx)), problem_(ctx, choice_.algo) {
+    sizes_ = cpu::lay_out_buffers<T>(problem_);
+    // The sizes are the largest any candidate needs, so that they depend on the problem
+    // only, never on what the search measured (a framework may size buffers from another
+    // plan of the same problem, and results must be reproducible).
+    for (const cpu::Algo& a : cpu::algo_space(ctx).candidates) {
+      if (a == choice_.algo) continue;
+      cpu::Problem other(ctx, a);
+      sizes_.widen(cpu::lay_out_buffers<T>(other));
     }
-    reserve_size_ = carver.used();
-    forward_size_[0] = cpu::carve_forward<T>(problem_, false, nullptr, nullptr).used();
-    forward_size_[1] = cpu::carve_forward<T>(problem_, true, nullptr, nullptr).used();
-    backward_size_ = cpu::carve_backward<T>(problem_, nullptr, nullptr).used();
   }
 
-  // cpu:{isa}/{gemm}[/team][/dirs-concurrent] (docs/cpu.md): float32 runs its products on
-  // the packed engine or on dnnl_sgemm, float64 on OpenBLAS; then how the time loops run.
+  // cpu:{isa}/{algorithm}[/tuned] (docs/cpu.md): the step kernels' ISA, then the GEMM
+  // engine and how the loops run (algo.hpp), and whether the search chose it.
   std::string name() const override {
-    std::string s = std::string("cpu:") + cpu_isa_used();
-    if constexpr (sizeof(T) == sizeof(double)) {
-      s += "/openblas-dgemm";
-    } else {
-      s += problem_.engine == cpu::GemmEngine::packed ? "/packed-avx512" : "/onednn-sgemm";
-    }
-    if (problem_.team_loops) s += "/team";
-    if (problem_.concurrent_dirs) s += "/dirs-concurrent";
-    return s;
+    return std::string("cpu:") + cpu_isa_used() + "/" +
+           cpu::algo_name(choice_.algo, sizeof(T) == sizeof(float)) +
+           (choice_.searched ? "/tuned" : "");
   }
-  size_t forward_workspace_size(bool training) const override { return forward_size_[training]; }
-  size_t backward_workspace_size() const override { return backward_size_; }
-  size_t reserve_size() const override { return reserve_size_; }
+  size_t forward_workspace_size(bool training) const override { return sizes_.forward[training]; }
+  size_t backward_workspace_size() const override { return sizes_.backward; }
+  size_t reserve_size() const override { return sizes_.reserve; }
 
   void forward(const ForwardArgs& args, void* workspace) override {
     cpu::run_forward<T>(problem_, args, workspace);
@@ -54,10 +48,9 @@ class CpuBackend final : public BackendImpl {
   }
 
  private:
+  cpu::AlgoChoice choice_;
   cpu::Problem problem_;
-  size_t reserve_size_ = 0;
-  size_t forward_size_[2] = {0, 0};  // [inference, training]
-  size_t backward_size_ = 0;
+  cpu::BufferSizes sizes_;
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "cpu/algo.hpp"
 #include "cpu/gemm.hpp"
 
 namespace rnnx::cpu {
@@ -19,9 +20,10 @@ struct ParamOffsets {
 };
 
 struct Problem {
-  explicit Problem(const PlanContext& ctx);
+  Problem(const PlanContext& ctx, const Algo& algo);
 
   const PlanContext* ctx;
+  Algo algo;  // how this plan runs (algo.hpp); the fields below spell it out
   CellType cell;
   bool gru_lbr;  // GRU linear before reset
   bool proj;     // LSTM projection

@@ -1,6 +1,7 @@
 // `rnnx info`: version, build options, the backends this build can run (probed by
 // building a tiny plan on each, so "available" means a plan really builds), the CPU ISA
-// detected and used, the GEMM engine and the default thread count. Text or --json.
+// detected and used, the GEMM engine, the default thread count and the algorithm search.
+// Text or --json.
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -49,6 +50,8 @@ int run_info(bool as_json) {
     j["cpu_isa_used"] = cpu_isa_used();
     j["gemm_engine"] = build.gemm_engine;
     j["threads"] = max_threads();
+    j["autotune"] = autotune_enabled();
+    j["autotune_cache"] = autotune_cache_file();
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
@@ -63,6 +66,11 @@ int run_info(bool as_json) {
   std::printf("gemm:      %s\n", build.gemm_engine);
   std::printf("threads:   %d (OpenMP default; OMP_NUM_THREADS or --threads change it)\n",
               max_threads());
+  const std::string cache = autotune_cache_file();
+  std::printf("autotune:  %s, choices kept %s\n",
+              autotune_enabled() ? "on (RNNX_AUTOTUNE=0 turns it off)" : "off (RNNX_AUTOTUNE=0)",
+              cache.empty() ? "in memory (RNNX_AUTOTUNE_CACHE names a file)"
+                            : ("in memory and in " + cache).c_str());
   return 0;
 }
 

@@ -1,0 +1,92 @@
+// In-memory and on-disk store of the algorithm search's choices (autotune_cache.hpp).
+#include "core/autotune_cache.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "rnnx/error.hpp"
+#include "rnnx/version.hpp"
+
+namespace rnnx::core {
+namespace {
+
+struct Store {
+  std::mutex mutex;
+  std::map<std::string, std::string> choices;
+  std::set<std::string> files_read;
+};
+
+Store& store() {
+  static Store s;
+  return s;
+}
+
+// Adds the file's lines to the memory (caller holds the lock). A missing file is empty.
+void read_file(Store& s, const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t tab = line.find('\t');
+    if (tab == std::string::npos || tab == 0 || tab + 1 == line.size()) continue;
+    s.choices[line.substr(0, tab)] = line.substr(tab + 1);
+  }
+}
+
+}  // namespace
+
+std::string cache_file() {
+  const char* path = std::getenv("RNNX_AUTOTUNE_CACHE");
+  return path ? path : "";
+}
+
+bool autotune_enabled() {
+  const char* env = std::getenv("RNNX_AUTOTUNE");
+  const std::string v = env ? env : "";
+  if (v.empty() || v == "1") return true;
+  if (v == "0") return false;
+  throw Error(Status::invalid_argument,
+              "RNNX_AUTOTUNE (= \"" + v + "\") must be 1 (search), 0 (heuristic), or unset");
+}
+
+std::optional<std::string> autotune_lookup(const std::string& key) {
+  Store& s = store();
+  const std::string path = cache_file();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!path.empty() && s.files_read.insert(path).second) read_file(s, path);
+  const auto it = s.choices.find(key);
+  if (it == s.choices.end()) return std::nullopt;
+  return it->second;
+}
+
+void autotune_store(const std::string& key, const std::string& choice) {
+  Store& s = store();
+  const std::string path = cache_file();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.choices[key] = choice;
+  if (path.empty()) return;
+  const std::string line = key + "\t" + choice + "\n";
+  if (std::FILE* f = std::fopen(path.c_str(), "a")) {
+    std::fwrite(line.data(), 1, line.size(), f);
+    std::fclose(f);
+  }
+}
+
+void autotune_clear_memory() {
+  Store& s = store();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.choices.clear();
+  s.files_read.clear();
+}
+
+}  // namespace rnnx::core
+
+namespace rnnx {
+
+bool autotune_enabled() { return core::autotune_enabled(); }
+std::string autotune_cache_file() { return core::cache_file(); }
+
+}  // namespace rnnx

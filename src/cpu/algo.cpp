@@ -1,0 +1,165 @@
+// The algorithm space of a cpu plan: the environment's forced choices, the heuristic, the
+// candidates the search measures, and their names.
+#include "cpu/algo.hpp"
+
+#include <omp.h>
+
+#include <cstdlib>
+#include <sstream>
+
+#include "cpu/packed_gemm.hpp"
+#include "rnnx/error.hpp"
+
+namespace rnnx::cpu {
+namespace {
+
+// The value of a choosing variable: "" when unset or "auto", else one of `allowed`.
+std::string forced_value(const char* variable, std::initializer_list<const char*> allowed) {
+  const char* env = std::getenv(variable);
+  const std::string v = env ? env : "";
+  if (v.empty() || v == "auto") return "";
+  std::string list;
+  for (const char* a : allowed) {
+    if (v == a) return v;
+    list += std::string(a) + ", ";
+  }
+  throw Error(Status::invalid_argument, std::string(variable) + " (= \"" + v + "\") must be " +
+                                            list + "auto, or unset");
+}
+
+// The values of one choice the search may take: the forced one alone, else `all`.
+template <typename V>
+std::vector<V> allowed(bool forced, V forced_to, std::vector<V> all) {
+  if (forced) return {forced_to};
+  return all;
+}
+
+bool team_capable(const PlanContext& ctx, GemmEngine engine) {
+  const Config& c = ctx.config;
+  const bool proj = c.cell == CellType::lstm && c.proj_size > 0;
+  const bool gru_orig = c.cell == CellType::gru && !c.gru_linear_before_reset;
+  return engine == GemmEngine::packed && !proj && !gru_orig && ctx.schedule.B <= kPackedChunkRows;
+}
+
+}  // namespace
+
+int plan_threads(const PlanContext& ctx) {
+  return ctx.options.num_threads > 0 ? ctx.options.num_threads : omp_get_max_threads();
+}
+
+AlgoSpace algo_space(const PlanContext& ctx) {
+  const bool f32 = ctx.config.dtype == DataType::f32;
+  const bool two_dirs = ctx.config.num_directions() == 2;
+  const bool threads = plan_threads(ctx) >= 2;
+  const std::string gemm = forced_value("RNNX_CPU_GEMM", {"packed", "sgemm"});
+  const std::string loop = forced_value("RNNX_CPU_TIME_LOOP", {"team", "per-step"});
+  const std::string dirs = forced_value("RNNX_CPU_DIRECTIONS", {"concurrent", "sequential"});
+  const std::string input = forced_value("RNNX_CPU_INPUT_PROJECTION", {"split", "bulk", "steps"});
+
+  // float64 always runs OpenBLAS; the packed engine needs AVX-512 within the ISA cap.
+  const bool packed_ok = f32 && packed_gemm_available();
+  const GemmEngine best_engine = packed_ok ? GemmEngine::packed : GemmEngine::sgemm;
+  std::vector<GemmEngine> engines = {best_engine};
+  if (gemm == "sgemm" || !f32) {
+    engines = {GemmEngine::sgemm};
+  } else if (gemm.empty() && packed_ok) {
+    engines = {GemmEngine::packed, GemmEngine::sgemm};
+  }
+
+  AlgoSpace space;
+  for (GemmEngine engine : engines) {
+    const bool capable = team_capable(ctx, engine);
+    // Team loops on one thread or with another engine only when forced (the forced value
+    // then holds for the engines that can run it).
+    const std::vector<bool> teams =
+        !capable ? std::vector<bool>{false}
+                 : allowed(!loop.empty() || !threads, loop == "team", {true, false});
+    const std::vector<bool> concurrent =
+        !two_dirs ? std::vector<bool>{false}
+                  : allowed(!dirs.empty() || !threads, dirs == "concurrent", {true, false});
+    const InputProjection engine_default =
+        engine == GemmEngine::packed ? InputProjection::split : InputProjection::bulk;
+    std::vector<InputProjection> inputs = {engine_default};
+    if (input == "bulk") inputs = {InputProjection::bulk};
+    if (input == "steps") inputs = {InputProjection::steps};
+    if (input.empty() && engine == GemmEngine::packed) {
+      inputs = {InputProjection::split, InputProjection::bulk};
+    }
+    for (bool team : teams) {
+      for (bool conc : concurrent) {
+        for (InputProjection in : inputs) space.candidates.push_back({engine, team, conc, in});
+      }
+    }
+  }
+  // The heuristic: the first engine, team loops and concurrent directions wherever there
+  // are threads for them, the engine's input projection, unless forced otherwise.
+  Algo h;
+  h.engine = engines.front();
+  h.team_loops = team_capable(ctx, h.engine) && (loop.empty() ? threads : loop == "team");
+  h.concurrent_dirs = two_dirs && (dirs.empty() ? threads : dirs == "concurrent");
+  h.input = h.engine == GemmEngine::packed ? InputProjection::split : InputProjection::bulk;
+  if (input == "bulk") h.input = InputProjection::bulk;
+  if (input == "steps") h.input = InputProjection::steps;
+  space.heuristic = h;
+  for (size_t i = 0; i < space.candidates.size(); ++i) {
+    if (space.candidates[i] == h) {
+      std::swap(space.candidates[i], space.candidates[0]);
+      break;
+    }
+  }
+  return space;
+}
+
+std::string algo_name(const Algo& algo, bool float32) {
+  std::string s = !float32 ? "openblas-dgemm"
+                  : algo.engine == GemmEngine::packed ? "packed-avx512"
+                                                      : "onednn-sgemm";
+  if (algo.team_loops) s += "/team";
+  if (algo.concurrent_dirs) s += "/dirs-concurrent";
+  const InputProjection engine_default =
+      algo.engine == GemmEngine::packed ? InputProjection::split : InputProjection::bulk;
+  if (algo.input != engine_default) {
+    s += algo.input == InputProjection::bulk    ? "/input-bulk"
+         : algo.input == InputProjection::steps ? "/input-steps"
+                                                : "/input-split";
+  }
+  return s;
+}
+
+bool parse_algo(const std::string& text, Algo* out) {
+  std::istringstream in(text);
+  std::string part;
+  Algo a;
+  bool first = true, input_set = false;
+  while (std::getline(in, part, '/')) {
+    if (first) {
+      if (part == "packed-avx512") {
+        a.engine = GemmEngine::packed;
+      } else if (part == "onednn-sgemm" || part == "openblas-dgemm") {
+        a.engine = GemmEngine::sgemm;
+      } else {
+        return false;
+      }
+      first = false;
+    } else if (part == "team") {
+      a.team_loops = true;
+    } else if (part == "dirs-concurrent") {
+      a.concurrent_dirs = true;
+    } else if (part == "input-bulk" || part == "input-steps" || part == "input-split") {
+      a.input = part == "input-bulk"    ? InputProjection::bulk
+                : part == "input-steps" ? InputProjection::steps
+                                        : InputProjection::split;
+      input_set = true;
+    } else {
+      return false;
+    }
+  }
+  if (first) return false;
+  if (!input_set) {
+    a.input = a.engine == GemmEngine::packed ? InputProjection::split : InputProjection::bulk;
+  }
+  *out = a;
+  return true;
+}
+
+}  // namespace rnnx::cpu

@@ -1,0 +1,53 @@
+// The ways the cpu backend can run one problem (an Algo), which of them the environment
+// allows, the heuristic default, and their names: the search (autotune.cpp) measures the
+// allowed ones, RNNX_AUTOTUNE=0 takes the heuristic. docs/cpu.md describes each choice.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "cpu/gemm.hpp"
+
+namespace rnnx::cpu {
+
+// Where the input projection x W_ih^T runs: `split` projects the steps with at least
+// kStepInputMinRows rows in the time loop (packed engine) and the others before it; `bulk`
+// every row before the loop; `steps` every step in the loop.
+enum class InputProjection { split, bulk, steps };
+
+struct Algo {
+  GemmEngine engine = GemmEngine::sgemm;
+  bool team_loops = false;       // each time loop one parallel region (forward.cpp)
+  bool concurrent_dirs = false;  // the two directions' loops at once, one thread each
+  InputProjection input = InputProjection::bulk;
+
+  bool operator==(const Algo&) const = default;
+};
+
+// From this many rows a step's input projection is as fast in the loop, on weights packed
+// once (about 155 GFLOP/s per core for I = 512, 4H = 2048), as one GEMM over all tokens,
+// and its result is then still in cache for the step kernel.
+constexpr int64_t kStepInputMinRows = 32;
+
+// The threads a plan's calls run on.
+int plan_threads(const PlanContext& ctx);
+
+// The heuristic choice, and every choice the search may try, for this problem: the values
+// forced by RNNX_CPU_GEMM, RNNX_CPU_TIME_LOOP, RNNX_CPU_DIRECTIONS and
+// RNNX_CPU_INPUT_PROJECTION are the only ones of their kind; where nothing is forced, every
+// value that can run (team loops need the packed engine and a cell without a second
+// in-step product; directions need two, and threads to gain from, unless forced).
+// Throws Error(invalid_argument) naming the variable for a value it does not know.
+struct AlgoSpace {
+  Algo heuristic;
+  std::vector<Algo> candidates;  // heuristic first
+};
+AlgoSpace algo_space(const PlanContext& ctx);
+
+// The choice, as impl_name() shows it after the ISA: "{gemm}[/team][/dirs-concurrent]
+// [/input-bulk|/input-steps]"; and back (false for a text that is not one).
+std::string algo_name(const Algo& algo, bool float32);
+bool parse_algo(const std::string& text, Algo* out);
+
+}  // namespace rnnx::cpu

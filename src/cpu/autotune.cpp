@@ -1,0 +1,210 @@
+// The cpu backend's algorithm search (autotune.hpp): candidates from algo.cpp, measured on
+// synthetic data with the plan's own sizes and threads, remembered by core/autotune_cache.
+#include "cpu/autotune.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <new>
+#include <sstream>
+#include <vector>
+
+#include "core/autotune_cache.hpp"
+#include "core/thread_scope.hpp"
+#include "cpu/buffers.hpp"
+#include "cpu/passes.hpp"
+#include "cpu/problem.hpp"
+#include "rnnx/version.hpp"
+
+namespace rnnx::cpu {
+namespace {
+
+// 64-byte aligned bytes, as a plan's own workspace is.
+struct AlignedBytes {
+  struct Free {
+    void operator()(char* p) const { ::operator delete[](p, std::align_val_t(64)); }
+  };
+  std::unique_ptr<char[], Free> data;
+  explicit AlignedBytes(size_t n)
+      : data(static_cast<char*>(::operator new[](std::max<size_t>(n, 64), std::align_val_t(64)))) {}
+  char* get() const { return data.get(); }
+};
+
+// Deterministic values in [-scale, scale): the search's inputs (their values do not change
+// the work, only keep it free of denormals and NaN).
+template <typename T>
+std::vector<T> synthetic(int64_t n, double scale, uint64_t seed) {
+  std::vector<T> v(static_cast<size_t>(n));
+  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (T& e : v) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    e = static_cast<T>(scale * (static_cast<double>(s >> 11) * 0x1.0p-53 * 2.0 - 1.0));
+  }
+  return v;
+}
+
+// Reserve layout and sizes of one candidate.
+template <typename T>
+struct Sized {
+  Problem problem;
+  size_t reserve = 0, workspace = 0;
+  Sized(const PlanContext& ctx, const Algo& algo) : problem(ctx, algo) {
+    const BufferSizes s = lay_out_buffers<T>(problem);
+    reserve = s.reserve;
+    workspace = std::max(s.forward[1], s.backward);
+  }
+};
+
+// The tensors and buffers of one problem, shared by every candidate (allocated and first
+// touched once, so that no candidate pays for page faults).
+template <typename T>
+struct SearchData {
+  std::vector<T> x, w, y, dy, dx, dw;
+  AlignedBytes reserve, workspace;
+  SearchData(const PlanContext& ctx, size_t reserve_bytes, size_t workspace_bytes)
+      : x(synthetic<T>(ctx.x_numel(), 1.0, 1)),
+        w(synthetic<T>(ctx.weights.numel(), 1.0 / std::sqrt(double(ctx.config.hidden_size)), 2)),
+        y(static_cast<size_t>(ctx.y_numel())),
+        dy(synthetic<T>(ctx.y_numel(), 1.0, 3)),
+        dx(static_cast<size_t>(ctx.x_numel())),
+        dw(static_cast<size_t>(ctx.weights.numel())),
+        reserve(reserve_bytes),
+        workspace(workspace_bytes) {}
+};
+
+// Seconds of one training forward + backward, best of `runs`.
+template <typename T>
+double measure(const Sized<T>& c, SearchData<T>& d, int runs) {
+  ForwardArgs f;
+  f.x = d.x.data();
+  f.weights = d.w.data();
+  f.y = d.y.data();
+  f.training = true;
+  f.workspace = d.workspace.get();
+  f.workspace_size = c.workspace;
+  f.reserve = d.reserve.get();
+  f.reserve_size = c.reserve;
+  BackwardArgs b;
+  b.x = d.x.data();
+  b.weights = d.w.data();
+  b.dy = d.dy.data();
+  b.dx = d.dx.data();
+  b.dweights = d.dw.data();
+  b.workspace = d.workspace.get();
+  b.workspace_size = c.workspace;
+  b.reserve = d.reserve.get();
+  b.reserve_size = c.reserve;
+  double best = std::numeric_limits<double>::infinity();
+  for (int r = 0; r < runs; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    run_forward<T>(c.problem, f, d.workspace.get());
+    run_backward<T>(c.problem, b, d.workspace.get(), 0);
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+
+// A choice read back from the cache is used only if it is still one of the candidates
+// (the environment or the machine may have changed since it was stored).
+bool is_candidate(const AlgoSpace& space, const Algo& a) {
+  return std::find(space.candidates.begin(), space.candidates.end(), a) !=
+         space.candidates.end();
+}
+
+// The candidates that differ from `from` in one choice only.
+std::vector<Algo> neighbours(const AlgoSpace& space, const Algo& from) {
+  std::vector<Algo> out;
+  for (const Algo& c : space.candidates) {
+    const int differ = (c.engine != from.engine) + (c.team_loops != from.team_loops) +
+                       (c.concurrent_dirs != from.concurrent_dirs) + (c.input != from.input);
+    // Changing the engine may force the engine-bound choices along (team, input split).
+    if (differ == 1 || (c.engine != from.engine && differ >= 1)) out.push_back(c);
+  }
+  return out;
+}
+
+template <typename T>
+Algo search(const PlanContext& ctx, const AlgoSpace& space) {
+  core::ThreadScope threads(ctx.options.num_threads);
+  std::vector<std::unique_ptr<Sized<T>>> sized;
+  size_t reserve = 0, workspace = 0;
+  for (const Algo& a : space.candidates) {
+    sized.push_back(std::make_unique<Sized<T>>(ctx, a));
+    reserve = std::max(reserve, sized.back()->reserve);
+    workspace = std::max(workspace, sized.back()->workspace);
+  }
+  auto sized_of = [&](const Algo& a) -> const Sized<T>& {
+    const size_t i = std::find(space.candidates.begin(), space.candidates.end(), a) -
+                     space.candidates.begin();
+    return *sized[i];
+  };
+  SearchData<T> data(ctx, reserve, workspace);
+  // A warm-up run (first touch of the buffers, the thread pool), then the best of two runs
+  // per candidate, or one for problems whose single run is long: the search then costs a
+  // few runs of the problem whatever its size.
+  Algo best = space.heuristic;
+  const double warm = measure<T>(sized_of(best), data, 1);
+  const int runs = warm > 0.2 ? 1 : 2;
+  double best_s = measure<T>(sized_of(best), data, runs);
+  std::vector<Algo> tried = {best};
+  bool improved = true;
+  while (improved) {
+    improved = false;
+    for (const Algo& c : neighbours(space, best)) {
+      if (std::find(tried.begin(), tried.end(), c) != tried.end()) continue;
+      tried.push_back(c);
+      const double s = measure<T>(sized_of(c), data, runs);
+      // Keep the incumbent unless the other is clearly faster (3%): noise must not flip it.
+      if (s < best_s * 0.97) {
+        best = c;
+        best_s = s;
+        improved = true;
+      }
+    }
+  }
+  return best;
+}
+
+// Sizes that differ by less than a quarter octave share a key.
+long quarter_octave(int64_t n) { return std::lround(4.0 * std::log2(std::max<int64_t>(n, 1))); }
+
+}  // namespace
+
+std::string autotune_key(const PlanContext& ctx) {
+  const Config& c = ctx.config;
+  const core::Schedule& s = ctx.schedule;
+  std::ostringstream k;
+  k << "rnnx-" << build_info().version << " cpu " << (c.dtype == DataType::f32 ? "f32" : "f64")
+    << " cell=" << static_cast<int>(c.cell) << " lbr=" << c.gru_linear_before_reset
+    << " I=" << c.input_size << " H=" << c.hidden_size << " P=" << c.proj_size
+    << " L=" << c.num_layers << " D=" << c.num_directions() << " bias=" << c.bias
+    << " onnx=" << uses_onnx_options(c) << " B=" << s.B << " T~" << quarter_octave(s.T_eff)
+    << " tokens~" << quarter_octave(s.tokens)
+    << " threads=" << plan_threads(ctx) << " isa=" << cpu_isa_used();
+  return k.str();
+}
+
+template <typename T>
+AlgoChoice choose_algo(const PlanContext& ctx) {
+  const AlgoSpace space = algo_space(ctx);
+  if (space.candidates.size() < 2 || !core::autotune_enabled() || ctx.schedule.tokens == 0) {
+    return {space.heuristic, false};
+  }
+  const std::string key = autotune_key(ctx);
+  Algo cached;
+  if (auto text = core::autotune_lookup(key)) {
+    if (parse_algo(*text, &cached) && is_candidate(space, cached)) return {cached, true};
+  }
+  const Algo chosen = search<T>(ctx, space);
+  core::autotune_store(key, algo_name(chosen, sizeof(T) == sizeof(float)));
+  return {chosen, true};
+}
+
+template AlgoChoice choose_algo<float>(const PlanContext&);
+template AlgoChoice choose_algo<double>(const PlanContext&);
+
+}  // namespace rnnx::cpu

@@ -1,0 +1,32 @@
+// The algorithm search of the cpu backend: which Algo (algo.hpp) a plan runs, chosen by
+// measurement the first time a problem is seen and remembered (core/autotune_cache.hpp).
+#pragma once
+
+#include <string>
+
+#include "core/backend.hpp"
+#include "cpu/algo.hpp"
+
+namespace rnnx::cpu {
+
+struct AlgoChoice {
+  Algo algo;
+  bool searched = false;  // chosen by measurement (now or from the cache), not the heuristic
+};
+
+// The choice for this plan. With RNNX_AUTOTUNE=0, or a single candidate, the heuristic.
+// Otherwise the cached choice for the problem's key when it is still a candidate, else a
+// search: starting from the heuristic, one choice at a time (engine, time loop,
+// directions, input projection) is changed and kept when a training forward + backward on
+// synthetic data of the plan's own shape runs at least 3% faster (best of two runs after one
+// warm-up; one run when a run takes over 0.2 s).
+template <typename T>
+AlgoChoice choose_algo(const PlanContext& ctx);
+
+// The key a problem's choice is stored under: every value that can change which algorithm
+// is fastest (dimensions, cell, batch, threads, ISA, rnnx version; steps and real tokens to
+// a quarter octave), but not the exact lengths, so that the batches of an epoch with
+// different lengths share one search.
+std::string autotune_key(const PlanContext& ctx);
+
+}  // namespace rnnx::cpu

@@ -1,0 +1,330 @@
+// The cpu backend's algorithm search: the names of its choices, the space the environment
+// leaves it, the cache in memory and on disk, RNNX_AUTOTUNE, and the results of every
+// candidate the search can pick against the reference (each forced through the cache).
+#include <gtest/gtest.h>
+#include <omp.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "core/autotune_cache.hpp"
+#include "cpu/algo.hpp"
+#include "cpu/autotune.hpp"
+#include "problems.hpp"
+#include "test_util.hpp"
+
+namespace rnnx_test {
+namespace {
+
+using cpu::Algo;
+using cpu::AlgoSpace;
+
+// Sets (or unsets, value == nullptr) an environment variable for a scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    if (value) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_.c_str(), old_.c_str(), 1);
+    } else {
+      unsetenv(name_.c_str());
+    }
+  }
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
+
+// The cache starts and ends empty in memory, so tests do not see each other's choices.
+struct FreshCache {
+  FreshCache() { core::autotune_clear_memory(); }
+  ~FreshCache() { core::autotune_clear_memory(); }
+};
+
+PlanContext context(const Config& c, const SequenceShape& s, int threads) {
+  PlanOptions o = backend_options(Backend::cpu, threads);
+  return PlanContext{c, s, core::make_schedule(s), WeightLayout(c), o};
+}
+
+// A problem with every kind of choice open: bidirectional float32 LSTM on two threads,
+// ragged lengths (so the input projection's split matters).
+Problem open_problem() {
+  Problem p;
+  p.cfg = make_config(CellType::lstm, 7, 40, 2, true, DataType::f32);
+  p.shape = SequenceShape::padded(9, 5, {9, 3, 0, 7, 1});
+  p.name = "lstm_l2_bidir_ragged";
+  return p;
+}
+
+TEST(Autotune, NamesRoundTrip) {
+  const Problem p = open_problem();
+  for (bool f32 : {true, false}) {
+    Config c = p.cfg;
+    c.dtype = f32 ? DataType::f32 : DataType::f64;
+    const AlgoSpace space = cpu::algo_space(context(c, p.shape, 2));
+    ASSERT_FALSE(space.candidates.empty());
+    EXPECT_EQ(space.candidates.front(), space.heuristic) << "the heuristic comes first";
+    for (const Algo& a : space.candidates) {
+      const std::string name = cpu::algo_name(a, f32);
+      Algo back;
+      ASSERT_TRUE(cpu::parse_algo(name, &back)) << name;
+      EXPECT_EQ(back, a) << name;
+    }
+  }
+  Algo a;
+  for (const char* bad : {"", "team", "packed-avx512/teams", "mkl/team", "packed-avx512//team"}) {
+    EXPECT_FALSE(cpu::parse_algo(bad, &a)) << '"' << bad << '"';
+  }
+}
+
+TEST(Autotune, SpaceFollowsTheEnvironment) {
+  RNNX_SKIP_UNLESS_AVAILABLE(Backend::cpu);
+  const Problem p = open_problem();
+  const PlanContext ctx = context(p.cfg, p.shape, 2);
+  {
+    ScopedEnv e("RNNX_CPU_DIRECTIONS", "sequential");
+    for (const Algo& a : cpu::algo_space(ctx).candidates) EXPECT_FALSE(a.concurrent_dirs);
+  }
+  {
+    ScopedEnv e("RNNX_CPU_GEMM", "sgemm");
+    const AlgoSpace s = cpu::algo_space(ctx);
+    for (const Algo& a : s.candidates) {
+      EXPECT_EQ(a.engine, cpu::GemmEngine::sgemm);
+      EXPECT_FALSE(a.team_loops) << "team loops need the packed engine";
+    }
+    EXPECT_EQ(s.candidates.size(), 2u) << "directions concurrent or not";
+  }
+  {
+    ScopedEnv e("RNNX_CPU_TIME_LOOP", "per-step");
+    for (const Algo& a : cpu::algo_space(ctx).candidates) EXPECT_FALSE(a.team_loops);
+  }
+  // One thread: neither team loops nor concurrent directions are searched.
+  for (const Algo& a : cpu::algo_space(context(p.cfg, p.shape, 1)).candidates) {
+    EXPECT_FALSE(a.team_loops);
+    EXPECT_FALSE(a.concurrent_dirs);
+  }
+  // float64 runs OpenBLAS: only the directions are a choice.
+  Config c64 = p.cfg;
+  c64.dtype = DataType::f64;
+  EXPECT_EQ(cpu::algo_space(context(c64, p.shape, 2)).candidates.size(), 2u);
+  ScopedEnv e("RNNX_CPU_INPUT_PROJECTION", "sideways");
+  try {
+    cpu::algo_space(ctx);
+    FAIL() << "an unknown value was accepted";
+  } catch (const Error& err) {
+    EXPECT_EQ(err.code(), Status::invalid_argument);
+    EXPECT_NE(std::string(err.what()).find("RNNX_CPU_INPUT_PROJECTION (= \"sideways\")"),
+              std::string::npos)
+        << err.what();
+  }
+}
+
+TEST(Autotune, SearchesRemembersAndCanBeTurnedOff) {
+  RNNX_SKIP_UNLESS_AVAILABLE(Backend::cpu);
+  FreshCache fresh;
+  const Problem p = open_problem();
+  const PlanOptions o = backend_options(Backend::cpu, 2);
+  const AlgoSpace space = cpu::algo_space(context(p.cfg, p.shape, 2));
+  ASSERT_GE(space.candidates.size(), 2u);
+  {
+    ScopedEnv off("RNNX_AUTOTUNE", "0");
+    Plan plan(p.cfg, p.shape, o);
+    EXPECT_EQ(plan.impl_name(), std::string("cpu:") + cpu_isa_used() + "/" +
+                                    cpu::algo_name(space.heuristic, true))
+        << "RNNX_AUTOTUNE=0: the heuristic, not marked tuned";
+    EXPECT_FALSE(core::autotune_lookup(cpu::autotune_key(context(p.cfg, p.shape, 2))))
+        << "nothing searched, nothing stored";
+  }
+  ScopedEnv on("RNNX_AUTOTUNE", nullptr);
+  Plan first(p.cfg, p.shape, o);
+  const std::string name = first.impl_name();
+  ASSERT_GE(name.size(), 6u);
+  EXPECT_EQ(name.substr(name.size() - 6), "/tuned") << name;
+  const auto stored = core::autotune_lookup(cpu::autotune_key(context(p.cfg, p.shape, 2)));
+  ASSERT_TRUE(stored);
+  EXPECT_NE(name.find("/" + *stored + "/tuned"), std::string::npos) << name << " vs " << *stored;
+  // Another batch of the same geometry with other lengths (same steps, about as many
+  // tokens) reuses the choice.
+  const SequenceShape other = SequenceShape::padded(9, 5, {2, 9, 4, 5, 0});
+  EXPECT_EQ(cpu::autotune_key(context(p.cfg, other, 2)),
+            cpu::autotune_key(context(p.cfg, p.shape, 2)));
+  Plan second(p.cfg, other, o);
+  EXPECT_EQ(second.impl_name(), name);
+  // A different problem has a different key.
+  Config wider = p.cfg;
+  wider.hidden_size = 41;
+  EXPECT_NE(cpu::autotune_key(context(wider, p.shape, 2)),
+            cpu::autotune_key(context(p.cfg, p.shape, 2)));
+  EXPECT_NE(cpu::autotune_key(context(p.cfg, p.shape, 1)),
+            cpu::autotune_key(context(p.cfg, p.shape, 2)));
+}
+
+TEST(Autotune, UnknownSwitchValueIsRefused) {
+  RNNX_SKIP_UNLESS_AVAILABLE(Backend::cpu);
+  FreshCache fresh;
+  ScopedEnv bad("RNNX_AUTOTUNE", "yes");
+  const Problem p = open_problem();
+  try {
+    Plan plan(p.cfg, p.shape, backend_options(Backend::cpu, 2));
+    FAIL() << "RNNX_AUTOTUNE=yes accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Status::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("RNNX_AUTOTUNE (= \"yes\")"), std::string::npos)
+        << e.what();
+  }
+}
+
+std::string temp_path(const char* tag) {
+  return ::testing::TempDir() + "rnnx_autotune_" + tag + "_" + std::to_string(getpid()) + ".txt";
+}
+
+TEST(Autotune, DiskCacheIsReadWrittenAndChecked) {
+  RNNX_SKIP_UNLESS_AVAILABLE(Backend::cpu);
+  FreshCache fresh;
+  ScopedEnv on("RNNX_AUTOTUNE", nullptr);
+  const Problem p = open_problem();
+  const PlanOptions o = backend_options(Backend::cpu, 2);
+  const PlanContext ctx = context(p.cfg, p.shape, 2);
+  const std::string key = cpu::autotune_key(ctx);
+  const AlgoSpace space = cpu::algo_space(ctx);
+  ASSERT_GE(space.candidates.size(), 2u);
+  const Algo pick = space.candidates.back();  // not the heuristic
+  const std::string pick_name = cpu::algo_name(pick, true);
+
+  // A file written by another process: junk lines, a stale entry and then the pick (the
+  // last line of a key wins).
+  const std::string path = temp_path("read");
+  {
+    std::ofstream f(path);
+    f << "no tab on this line\n\tno key\nkey without choice\t\n"
+      << key << "\t" << cpu::algo_name(space.heuristic, true) << "\n"
+      << key << "\t" << pick_name << "\n";
+  }
+  {
+    ScopedEnv file("RNNX_AUTOTUNE_CACHE", path.c_str());
+    Plan plan(p.cfg, p.shape, o);
+    EXPECT_EQ(plan.impl_name(), std::string("cpu:") + cpu_isa_used() + "/" + pick_name + "/tuned");
+  }
+  std::remove(path.c_str());
+
+  // A stored choice that is no longer a candidate (here: forced away by the environment)
+  // is searched again, and the new choice is appended to the file.
+  core::autotune_clear_memory();
+  const std::string out = temp_path("write");
+  std::remove(out.c_str());
+  {
+    ScopedEnv file("RNNX_AUTOTUNE_CACHE", out.c_str());
+    ScopedEnv seq("RNNX_CPU_DIRECTIONS", "sequential");
+    core::autotune_store(cpu::autotune_key(context(p.cfg, p.shape, 2)),
+                         "onednn-sgemm/dirs-concurrent");
+    core::autotune_clear_memory();
+    {
+      std::ofstream f(out);
+      f << key << "\tonednn-sgemm/dirs-concurrent\n" << key << "\tnot-an-engine/team\n";
+    }
+    Plan plan(p.cfg, p.shape, o);
+    EXPECT_EQ(plan.impl_name().find("dirs-concurrent"), std::string::npos) << plan.impl_name();
+    std::ifstream f(out);
+    std::string line, last;
+    int lines = 0;
+    while (std::getline(f, line)) {
+      last = line;
+      ++lines;
+    }
+    EXPECT_EQ(lines, 3) << "the search appended its choice";
+    EXPECT_EQ(last.substr(0, key.size() + 1), key + "\t");
+    Algo stored;
+    ASSERT_TRUE(cpu::parse_algo(last.substr(key.size() + 1), &stored)) << last;
+    EXPECT_FALSE(stored.concurrent_dirs);
+  }
+  std::remove(out.c_str());
+
+  // A file that cannot be written does not fail the plan.
+  core::autotune_clear_memory();
+  ScopedEnv file("RNNX_AUTOTUNE_CACHE", "/nonexistent-dir/rnnx/cache.txt");
+  EXPECT_NO_THROW(Plan(p.cfg, p.shape, o));
+}
+
+// Every candidate the search can pick, forced through the cache, against the reference:
+// results may differ between choices only by float rounding.
+std::vector<Problem> search_problems() {
+  std::vector<Problem> out;
+  auto add = [&](const char* name, Config c, SequenceShape s) {
+    Problem p;
+    p.name = name;
+    p.cfg = c;
+    p.shape = s;
+    out.push_back(p);
+  };
+  add("lstm_bidir_ragged", open_problem().cfg, open_problem().shape);
+  add("gru_orig_bidir", make_config(CellType::gru, 6, 33, 1, true, DataType::f32, 0, false),
+      SequenceShape::padded(6, 4, {6, 6, 2, 5}));
+  add("lstmp_l2", make_config(CellType::lstm, 5, 36, 2, false, DataType::f32, 12),
+      SequenceShape::padded(7, 3, {7, 4, 1}));
+  add("rnn_relu_many_rows", make_config(CellType::rnn_relu, 9, 20, 1, true, DataType::f32),
+      SequenceShape::padded(5, 40, {}));
+  add("gru_lbr_packed", make_config(CellType::gru, 4, 17, 2, true, DataType::f32),
+      packed_shape({8, 2, 5, 1, 8, 3}, true));
+  return out;
+}
+
+class EveryCandidate : public ::testing::TestWithParam<std::tuple<Problem, DataType>> {};
+
+TEST_P(EveryCandidate, MatchesTheReference) {
+  RNNX_SKIP_UNLESS_AVAILABLE(Backend::cpu);
+  FreshCache fresh;
+  ScopedEnv on("RNNX_AUTOTUNE", nullptr);
+  ScopedEnv no_file("RNNX_AUTOTUNE_CACHE", nullptr);
+  omp_set_num_threads(2);  // check_cpu_against_reference's plans use the OpenMP default
+  Problem p = std::get<0>(GetParam());
+  p.cfg.dtype = std::get<1>(GetParam());
+  const PlanContext ctx = context(p.cfg, p.shape, 0);
+  const bool f32 = p.cfg.dtype == DataType::f32;
+  const AlgoSpace space = cpu::algo_space(ctx);
+  std::vector<size_t> sizes;  // of the first candidate's plan
+  for (const Algo& a : space.candidates) {
+    SCOPED_TRACE(cpu::algo_name(a, f32));
+    core::autotune_clear_memory();
+    core::autotune_store(cpu::autotune_key(ctx), cpu::algo_name(a, f32));
+    {
+      // A single candidate is the heuristic, taken without a search.
+      const std::string want = "/" + cpu::algo_name(a, f32) +
+                               (space.candidates.size() > 1 ? "/tuned" : "");
+      Plan plan(p.cfg, p.shape, backend_options(Backend::cpu));
+      const std::string name = plan.impl_name();
+      ASSERT_GE(name.size(), want.size());
+      ASSERT_EQ(name.substr(name.size() - want.size()), want) << name;
+      // The sizes are the problem's, whatever the search picked.
+      const std::vector<size_t> these = {plan.forward_workspace_size(false),
+                                         plan.forward_workspace_size(true),
+                                         plan.backward_workspace_size(), plan.reserve_size()};
+      if (sizes.empty()) sizes = these;
+      EXPECT_EQ(these, sizes);
+    }
+    check_cpu_against_reference(p, p.cfg.dtype);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Problems, EveryCandidate,
+                         ::testing::Combine(::testing::ValuesIn(search_problems()),
+                                            ::testing::Values(DataType::f32, DataType::f64)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param).name + "_" +
+                                  to_string(std::get<1>(info.param));
+                         });
+
+}  // namespace
+}  // namespace rnnx_test
