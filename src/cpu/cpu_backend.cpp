@@ -29,8 +29,9 @@ class CpuBackend final : public BackendImpl {
     backward_size_ = cpu::carve_backward<T>(problem_, nullptr, nullptr).used();
   }
 
-  // cpu:{isa}/{gemm}[/team][/dirs-concurrent] (docs/cpu.md): float32 runs its products on
-  // the packed engine or on dnnl_sgemm, float64 on OpenBLAS; then how the time loops run.
+  // cpu:{isa}/{gemm}[/onnx-cell][/team][/dirs-concurrent] (docs/cpu.md): float32 runs its
+  // products on the packed engine or on dnnl_sgemm, float64 on OpenBLAS; the generic step
+  // kernels for ONNX cell options; then how the time loops run.
   std::string name() const override {
     std::string s = std::string("cpu:") + cpu_isa_used();
     if constexpr (sizeof(T) == sizeof(double)) {
@@ -38,6 +39,7 @@ class CpuBackend final : public BackendImpl {
     } else {
       s += problem_.engine == cpu::GemmEngine::packed ? "/packed-avx512" : "/onednn-sgemm";
     }
+    if (problem_.onnx_cell) s += "/onnx-cell";
     if (problem_.team_loops) s += "/team";
     if (problem_.concurrent_dirs) s += "/dirs-concurrent";
     return s;

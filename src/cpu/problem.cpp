@@ -75,6 +75,9 @@ Problem::Problem(const PlanContext& c) : ctx(&c) {
   cell_clip = cfg.cell == CellType::lstm && cfg.cell_clip.enabled;
   proj_clip = proj && cfg.proj_clip.enabled;
   dropout = cfg.dropout;
+  onnx_cell = uses_onnx_cell_math(cfg);
+  gate_clip = cfg.gate_clip > 0.0;
+  peephole = cfg.cell == CellType::lstm && cfg.peephole;
   L = cfg.num_layers;
   D = cfg.num_directions();
   H = cfg.hidden_size;
@@ -90,12 +93,13 @@ Problem::Problem(const PlanContext& c) : ctx(&c) {
   const int threads = c.options.num_threads > 0 ? c.options.num_threads : omp_get_max_threads();
   concurrent_dirs = D == 2 && directions_concurrent(threads);
   const bool team_capable =
-      engine == GemmEngine::packed && !proj && !gru_orig() && B <= kPackedChunkRows;
+      engine == GemmEngine::packed && !proj && !gru_orig() && !onnx_cell && B <= kPackedChunkRows;
   team_loops = team_capable && team_loops_wanted(threads);
   const int64_t min_rows = step_input_min_rows(engine);
   while (step_input_steps < T_eff && c.schedule.batch_sizes[step_input_steps] >= min_rows) {
     ++step_input_steps;
   }
+  for (int64_t d = 0; d < D; ++d) acts[d] = direction_activations(cfg, d);
   params.resize(L * D);
   for (int64_t l = 0; l < L; ++l) {
     for (int64_t d = 0; d < D; ++d) {
@@ -103,8 +107,9 @@ Problem::Problem(const PlanContext& c) : ctx(&c) {
         const WeightParam* w = c.weights.get(l, d, kind);
         return w ? w->offset : -1;
       };
-      params[l * D + d] = {off(WeightKind::w_ih), off(WeightKind::w_hh), off(WeightKind::b_ih),
-                           off(WeightKind::b_hh), off(WeightKind::w_hr)};
+      params[l * D + d] = {off(WeightKind::w_ih), off(WeightKind::w_hh),
+                           off(WeightKind::b_ih), off(WeightKind::b_hh),
+                           off(WeightKind::w_hr), off(WeightKind::w_peephole)};
     }
   }
 }
