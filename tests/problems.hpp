@@ -61,10 +61,20 @@ inline std::string variant_tag(const Config& c, LayoutKind layout, const DataOpt
   if (!c.bias) s += "_nobias";
   if (c.cell_clip.enabled) s += "_cclip";
   if (c.proj_clip.enabled) s += "_pclip";
-  if ((c.cell_clip.enabled || c.proj_clip.enabled) && c.clip_nan == NanPolicy::replace)
+  if ((c.cell_clip.enabled || c.proj_clip.enabled || c.gate_clip > 0.0) &&
+      c.clip_nan == NanPolicy::replace)
     s += "-nanrepl";
   if (c.dropout > 0) s += "_drop" + std::to_string(static_cast<int>(c.dropout * 100 + 0.5));
   if (c.padding_fill != 0.0) s += "_fill";
+  // ONNX's cell options.
+  if (c.reverse) s += "_rev";
+  if (c.peephole) s += "_peep";
+  if (c.gate_clip > 0.0) s += "_gclip";
+  if (c.input_forget) s += "_ifg";
+  if (!c.activations.empty()) {
+    s += "_act";
+    for (const Activation& a : c.activations) s += std::string("-") + to_string(a.kind);
+  }
   if (!d.h0) s += "_noh0";
   if (backward) {
     std::string g;
@@ -208,6 +218,133 @@ inline std::vector<Problem> cpu_vs_reference_problems() {
   nan_problem(clipped(config_for(lstmp, 4, 6, 2, true, true), true, true, NanPolicy::propagate));
   nan_problem(clipped(config_for(lstmp, 4, 6, 2, true, true), true, true, NanPolicy::replace));
   nan_problem(config_for(cell_variants()[5], 4, 6, 1, false, true));
+  for (NanPolicy nan : {NanPolicy::propagate, NanPolicy::replace}) {  // the gate clip's policy
+    for (const CellVariant& v : {lstm, cell_variants()[4]}) {
+      Config c = config_for(v, 4, 6, 2, true, true);
+      c.gate_clip = 0.5;
+      c.clip_nan = nan;
+      nan_problem(c);
+    }
+  }
+
+  // ONNX's cell options (the cpu's generic step kernels, onnx_cell.hpp; reverse alone runs
+  // the fast kernels): each alone and combined, on every cell, with variable and zero
+  // lengths, projection, cell clip and dropout.
+  {
+    using K = ActivationKind;
+    // Every kind with alpha/beta away from the defaults where it has them.
+    auto act = [](K kind) {
+      Activation a = default_activation(kind);
+      switch (kind) {
+        case K::affine:
+          a = {kind, 0.7, 0.1};
+          break;
+        case K::leaky_relu:
+          a = {kind, 0.05, 0.0};
+          break;
+        case K::thresholded_relu:
+          a = {kind, 0.1, 0.0};
+          break;
+        case K::scaled_tanh:
+          a = {kind, 1.3, 0.8};
+          break;
+        case K::hard_sigmoid:
+          a = {kind, 0.3, 0.45};
+          break;
+        case K::elu:
+          a = {kind, 0.6, 0.0};
+          break;
+        default:
+          break;
+      }
+      return a;
+    };
+    const std::vector<K> kinds = {
+        K::sigmoid,     K::tanh,         K::relu, K::affine,   K::leaky_relu, K::thresholded_relu,
+        K::scaled_tanh, K::hard_sigmoid, K::elu,  K::softsign, K::softplus};
+    const int64_t nk = static_cast<int64_t>(kinds.size());
+    const CellVariant rnn = cell_variants()[0], gru = cell_variants()[4],
+                      gru_orig = cell_variants()[5];
+    // Every kind in the RNN's one position, and in some position of each LSTM and GRU.
+    for (int64_t k = 0; k < nk; ++k) {
+      Config c = config_for(rnn, 5, 7, 1, k % 2 == 1, true);
+      c.activations = {act(kinds[k])};
+      out.push_back(make_problem(c, LK::time_major, 5, 3, {5, 0, 3}, all, k % 3 ? OW : ACC));
+    }
+    for (int64_t k = 0; k < nk; k += 3) {
+      Config c = config_for(lstm, 6, 9, 1, false, true);
+      c.activations = {act(kinds[k]), act(kinds[(k + 1) % nk]), act(kinds[(k + 2) % nk])};
+      out.push_back(make_problem(c, LK::batch_first, 6, 3, {6, 2, 4}, all, OW));
+    }
+    for (int64_t k = 0; k < nk; k += 2) {
+      Config c = config_for(k % 4 == 0 ? gru : gru_orig, 6, 8, 1, false, true);
+      c.activations = {act(kinds[k]), act(kinds[(k + 1) % nk])};
+      out.push_back(make_problem(c, LK::time_major, 5, 3, {5, 3, 0}, all, OW));
+    }
+    // Bidirectional with different activations per direction, two layers, GRU both ways.
+    for (const CellVariant& v : {gru, gru_orig}) {
+      Config c = config_for(v, 5, 6, 2, true, true);
+      c.activations = {act(K::hard_sigmoid), act(K::softsign), act(K::sigmoid), act(K::elu)};
+      out.push_back(make_problem(c, LK::time_major, 5, 4, {5, 2, 0, 4}, all, ACC));
+    }
+    // reverse alone (fast kernels), with zero lengths, packed, multi-layer, every cell.
+    for (const CellVariant& v : cell_variants()) {
+      Config c = config_for(v, 7, 10, 2, false, true);
+      c.reverse = true;
+      out.push_back(make_problem(c, LK::time_major, 6, 4, {6, 0, 3, 1}, all, OW));
+      c = config_for(v, 5, 8, 1, false, v.proj);
+      c.reverse = true;
+      out.push_back(make_problem(c, LK::packed_sorted_indices, 5, 3, {2, 5, 4}, dy_only, ACC));
+    }
+    // Gate clip alone, bounds that many pre-activations cross, both NaN policies.
+    for (const CellVariant& v : cell_variants()) {
+      Config c = config_for(v, 6, 9, 1, v.cell == CellType::gru, true);
+      c.gate_clip = 0.3;
+      c.clip_nan = v.lbr ? NanPolicy::propagate : NanPolicy::replace;
+      out.push_back(make_problem(c, LK::time_major, 5, 3, {5, 4, 0}, all, OW));
+    }
+    // LSTM: peephole alone, input_forget alone, everything at once (with projection, cell
+    // clip, reverse, dropout), bidirectional peepholes with cell clip.
+    {
+      Config c = config_for(lstm, 6, 9, 1, false, true);
+      c.peephole = true;
+      out.push_back(make_problem(c, LK::time_major, 6, 4, {6, 3, 0, 5}, all, OW));
+      c = config_for(lstm, 6, 9, 1, false, true);
+      c.input_forget = true;
+      out.push_back(make_problem(c, LK::batch_first, 6, 3, {6, 1, 4}, all, ACC));
+      c = clipped(config_for(lstmp, 7, 12, 2, false, true), true, true, NanPolicy::replace);
+      c.peephole = c.input_forget = c.reverse = true;
+      c.gate_clip = 0.4;
+      c.activations = {act(K::hard_sigmoid), act(K::softsign), act(K::scaled_tanh)};
+      c.dropout = 0.25;
+      c.seed = 3;
+      Problem p = make_problem(c, LK::time_major, 6, 4, {6, 0, 2, 5}, all, OW);
+      p.dropout_counter = 5;
+      out.push_back(p);
+      c = clipped(config_for(lstm, 5, 8, 2, true, false), true, false, NanPolicy::propagate);
+      c.peephole = true;
+      c.gate_clip = 0.5;
+      out.push_back(make_problem(c, LK::packed, 5, 3, {5, 4, 2}, noh0, ACC));
+      c = clipped(config_for(lstmp, 5, 10, 1, true, true), true, false, NanPolicy::propagate);
+      c.peephole = true;
+      c.activations = {act(K::sigmoid), act(K::relu), act(K::softplus)};
+      out.push_back(make_problem(c, LK::batch_first, 5, 3, {5, 3, 1}, dy_dcy, OW));
+    }
+    // GRU and RNN with gate clip, activations, reverse and dropout at once.
+    for (const CellVariant& v : {rnn, gru, gru_orig}) {
+      Config c = config_for(v, 6, 8, 2, false, true);
+      c.reverse = true;
+      c.gate_clip = 0.35;
+      c.activations = v.cell == CellType::gru
+                          ? std::vector<Activation>{act(K::softsign), act(K::elu)}
+                          : std::vector<Activation>{act(K::leaky_relu)};
+      c.dropout = 0.3;
+      c.seed = 8;
+      Problem p = make_problem(c, LK::batch_first, 5, 4, {5, 5, 0, 2}, all, ACC);
+      p.dropout_counter = 2;
+      out.push_back(p);
+    }
+  }
 
   // Names must be unique (gtest refuses duplicates): say so here rather than at startup.
   std::map<std::string, int> seen;

@@ -21,8 +21,21 @@ std::vector<Config> configs(DataType dt) {
   lstmp.dropout = 0.3;
   Config gru = make_config(CellType::gru, 5, 7, 3, false, dt, 0, false);
   gru.dropout = 0.2;
-  return {lstmp, gru, make_config(CellType::gru, 3, 9, 1, true, dt),
-          make_config(CellType::rnn_tanh, 17, 5, 2, true, dt)};
+  // ONNX's options: the generic step kernels keep pre-activations (RNN too) and gate-clip
+  // flags in the reserve.
+  Config onnx_lstm = make_config(CellType::lstm, 4, 6, 2, false, dt, 3);
+  onnx_lstm.peephole = onnx_lstm.input_forget = onnx_lstm.reverse = true;
+  onnx_lstm.gate_clip = 0.7;
+  onnx_lstm.dropout = 0.2;
+  Config onnx_rnn = make_config(CellType::rnn_tanh, 5, 6, 1, true, dt);
+  onnx_rnn.gate_clip = 0.5;
+  onnx_rnn.activations = {{ActivationKind::softsign}, {ActivationKind::elu, 0.5, 0.0}};
+  return {lstmp,
+          gru,
+          make_config(CellType::gru, 3, 9, 1, true, dt),
+          make_config(CellType::rnn_tanh, 17, 5, 2, true, dt),
+          onnx_lstm,
+          onnx_rnn};
 }
 
 const std::vector<int64_t> kLengths = {7, 3, 0, 7, 5};

@@ -1,7 +1,8 @@
-// The reference backend's backward against central finite differences of its own forward,
-// in float64: dx, dh0, dc0 and every weight and bias gradient, for every cell, both GRU
-// variants, projection, bidirectional multi-layer, mixed lengths, cell and projection
-// clipping, and dropout (a fixed counter makes the mask deterministic).
+// The backward of the reference backend (and of the cpu backend) against central finite
+// differences of its own forward, in float64: dx, dh0, dc0 and every weight and bias
+// gradient, for every cell, both GRU variants, projection, bidirectional multi-layer, mixed
+// lengths, cell and projection clipping, dropout (a fixed counter makes the mask
+// deterministic) and ONNX's cell options.
 // Loss = sum(y * R1) + sum(hy * R2) + sum(cy * R3), so dy = R1, dhy = R2, dcy = R3.
 #include <gtest/gtest.h>
 
@@ -163,10 +164,10 @@ class ReferenceGradCheck : public ::testing::TestWithParam<GradCase> {};
 constexpr double kFdStep = 1e-6;
 constexpr double kFdAtol = 2e-7, kFdRtol = 1e-6;
 
-TEST_P(ReferenceGradCheck, MatchesCentralDifferences) {
-  const GradCase& gc = GetParam();
+// Backward of `backend` against central differences of its own forward.
+void grad_check(const GradCase& gc, Backend backend) {
   const Config& c = gc.cfg;
-  Plan plan(c, gc.shape, backend_options(Backend::reference));
+  Plan plan(c, gc.shape, backend_options(backend));
   const Geometry g = geometry_of(gc.shape);
   const int64_t I = c.input_size, W = out_width(c);
   DataOptions opts = gc.data;
@@ -261,6 +262,22 @@ TEST_P(ReferenceGradCheck, MatchesCentralDifferences) {
   EXPECT_EQ(failed, 0) << failed << " of " << checked
                        << " gradients differ from central differences" << report.str();
 }
+
+TEST_P(ReferenceGradCheck, MatchesCentralDifferences) { grad_check(GetParam(), Backend::reference); }
+
+// The cpu backend in float64 on the same cases: its own gradients (the generic step
+// kernels for ONNX's options included) against differences of its own forward.
+class CpuGradCheck : public ::testing::TestWithParam<GradCase> {};
+
+TEST_P(CpuGradCheck, MatchesCentralDifferences) {
+  RNNX_SKIP_UNLESS_AVAILABLE(Backend::cpu);
+  grad_check(GetParam(), Backend::cpu);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cpu, CpuGradCheck, ::testing::ValuesIn(grad_cases()),
+                         [](const ::testing::TestParamInfo<GradCase>& info) {
+                           return info.param.name;
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Reference, ReferenceGradCheck, ::testing::ValuesIn(grad_cases()),
                          [](const ::testing::TestParamInfo<GradCase>& info) {

@@ -15,7 +15,8 @@ namespace {
 using Param = BackendParam;
 
 // A handful of configs that between them have every cell variant, projection, clipping,
-// bias on/off, 1-3 layers and both directions.
+// bias on/off, 1-3 layers and both directions, and ONNX's options: a reverse network and
+// peepholes with the gate clip and other activations.
 std::vector<Config> configs(DataType dt) {
   std::vector<Config> v;
   v.push_back(make_config(CellType::rnn_relu, 5, 7, 2, true, dt));
@@ -29,6 +30,15 @@ std::vector<Config> configs(DataType dt) {
   v.push_back(gru_orig);
   v.push_back(make_config(CellType::rnn_tanh, 4, 3, 1, true, dt));
   v.push_back(make_config(CellType::lstm, 7, 5, 1, false, dt));
+  Config rev = make_config(CellType::gru, 5, 6, 2, false, dt);
+  rev.reverse = true;
+  v.push_back(rev);
+  Config peep = make_config(CellType::lstm, 4, 6, 1, true, dt);
+  peep.peephole = true;
+  peep.gate_clip = 0.6;
+  peep.activations = {
+      {ActivationKind::hard_sigmoid, 0.3, 0.5}, {ActivationKind::softsign}, {ActivationKind::tanh}};
+  v.push_back(peep);
   return v;
 }
 
@@ -306,6 +316,7 @@ TEST_P(Invariants, StateGradientsWithoutInitialStates) {
 TEST_P(Invariants, ReverseDirectionIsForwardOfReversedSequence) {
   const std::vector<int64_t> lengths = {5, 0, 3, 1};
   for (Config c : configs(GetParam().dtype)) {
+    if (c.reverse) continue;  // reverse is one direction; bidirectional it cannot be
     c.num_layers = 1;
     c.bidirectional = true;
     SCOPED_TRACE(short_name(c));
@@ -388,7 +399,7 @@ TEST_P(Invariants, ReverseDirectionIsForwardOfReversedSequence) {
 }
 
 // hy of the top layer is y at each sequence's own last step (forward direction) and at
-// t = 0 (reverse direction), bit for bit.
+// t = 0 (reverse direction, and the one direction of a reverse network), bit for bit.
 TEST_P(Invariants, FinalStateIsTheLastOutput) {
   const std::vector<int64_t> lengths = {3, 6, 1, 6, 2};
   for (const Config& c : configs(GetParam().dtype)) {
@@ -402,7 +413,8 @@ TEST_P(Invariants, FinalStateIsTheLastOutput) {
       const int64_t top = (c.num_layers - 1) * D;
       for (int64_t b = 0; b < 5; ++b) {
         for (int64_t j = 0; j < P; ++j) {
-          ASSERT_EQ(r.hy.get((top * 5 + b) * P + j), r.y.get(g.row(lengths[b] - 1, b) * W + j))
+          const int64_t last = c.reverse ? 0 : lengths[b] - 1;
+          ASSERT_EQ(r.hy.get((top * 5 + b) * P + j), r.y.get(g.row(last, b) * W + j))
               << tag(k) << " b=" << b;
           if (D == 2) {
             ASSERT_EQ(r.hy.get(((top + 1) * 5 + b) * P + j), r.y.get(g.row(0, b) * W + P + j))

@@ -18,98 +18,110 @@ Config small(CellType cell, bool bidir) {
 
 // A reverse network equals the reverse half of a bidirectional one with the same weights.
 TEST(OnnxOptions, ReverseEqualsTheReverseHalfOfBidirectional) {
-  for (CellType cell : {CellType::rnn_tanh, CellType::lstm, CellType::gru}) {
-    Config bi = small(cell, true), rev = small(cell, false);
-    rev.reverse = true;
-    const std::vector<int64_t> lengths = {5, 0, 3, 2};
-    const SequenceShape shape = make_shape(LayoutKind::time_major, 5, 4, lengths);
-    Plan pb(bi, shape, backend_options(Backend::reference));
-    Plan pr(rev, shape, backend_options(Backend::reference));
-    const Data db = make_data(bi, lengths, 7);
-    Data dr = db;
-    // The reverse plan's weights are the bidirectional plan's *_reverse parameters; its
-    // h0/c0 the reverse direction's rows.
-    const WeightLayout& lb = pb.weight_layout();
-    const WeightLayout& lr = pr.weight_layout();
-    dr.w.assign(lr.numel(), 0.0);
-    for (const WeightParam& p : lr.params()) {
-      const WeightParam& q = lb.find(p.name + "_reverse");
-      std::copy_n(db.w.begin() + q.offset, q.numel(), dr.w.begin() + p.offset);
+  for (Backend be : {Backend::reference, Backend::cpu}) {
+    SCOPED_TRACE(to_string(be));
+    for (CellType cell : {CellType::rnn_tanh, CellType::lstm, CellType::gru}) {
+      Config bi = small(cell, true), rev = small(cell, false);
+      rev.reverse = true;
+      const std::vector<int64_t> lengths = {5, 0, 3, 2};
+      const SequenceShape shape = make_shape(LayoutKind::time_major, 5, 4, lengths);
+      Plan pb(bi, shape, backend_options(be));
+      Plan pr(rev, shape, backend_options(be));
+      const Data db = make_data(bi, lengths, 7);
+      Data dr = db;
+      // The reverse plan's weights are the bidirectional plan's *_reverse parameters; its
+      // h0/c0 the reverse direction's rows.
+      const WeightLayout& lb = pb.weight_layout();
+      const WeightLayout& lr = pr.weight_layout();
+      dr.w.assign(lr.numel(), 0.0);
+      for (const WeightParam& p : lr.params()) {
+        const WeightParam& q = lb.find(p.name + "_reverse");
+        std::copy_n(db.w.begin() + q.offset, q.numel(), dr.w.begin() + p.offset);
+      }
+      const int64_t B = 4, H = 4;
+      dr.h0.assign(db.h0.begin() + B * H, db.h0.end());
+      if (cell == CellType::lstm) dr.c0.assign(db.c0.begin() + B * H, db.c0.end());
+      const Results yb = run(pb, make_tensors(pb, db));
+      const Results yr = run(pr, make_tensors(pr, dr));
+      for (int64_t t = 0; t < 5; ++t)
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t j = 0; j < H; ++j)
+            EXPECT_NEAR(yr.y.get((t * B + b) * H + j), yb.y.get((t * B + b) * 2 * H + H + j), 1e-12)
+                << to_string(cell) << " t=" << t << " b=" << b;
+      for (int64_t i = 0; i < B * H; ++i) EXPECT_NEAR(yr.hy.get(i), yb.hy.get(B * H + i), 1e-12);
     }
-    const int64_t B = 4, H = 4;
-    dr.h0.assign(db.h0.begin() + B * H, db.h0.end());
-    if (cell == CellType::lstm) dr.c0.assign(db.c0.begin() + B * H, db.c0.end());
-    const Results yb = run(pb, make_tensors(pb, db));
-    const Results yr = run(pr, make_tensors(pr, dr));
-    for (int64_t t = 0; t < 5; ++t)
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t j = 0; j < H; ++j)
-          EXPECT_DOUBLE_EQ(yr.y.get((t * B + b) * H + j), yb.y.get((t * B + b) * 2 * H + H + j))
-              << to_string(cell) << " t=" << t << " b=" << b;
-    for (int64_t i = 0; i < B * H; ++i) EXPECT_DOUBLE_EQ(yr.hy.get(i), yb.hy.get(B * H + i));
   }
 }
 
 // Zero peepholes, a gate clip no pre-activation reaches and the default activations written
 // out are the plain cell.
 TEST(OnnxOptions, NeutralSettingsChangeNothing) {
-  for (CellType cell : {CellType::rnn_relu, CellType::lstm, CellType::gru}) {
-    Config plain = small(cell, true), onnx = plain;
-    onnx.gate_clip = 1e6;
-    onnx.activations = direction_activations(plain, 0);
-    if (cell == CellType::lstm) onnx.peephole = true;
-    const std::vector<int64_t> lengths = {4, 2};
-    const SequenceShape shape = make_shape(LayoutKind::batch_first, 4, 2, lengths);
-    Plan pp(plain, shape, backend_options(Backend::reference));
-    Plan po(onnx, shape, backend_options(Backend::reference));
-    const Data d = make_data(plain, lengths, 3);
-    Data dn = d;
-    dn.w.assign(po.weights_numel(), 0.0);  // peepholes stay zero
-    for (const WeightParam& p : pp.weight_layout().params())
-      std::copy_n(d.w.begin() + p.offset, p.numel(), dn.w.begin() + po.weight_layout().find(p.name).offset);
-    const Results a = run(pp, make_tensors(pp, d)), b = run(po, make_tensors(po, dn));
-    for (int64_t i = 0; i < a.y.size(); ++i) EXPECT_DOUBLE_EQ(a.y.get(i), b.y.get(i));
+  for (Backend be : {Backend::reference, Backend::cpu}) {
+    SCOPED_TRACE(to_string(be));
+    for (CellType cell : {CellType::rnn_relu, CellType::lstm, CellType::gru}) {
+      Config plain = small(cell, true), onnx = plain;
+      onnx.gate_clip = 1e6;
+      onnx.activations = direction_activations(plain, 0);
+      if (cell == CellType::lstm) onnx.peephole = true;
+      const std::vector<int64_t> lengths = {4, 2};
+      const SequenceShape shape = make_shape(LayoutKind::batch_first, 4, 2, lengths);
+      Plan pp(plain, shape, backend_options(be));
+      Plan po(onnx, shape, backend_options(be));
+      const Data d = make_data(plain, lengths, 3);
+      Data dn = d;
+      dn.w.assign(po.weights_numel(), 0.0);  // peepholes stay zero
+      for (const WeightParam& p : pp.weight_layout().params())
+        std::copy_n(d.w.begin() + p.offset, p.numel(), dn.w.begin() + po.weight_layout().find(p.name).offset);
+      const Results a = run(pp, make_tensors(pp, d)), b = run(po, make_tensors(po, dn));
+      for (int64_t i = 0; i < a.y.size(); ++i) EXPECT_NEAR(a.y.get(i), b.y.get(i), 1e-12);
+    }
   }
 }
 
 TEST(OnnxOptions, GateClipBoundsTheRnnOutput) {
-  Config c = small(CellType::rnn_tanh, false);
-  c.activations = {{ActivationKind::affine, 1.0, 0.0}};  // y = clipped pre-activation
-  c.gate_clip = 0.05;
-  const std::vector<int64_t> lengths = {3};
-  Plan p(c, make_shape(LayoutKind::time_major, 3, 1, lengths), backend_options(Backend::reference));
-  Data d = make_data(c, lengths, 11);
-  for (double& v : d.w) v *= 10.0;
-  const Results r = run(p, make_tensors(p, d));
-  int64_t at_bound = 0;
-  for (int64_t i = 0; i < r.y.size(); ++i) {
-    EXPECT_LE(std::fabs(r.y.get(i)), 0.05);
-    at_bound += std::fabs(r.y.get(i)) == 0.05;
+  for (Backend be : {Backend::reference, Backend::cpu}) {
+    SCOPED_TRACE(to_string(be));
+    Config c = small(CellType::rnn_tanh, false);
+    c.activations = {{ActivationKind::affine, 1.0, 0.0}};  // y = clipped pre-activation
+    c.gate_clip = 0.05;
+    const std::vector<int64_t> lengths = {3};
+    Plan p(c, make_shape(LayoutKind::time_major, 3, 1, lengths), backend_options(be));
+    Data d = make_data(c, lengths, 11);
+    for (double& v : d.w) v *= 10.0;
+    const Results r = run(p, make_tensors(p, d));
+    int64_t at_bound = 0;
+    for (int64_t i = 0; i < r.y.size(); ++i) {
+      EXPECT_LE(std::fabs(r.y.get(i)), 0.05);
+      at_bound += std::fabs(r.y.get(i)) == 0.05;
+    }
+    EXPECT_GT(at_bound, 0);
   }
-  EXPECT_GT(at_bound, 0);
 }
 
 TEST(OnnxOptions, InputForgetCouplesTheGates) {
-  // With W = 0 except biases: i = sigmoid(b_i), f must be 1 - i whatever b_f says.
-  Config c = small(CellType::lstm, false);
-  c.input_forget = true;
-  const std::vector<int64_t> lengths = {1};
-  Plan p(c, make_shape(LayoutKind::time_major, 1, 1, lengths), backend_options(Backend::reference));
-  Data d = make_data(c, lengths, 5);
-  const WeightLayout& l = p.weight_layout();
-  std::fill(d.w.begin(), d.w.end(), 0.0);
-  const int64_t H = 4;
-  const double bi = 0.3, bf = 5.0, bg = 0.7;
-  for (int64_t j = 0; j < H; ++j) {
-    d.w[l.find("bias_ih_l0").offset + j] = bi;
-    d.w[l.find("bias_ih_l0").offset + H + j] = bf;
-    d.w[l.find("bias_ih_l0").offset + 2 * H + j] = bg;
-  }
-  const Results r = run(p, make_tensors(p, d));
-  const double i = 1.0 / (1.0 + std::exp(-bi));
-  for (int64_t j = 0; j < H; ++j) {
-    const double c_expected = (1.0 - i) * d.c0[j] + i * std::tanh(bg);
-    EXPECT_NEAR(r.cy.get(j), c_expected, 1e-14);
+  for (Backend be : {Backend::reference, Backend::cpu}) {
+    SCOPED_TRACE(to_string(be));
+    // With W = 0 except biases: i = sigmoid(b_i), f must be 1 - i whatever b_f says.
+    Config c = small(CellType::lstm, false);
+    c.input_forget = true;
+    const std::vector<int64_t> lengths = {1};
+    Plan p(c, make_shape(LayoutKind::time_major, 1, 1, lengths), backend_options(be));
+    Data d = make_data(c, lengths, 5);
+    const WeightLayout& l = p.weight_layout();
+    std::fill(d.w.begin(), d.w.end(), 0.0);
+    const int64_t H = 4;
+    const double bi = 0.3, bf = 5.0, bg = 0.7;
+    for (int64_t j = 0; j < H; ++j) {
+      d.w[l.find("bias_ih_l0").offset + j] = bi;
+      d.w[l.find("bias_ih_l0").offset + H + j] = bf;
+      d.w[l.find("bias_ih_l0").offset + 2 * H + j] = bg;
+    }
+    const Results r = run(p, make_tensors(p, d));
+    const double i = 1.0 / (1.0 + std::exp(-bi));
+    for (int64_t j = 0; j < H; ++j) {
+      const double c_expected = (1.0 - i) * d.c0[j] + i * std::tanh(bg);
+      EXPECT_NEAR(r.cy.get(j), c_expected, 1e-14);
+    }
   }
 }
 
@@ -215,17 +227,37 @@ TEST(OnnxOptions, InvalidCombinationsAreRefused) {
   EXPECT_EQ(activation_from_string("leakyrelu"), ActivationKind::leaky_relu);
 }
 
-TEST(OnnxOptions, CpuRefusesThemAsUnsupported) {
-  Config c = small(CellType::lstm, false);
-  c.peephole = true;
-  try {
-    Plan p(c, SequenceShape::padded(2, 1), backend_options(Backend::cpu));
-    FAIL() << "expected unsupported";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), Status::unsupported);
-    EXPECT_NE(std::string(e.what()).find("peephole"), std::string::npos) << e.what();
+// The cpu backend runs every option: those that change the cell's equations on its generic
+// step kernels (impl_name says "/onnx-cell"), `reverse` alone on the fast ones.
+TEST(OnnxOptions, CpuRunsThem) {
+  struct Case {
+    const char* name;
+    CellType cell;
+    void (*mutate)(Config&);
+    bool generic;
+  };
+  const Case cases[] = {
+      {"peephole", CellType::lstm, [](Config& c) { c.peephole = true; }, true},
+      {"gate_clip", CellType::gru, [](Config& c) { c.gate_clip = 0.5; }, true},
+      {"input_forget", CellType::lstm, [](Config& c) { c.input_forget = true; }, true},
+      {"activations", CellType::rnn_tanh,
+       [](Config& c) { c.activations = {{ActivationKind::softsign}}; }, true},
+      {"reverse", CellType::lstm, [](Config& c) { c.reverse = true; }, false},
+      {"default_activations_spelled_out", CellType::gru,
+       [](Config& c) { c.activations = {{ActivationKind::sigmoid}, {ActivationKind::tanh}}; },
+       false},
+  };
+  for (const Case& k : cases) {
+    Config c = small(k.cell, false);
+    k.mutate(c);
+    Plan p(c, SequenceShape::padded(3, 2, {3, 2}), backend_options(Backend::cpu));
+    EXPECT_EQ(p.impl_name().rfind("cpu:", 0), 0u) << k.name << ": " << p.impl_name();
+    EXPECT_EQ(p.impl_name().find("/onnx-cell") != std::string::npos, k.generic)
+        << k.name << ": " << p.impl_name();
+    const Data d = make_data(c, {3, 2}, 4);
+    const Results r = run(p, make_tensors(p, d));
+    for (int64_t i = 0; i < r.y.size(); ++i) EXPECT_TRUE(std::isfinite(r.y.get(i))) << k.name;
   }
-  EXPECT_NO_THROW(Plan(c, SequenceShape::padded(2, 1), backend_options(Backend::reference)));
 }
 
 }  // namespace

@@ -95,6 +95,9 @@ std::vector<Activation> direction_activations(const Config& config, int64_t d);
 // True when the config uses any ONNX-only option (peephole, gate_clip, input_forget,
 // reverse, non-default activations).
 bool uses_onnx_options(const Config& config);
+// True when an ONNX option changes the cell's equations: all of the above but `reverse`
+// (which only changes the direction in time).
+bool uses_onnx_cell_math(const Config& config);
 const char* to_string(CellType cell);
 const char* to_string(DataType dtype);
 int64_t dtype_size(DataType dtype);

@@ -172,7 +172,7 @@ RNNX_API rnnx_status_t rnnx_config_get_dtype(rnnx_config_t config, rnnx_dtype_t*
 RNNX_API rnnx_status_t rnnx_config_set_padding_fill(rnnx_config_t config, double padding_fill);
 RNNX_API rnnx_status_t rnnx_config_get_padding_fill(rnnx_config_t config, double* padding_fill);
 
-/* ONNX's cell options (docs/math.md); the cpu backend refuses them as UNSUPPORTED for now.
+/* ONNX's cell options (docs/math.md); both backends run them.
  * reverse: one direction that runs from each sequence's end (not with bidirectional).
  * peephole: LSTM peepholes, parameters weight_peephole_l{k} [3H] in order i, f, o.
  * gate_clip: > 0 clamps every gate pre-activation to [-gate_clip, gate_clip]; 0 = off.

@@ -38,7 +38,7 @@ def invalid(message):
 
 def resolve_backend(config, backend):
     """The backend a module runs `config` on. None or 'auto': 'cpu', or 'reference' when the
-    cpu backend refuses the config (ONNX cell options it does not run yet). An explicit
+    cpu backend refuses the config (no config today: it runs ONNX's options too). An explicit
     'cpu' that cannot run the config raises rnnx.UnsupportedError now rather than at the
     first call. The cpu backend decides by the config alone, so a plan for one step of one
     sequence is enough to ask it."""

@@ -462,10 +462,9 @@ _FROM_ONNX_DOC = """
           clip           gate clip threshold (> 0)
           layout         0: X [T, B, I]; 1: [B, T, I] (the module's batch_first)
         Other keyword arguments go to the constructor (dtype: W's by default, backend, ...).
-        With backend None (the default) the module runs on the cpu backend, or on the
-        reference backend when it uses an option that the cpu backend refuses (peepholes,
-        clip, input_forget, reverse, other activations); pass backend='cpu' to get
-        rnnx.UnsupportedError instead. onnx_forward() runs it on ONNX-shaped tensors."""
+        With backend None (the default) the module runs on the cpu backend, which runs every
+        ONNX option (or on the reference backend should the cpu one refuse the config).
+        onnx_forward() runs it on ONNX-shaped tensors."""
 
 
 def _with_onnx_doc(f):

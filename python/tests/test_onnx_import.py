@@ -115,9 +115,8 @@ def test_from_onnx_without_bias_and_float32():
 def test_from_onnx_errors():
     W = np.zeros((1, 8, 3))
     R = np.zeros((1, 8, 2))
-    with pytest.raises(rnnx.UnsupportedError, match="peephole") as e:
-        rnnx.LSTM.from_onnx(W, R, P=np.ones((1, 6)), backend="cpu")
-    assert e.value.code == "unsupported"
+    # Peepholes and other activations run on the cpu backend (no longer refused).
+    assert rnnx.LSTM.from_onnx(W, R, P=np.ones((1, 6)), backend="cpu").config.peephole
     with pytest.raises(rnnx.InvalidArgumentError, match="P has shape"):
         rnnx.LSTM.from_onnx(W, R, P=np.zeros((1, 5)))
     with pytest.raises(rnnx.InvalidArgumentError, match="B has shape"):
@@ -126,8 +125,7 @@ def test_from_onnx_errors():
         rnnx.GRU.from_onnx(W, R)
     with pytest.raises(rnnx.InvalidArgumentError, match="R has shape"):
         rnnx.LSTM.from_onnx(W, np.zeros((2, 8, 2)))
-    with pytest.raises(rnnx.UnsupportedError, match="activations"):
-        rnnx.RNN.from_onnx(np.zeros((1, 2, 3)), np.zeros((1, 2, 2)), activation="Sigmoid",
-                           backend="cpu")
+    assert rnnx.RNN.from_onnx(np.zeros((1, 2, 3)), np.zeros((1, 2, 2)), activation="Sigmoid",
+                              backend="cpu").backend == "cpu"
     with pytest.raises(rnnx.UnsupportedError, match="single-layer"):
         rnnx.LSTM(3, 2, num_layers=2).to_onnx()

@@ -1,7 +1,7 @@
 """ONNX's own backend node tests for LSTM, GRU and RNN (Debian's libonnx-testdata,
 data/node/test_{lstm,gru,rnn,simple_rnn}_*) through rnnx.<Cell>.from_onnx(W, R, B, P,
 **node attributes) and forward, on every backend: the automatic choice, reference, and cpu
-(which must match or refuse the test as unsupported). Skipped without the onnx package or
+(which must match too). Skipped without the onnx package or
 the data; RNNX_ONNX_NODE_DATA points at another copy of data/node."""
 
 import glob
@@ -71,14 +71,10 @@ def test_onnx_node(data_dir, backend, dtype):
     X, W, R = inputs[0], inputs[1], inputs[2]
     B, lens, h0, c0, P = (inputs.get(k) for k in (3, 4, 5, 6, 7))
     weights = (W, R, B, P) if op == "LSTM" else (W, R, B)
-    try:
-        m = CLASSES[op].from_onnx(*weights, dtype=dtype, backend=backend, **attrs)
-    except rnnx.UnsupportedError as e:
-        assert backend == "cpu", f"only the cpu backend may refuse an ONNX option: {e}"
-        pytest.skip(f"cpu backend: {e}")
+    m = CLASSES[op].from_onnx(*weights, dtype=dtype, backend=backend, **attrs)
     if backend is None:
-        # The automatic choice: cpu unless the test uses an option only reference runs.
-        assert m.backend == ("reference" if m.config.uses_onnx_options else "cpu")
+        # The automatic choice: cpu, which runs every ONNX option.
+        assert m.backend == "cpu"
     layout = int(attrs.get("layout", 0))
     assert m.batch_first == (layout == 1)
     T = X.shape[1] if layout else X.shape[0]

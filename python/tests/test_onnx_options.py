@@ -200,7 +200,7 @@ def as_onnx_y(y, D):
 def test_forward_matches_onnx_equations(case):
     data, D = case_data(case)
     m = build(case, data, dtype=np.float64)
-    assert m.backend == "reference" and m.config.uses_onnx_options
+    assert m.backend == "cpu" and m.config.uses_onnx_options
     assert m.direction == case.attrs.get("direction", "forward")
     acts = case_activations(m)
     Y, Y_h, Y_c = reference(case, data, D, acts)
@@ -360,18 +360,18 @@ def test_backend_choice():
     assert m.backend == "cpu" and not m.config.peephole
     assert "weight_peephole_l0" not in m.state_dict()
     m = rnnx.LSTM.from_onnx(W, R, P=np.zeros((1, 6)), peephole=True)
-    assert m.backend == "reference" and "weight_peephole_l0" in m.state_dict()
+    assert m.backend == "cpu" and "weight_peephole_l0" in m.state_dict()
     # The default activations, spelled out, are not an ONNX-only option.
     assert rnnx.LSTM(3, 2, activations=["Sigmoid", "TANH", "tanh"]).backend == "cpu"
     # All-Relu RNN activations are torch.nn.RNN's relu cell, which cpu runs.
     m = rnnx.RNN.from_onnx(np.zeros((2, 2, 3)), np.zeros((2, 2, 2)), activations=["Relu", "Relu"])
     assert m.backend == "cpu" and m.nonlinearity == "relu" and m.direction == "bidirectional"
-    assert rnnx.GRU(3, 2, direction="reverse").backend == "reference"
+    # The cpu backend runs ONNX's options too; the reference only when asked for.
+    assert rnnx.GRU(3, 2, direction="reverse").backend == "cpu"
     assert rnnx.GRU(3, 2, reverse=True, backend="reference").backend == "reference"
-    with pytest.raises(rnnx.UnsupportedError, match="reverse"):
-        rnnx.GRU(3, 2, reverse=True, backend="cpu")
-    with pytest.raises(rnnx.UnsupportedError, match="gate_clip"):
-        rnnx.RNN.from_onnx(np.zeros((1, 2, 3)), np.zeros((1, 2, 2)), clip=1.0, backend="cpu")
+    assert rnnx.GRU(3, 2, reverse=True, backend="cpu").backend == "cpu"
+    m = rnnx.RNN.from_onnx(np.zeros((1, 2, 3)), np.zeros((1, 2, 2)), clip=1.0, backend="cpu")
+    assert m.backend == "cpu" and m.config.gate_clip == 1.0
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
@@ -503,7 +503,7 @@ def test_torch_module_with_onnx_options():
     kw = dict(num_layers=2, bidirectional=True, peephole=True, gate_clip=0.9, input_forget=True,
               activations=["HardSigmoid", "Tanh", ("ScaledTanh", 1.1, 0.9)])
     tm = rnnx.torch.LSTM(I, H, dtype=torch.float64, **kw)
-    assert tm.rnnx_backend == "reference"
+    assert tm.rnnx_backend == "cpu"
     names = [n for n, _ in tm.named_parameters()]
     assert names[4] == "weight_peephole_l0" and names[-1] == "weight_peephole_l1_reverse"
     nm = rnnx.LSTM(I, H, dtype=np.float64, **kw)
@@ -520,11 +520,10 @@ def test_torch_module_with_onnx_options():
     np.testing.assert_allclose(xt.grad.numpy(), dx, atol=1e-12, rtol=0)
     for name, p in tm.named_parameters():
         np.testing.assert_allclose(p.grad.numpy(), grads[name], atol=1e-12, rtol=0, err_msg=name)
-    # GRU and RNN take reverse, gate_clip and activations; cpu refuses them when asked.
+    # GRU and RNN take reverse, gate_clip and activations, on the cpu backend too.
     g = rnnx.torch.GRU(I, H, reverse=True, activations=["Sigmoid", "Softsign"])
-    assert g.rnnx_backend == "reference" and "reverse=True" in repr(g)
+    assert g.rnnx_backend == "cpu" and "reverse=True" in repr(g)
     g(torch.randn(T, BATCH, I))
-    with pytest.raises(rnnx.UnsupportedError):
-        rnnx.torch.RNN(I, H, gate_clip=1.0, backend="cpu")
+    assert rnnx.torch.RNN(I, H, gate_clip=1.0, backend="cpu").rnnx_backend == "cpu"
     with pytest.raises(rnnx.InvalidArgumentError, match="cannot be combined with bidirectional"):
         rnnx.torch.LSTM(I, H, bidirectional=True, reverse=True)

@@ -59,8 +59,6 @@ class BackendImpl {
 
 std::unique_ptr<BackendImpl> make_reference_backend(const PlanContext& ctx);
 std::unique_ptr<BackendImpl> make_cpu_backend(const PlanContext& ctx);
-// Throws Error(unsupported) for a valid config the cpu backend cannot run.
-void check_cpu_support(const Config& config);
 
 // Bytes rounded up so that every sub-buffer a backend carves out stays 64-byte aligned.
 inline size_t align_up(size_t bytes) { return (bytes + 63) / 64 * 64; }

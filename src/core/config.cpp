@@ -138,8 +138,10 @@ std::vector<Activation> direction_activations(const Config& c, int64_t d) {
   return {c.activations.begin() + first, c.activations.begin() + first + k};
 }
 
-bool uses_onnx_options(const Config& c) {
-  if (c.reverse || c.peephole || c.gate_clip > 0.0 || c.input_forget) return true;
+bool uses_onnx_options(const Config& c) { return c.reverse || uses_onnx_cell_math(c); }
+
+bool uses_onnx_cell_math(const Config& c) {
+  if (c.peephole || c.gate_clip > 0.0 || c.input_forget) return true;
   for (int64_t d = 0; d < c.num_directions(); ++d) {
     const auto acts = direction_activations(c, d);
     const auto defaults = default_activations(c.cell);

@@ -148,7 +148,6 @@ Plan::Plan(const Config& config, const SequenceShape& shape, const PlanOptions& 
   state_ = std::make_unique<State>(
       State{PlanContext{config, shape, std::move(schedule), std::move(weights), options}, nullptr,
             {}, 0, 0});
-  if (options.backend == Backend::cpu) check_cpu_support(config);
   state_->impl = options.backend == Backend::reference ? make_reference_backend(state_->ctx)
                                                        : make_cpu_backend(state_->ctx);
   state_->plan_id = plan_fingerprint(config, shape, impl_name());

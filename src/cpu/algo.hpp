@@ -36,8 +36,9 @@ int plan_threads(const PlanContext& ctx);
 // The heuristic choice, and every choice the search may try, for this problem: the values
 // forced by RNNX_CPU_GEMM, RNNX_CPU_TIME_LOOP, RNNX_CPU_DIRECTIONS and
 // RNNX_CPU_INPUT_PROJECTION are the only ones of their kind; where nothing is forced, every
-// value that can run (team loops need the packed engine and a cell without a second
-// in-step product; directions need two, and threads to gain from, unless forced).
+// value that can run (team loops need the packed engine, a cell without a second in-step
+// product and the fast step kernels; directions need two, and threads to gain from,
+// unless forced).
 // Throws Error(invalid_argument) naming the variable for a value it does not know.
 struct AlgoSpace {
   Algo heuristic;

@@ -28,7 +28,7 @@ void gather_prev_states(const Problem& p, int64_t d, const T* Y, const T* h0, T*
   const int64_t P = p.P, DP = p.DP;
 #pragma omp parallel for schedule(static)
   for (int64_t t = 0; t < p.T_eff; ++t) {
-    const PrevStep prev = prev_step(s, d, t);
+    const PrevStep prev = prev_step(s, p.reversed(d), t);
     for (int64_t i = 0; i < s.batch_sizes[t]; ++i) {
       const T* src = i < prev.count ? Y + (s.offsets[prev.step] + i) * DP + d * P : h0 + i * P;
       std::memcpy(h_prev + (s.offsets[t] + i) * P, src, sizeof(T) * P);
@@ -104,28 +104,34 @@ void backward_time_loop(const Problem& p, const BackwardArgs& a, int64_t l, int6
   T* const ap = db.a_pack;
   T* dh = db.dh_state;
   T* dc = db.dc_state;
+  OnnxCell<T> ox = onnx_cell_of(p, w, p.param(l, d), d);
 
   for (int64_t k = 0; k < p.T_eff; ++k) {
-    const int64_t t = d == 0 ? p.T_eff - 1 - k : k;
+    const int64_t t = p.reversed(d) ? k : p.T_eff - 1 - k;
     const int64_t bs = s.batch_sizes[t], r0 = s.offsets[t];
     const T* dy = io.dY ? io.dY + r0 * DP + d * P : nullptr;
     T* dg = db.dg + r0 * GH;
+    if (p.onnx_cell) {
+      ox.gate_pass = rd.gate_pass ? rd.gate_pass + r0 * GH : nullptr;
+      ox.pre = rd.gates + r0 * GH;
+    }
     switch (p.cell) {
       case CellType::rnn_tanh:
       case CellType::rnn_relu:
-        rnn_backward(RnnBackward<T>{.rows = bs,
-                                    .H = H,
-                                    .relu = p.cell == CellType::rnn_relu,
-                                    .dh = dh,
-                                    .dy = dy,
-                                    .ld_dy = DP,
-                                    .h = res.y + r0 * DP + d * P,
-                                    .ld_h = DP,
-                                    .dg = dg});
+        step(p, rnn_backward<T>, onnx_rnn_backward<T>, ox,
+             RnnBackward<T>{.rows = bs,
+                            .H = H,
+                            .relu = p.cell == CellType::rnn_relu,
+                            .dh = dh,
+                            .dy = dy,
+                            .ld_dy = DP,
+                            .h = res.y + r0 * DP + d * P,
+                            .ld_h = DP,
+                            .dg = dg});
         bw.hh.run(bs, dg, GH, false, dh, P, ap);
         break;
       case CellType::lstm: {
-        const PrevStep prev = prev_step(s, d, t);
+        const PrevStep prev = prev_step(s, p.reversed(d), t);
         LstmBackward<T> kl{.rows = bs,
                            .H = H,
                            .dh = dh,
@@ -155,7 +161,7 @@ void backward_time_loop(const Problem& p, const BackwardArgs& a, int64_t l, int6
           kl.dh = db.scratch;
           kl.dy = nullptr;
         }
-        lstm_backward(kl);
+        step(p, lstm_backward<T>, onnx_lstm_backward<T>, ox, kl);
         bw.hh.run(bs, dg, GH, false, dh, P, ap);
         break;
       }
@@ -164,35 +170,38 @@ void backward_time_loop(const Problem& p, const BackwardArgs& a, int64_t l, int6
         const T* hp = db.h_prev + r0 * P;
         if (p.gru_lbr) {
           T* dgh = db.dgh + r0 * GH;
-          gru_backward(GruBackward<T>{.rows = bs,
-                                      .H = H,
-                                      .dh = dh,
-                                      .dy = dy,
-                                      .ld_dy = DP,
-                                      .gates = gates,
-                                      .h_prev = hp,
-                                      .hn = rd.hn + r0 * H,
-                                      .dg = dg,
-                                      .dgh = dgh});
+          step(p, gru_backward<T>, onnx_gru_backward<T>, ox,
+               GruBackward<T>{.rows = bs,
+                              .H = H,
+                              .dh = dh,
+                              .dy = dy,
+                              .ld_dy = DP,
+                              .gates = gates,
+                              .h_prev = hp,
+                              .hn = rd.hn + r0 * H,
+                              .dg = dg,
+                              .dgh = dgh});
           bw.hh.run(bs, dgh, GH, true, dh, P, ap);
         } else {
-          gru_orig_backward_n(GruOrigBackwardN<T>{.rows = bs,
-                                                  .H = H,
-                                                  .dh = dh,
-                                                  .dy = dy,
-                                                  .ld_dy = DP,
-                                                  .gates = gates,
-                                                  .h_prev = hp,
-                                                  .dg = dg});
+          step(p, gru_orig_backward_n<T>, onnx_gru_orig_backward_n<T>, ox,
+               GruOrigBackwardN<T>{.rows = bs,
+                                   .H = H,
+                                   .dh = dh,
+                                   .dy = dy,
+                                   .ld_dy = DP,
+                                   .gates = gates,
+                                   .h_prev = hp,
+                                   .dg = dg});
           // d(r*h) = dn W_hn, then dr and its share of dh_{t-1}, then the r, z GEMM.
           bw.hh_n.run(bs, dg + 2 * H, GH, false, db.scratch, H, ap);
-          gru_orig_backward_r(GruOrigBackwardR<T>{.rows = bs,
-                                                  .H = H,
-                                                  .drh = db.scratch,
-                                                  .gates = gates,
-                                                  .h_prev = hp,
-                                                  .dg = dg,
-                                                  .dh = dh});
+          step(p, gru_orig_backward_r<T>, onnx_gru_orig_backward_r<T>, ox,
+               GruOrigBackwardR<T>{.rows = bs,
+                                   .H = H,
+                                   .drh = db.scratch,
+                                   .gates = gates,
+                                   .h_prev = hp,
+                                   .dg = dg,
+                                   .dh = dh});
           bw.hh.run(bs, dg, GH, true, dh, P, ap);
         }
         break;
@@ -228,7 +237,7 @@ void backward_time_loop_team(const Problem& p, const BackwardArgs& a, int64_t l,
       const int64_t q0 = cell_panels * th / n, q1 = cell_panels * (th + 1) / n;
       const int64_t j0 = std::min(H, q0 * kPackedPanel), j1 = std::min(H, q1 * kPackedPanel);
       for (int64_t k = 0; k < p.T_eff; ++k) {
-        const int64_t t = d == 0 ? p.T_eff - 1 - k : k;
+        const int64_t t = p.reversed(d) ? k : p.T_eff - 1 - k;
         const int64_t bs = s.batch_sizes[t], r0 = s.offsets[t], buf = k & 1;
         const T* dy = io.dY ? io.dY + r0 * DP + d * P : nullptr;
         T* dg = db.dg + r0 * GH;
@@ -250,7 +259,7 @@ void backward_time_loop_team(const Problem& p, const BackwardArgs& a, int64_t l,
                                    tile);
               break;
             case CellType::lstm: {
-              const PrevStep prev = prev_step(s, d, t);
+              const PrevStep prev = prev_step(s, p.reversed(d), t);
               kernels.lstm_backward(
                   LstmBackward<T>{.rows = bs,
                                   .H = H,
@@ -311,6 +320,44 @@ void run_time_loop(const Problem& p, const BackwardArgs& a, int64_t l, int64_t d
   }
 }
 
+// The peephole gradients, reductions over the tokens of one direction:
+// dP_i = sum dA_i * c_{t-1}, dP_f = sum dA_f * c_{t-1}, dP_o = sum dA_o * c_t, with the
+// pre-activation gradients dA of the time loop, c_t from the reserve and c_{t-1} the step
+// before's (c0 for a sequence's first step). Each thread sums its own columns in double.
+template <typename T>
+void peephole_grad(const Problem& p, int64_t d, const ReserveDir<T>& rd, const T* c0, const T* dg,
+                   bool accumulate, T* dp) {
+  const core::Schedule& s = p.schedule();
+  const int64_t H = p.H, GH = p.GH;
+  constexpr int64_t kCols = 16;
+  const int64_t chunks = (H + kCols - 1) / kCols;
+#pragma omp parallel for schedule(static) if (!omp_in_parallel() && p.N * H >= 16384)
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+    const int64_t j0 = chunk * kCols, j1 = std::min(H, j0 + kCols);
+    double acc[3][kCols] = {};
+    for (int64_t t = 0; t < p.T_eff; ++t) {
+      const PrevStep prev = prev_step(s, p.reversed(d), t);
+      for (int64_t i = 0; i < s.batch_sizes[t]; ++i) {
+        const int64_t r = s.offsets[t] + i;
+        const T* cp = i < prev.count ? rd.c + (s.offsets[prev.step] + i) * H : c0 + i * H;
+        const T* c = rd.c + r * H;
+        const T* g = dg + r * GH;
+        for (int64_t j = j0; j < j1; ++j) {
+          acc[0][j - j0] += static_cast<double>(g[j]) * cp[j];
+          acc[1][j - j0] += static_cast<double>(g[H + j]) * cp[j];
+          acc[2][j - j0] += static_cast<double>(g[3 * H + j]) * c[j];
+        }
+      }
+    }
+    for (int q = 0; q < 3; ++q) {
+      for (int64_t j = j0; j < j1; ++j) {
+        const T v = static_cast<T>(acc[q][j - j0]);
+        dp[q * H + j] = accumulate ? dp[q * H + j] + v : v;
+      }
+    }
+  }
+}
+
 // After the time loop: dh0 and dc0, the weight gradients and the input gradient as GEMMs
 // over all real tokens. dX is overwritten by the first direction and added to by the second.
 template <typename T>
@@ -360,6 +407,7 @@ void backward_finish(const Problem& p, const BackwardArgs& a, int64_t l, int64_t
       gemm_all_tokens<T>(Op::T, Op::N, P, H, N, db.dr, P, res.dir[d].h_full, H, acc, dw + po.w_hr,
                          H, scratch);
     }
+    if (p.peephole) peephole_grad(p, d, res.dir[d], db.c0, db.dg, acc, dw + po.w_peephole);
   }
   if (io.dX) {
     gemm_all_tokens<T>(Op::N, Op::N, N, I, GH, db.dg, GH, w + po.w_ih, I, d > 0, io.dX, I, scratch);

@@ -31,8 +31,10 @@ ReserveLayer<T> carve_reserve_layer(const Problem& p, Carver& carver, int64_t l)
   if (p.dropout_after(l)) r.y_dropped = carver.take<T>(count(p.N, p.DP));
   for (int64_t d = 0; d < p.D; ++d) {
     ReserveDir<T>& rd = r.dir[d];
-    // RNN gates are the output itself (kept in y), so they need no copy.
-    if (!p.is_rnn()) rd.gates = carver.take<T>(count(p.N, p.GH));
+    // RNN gates are the output itself (kept in y), so they need no copy, but for the
+    // generic kernels, whose backward needs the pre-activation.
+    if (!p.is_rnn() || p.onnx_cell) rd.gates = carver.take<T>(count(p.N, p.GH));
+    if (p.gate_clip) rd.gate_pass = carver.take<uint8_t>(count(p.N, p.GH));
     if (p.cell == CellType::lstm) {
       rd.c = carver.take<T>(count(p.N, p.H));
       if (p.cell_clip) rd.c_pass = carver.take<uint8_t>(count(p.N, p.H));

@@ -13,12 +13,14 @@ namespace rnnx::cpu {
 // One direction's part of a layer's reserve; absent parts are null.
 template <typename T>
 struct ReserveDir {
-  T* gates = nullptr;         // [N, G*H] activated gates (LSTM, GRU)
-  T* c = nullptr;             // [N, H] LSTM c_t after clipping
-  uint8_t* c_pass = nullptr;  // [N, H] LSTM with cell clip: gradient passes the clip
-  T* h_full = nullptr;        // [N, H] LSTMP o * tanh(c), the projection's input
-  uint8_t* r_pass = nullptr;  // [N, P'] LSTMP with proj clip
-  T* hn = nullptr;            // [N, H] GRU: W_hn h + b_hn (linear before reset) or r * h
+  T* gates = nullptr;            // [N, G*H] activated gates (LSTM, GRU); with onnx_cell the
+                                 // gate pre-activations after the gate clip (also RNN)
+  uint8_t* gate_pass = nullptr;  // [N, G*H] with gate_clip: gradient passes the gate clip
+  T* c = nullptr;                // [N, H] LSTM c_t after clipping
+  uint8_t* c_pass = nullptr;     // [N, H] LSTM with cell clip: gradient passes the clip
+  T* h_full = nullptr;           // [N, H] LSTMP o * tanh(c), the projection's input
+  uint8_t* r_pass = nullptr;     // [N, P'] LSTMP with proj clip
+  T* hn = nullptr;               // [N, H] GRU: W_hn h + b_hn (linear before reset) or r * h
 };
 
 template <typename T>

@@ -29,12 +29,13 @@ class CpuBackend final : public BackendImpl {
     }
   }
 
-  // cpu:{isa}/{algorithm}[/tuned] (docs/cpu.md): the step kernels' ISA, then the GEMM
-  // engine and how the loops run (algo.hpp), and whether the search chose it.
+  // cpu:{isa}/{algorithm}[/onnx-cell][/tuned] (docs/cpu.md): the step kernels' ISA, the
+  // GEMM engine and how the loops run (algo.hpp), the generic step kernels for ONNX's cell
+  // options, and whether the search chose the algorithm.
   std::string name() const override {
     return std::string("cpu:") + cpu_isa_used() + "/" +
            cpu::algo_name(choice_.algo, sizeof(T) == sizeof(float)) +
-           (choice_.searched ? "/tuned" : "");
+           (problem_.onnx_cell ? "/onnx-cell" : "") + (choice_.searched ? "/tuned" : "");
   }
   size_t forward_workspace_size(bool training) const override { return sizes_.forward[training]; }
   size_t backward_workspace_size() const override { return sizes_.backward; }

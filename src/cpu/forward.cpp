@@ -15,6 +15,7 @@
 #include "cpu/cell_kernels.hpp"
 #include "cpu/gemm.hpp"
 #include "cpu/kernel_dispatch.hpp"
+#include "cpu/onnx_cell.hpp"
 #include "cpu/packed_gemm.hpp"
 #include "cpu/passes.hpp"
 #include "cpu/rows.hpp"
@@ -71,7 +72,8 @@ ForwardWeights<T> bind_forward_weights(const Problem& p, const T* w, const Param
 
 // Where the input projection x W_ih^T of each step's rows goes, and where the step kernel
 // finds it: RNN straight into its output columns of y (one gate, the step kernel then
-// works in place); LSTM and GRU in training into the reserve's gates; in inference the
+// works in place); LSTM and GRU in training, and RNN in training with the generic kernels
+// (Problem::onnx_cell), into the reserve's gates; in inference the
 // rows past split_row (projected in bulk) into gx, the others (projected in the loop) into
 // gx_step, one step at a time.
 template <typename T>
@@ -90,7 +92,7 @@ InputGates<T> input_gates(const Problem& p, int64_t d, T* Y, const ReserveDir<T>
                           const ForwardDirBuffers<T>& db) {
   InputGates<T> g;
   g.split_row = p.schedule().offsets[p.step_input_steps];
-  if (p.is_rnn()) {
+  if (p.is_rnn() && !(training && p.onnx_cell)) {
     g.base = Y + d * p.P;
     g.ld = p.DP;
   } else if (training) {
@@ -138,43 +140,50 @@ void forward_time_loop(const Problem& p, const ForwardArgs& a, int64_t l, int64_
   T* hs = db.h_state;
   const Clamp<T> cell_clip(p.config().cell_clip, p.config().clip_nan);
   const Clamp<T> proj_clip(p.config().proj_clip, p.config().clip_nan);
+  OnnxCell<T> ox = onnx_cell_of(p, w, po, d);
 
   for (int64_t k = 0; k < p.T_eff; ++k) {
-    const int64_t t = d == 0 ? k : p.T_eff - 1 - k;
+    const int64_t t = p.reversed(d) ? p.T_eff - 1 - k : k;
     const int64_t bs = s.batch_sizes[t], r0 = s.offsets[t];
     T* y = Y + r0 * DP + d * P;
     T* gates = g.at(r0);
     if (t < p.step_input_steps) fw.ih.run(bs, X + r0 * I, I, false, gates, g.ld, ap);
+    if (p.onnx_cell) {
+      ox.gate_pass = training && rd.gate_pass ? rd.gate_pass + r0 * GH : nullptr;
+      ox.pre = p.is_rnn() && training ? gates : nullptr;
+    }
     switch (p.cell) {
       case CellType::rnn_tanh:
       case CellType::rnn_relu:
         fw.hh.run(bs, hs, P, false, db.hg, H, ap);
-        rnn_forward(RnnForward<T>{.rows = bs,
-                                  .H = H,
-                                  .relu = p.cell == CellType::rnn_relu,
-                                  .bias = bias,
-                                  .hg = db.hg,
-                                  .y = y,
-                                  .ld_y = DP,
-                                  .h_state = hs});
+        step(p, rnn_forward<T>, onnx_rnn_forward<T>, ox,
+             RnnForward<T>{.rows = bs,
+                           .H = H,
+                           .relu = p.cell == CellType::rnn_relu,
+                           .bias = bias,
+                           .hg = db.hg,
+                           .y = y,
+                           .ld_y = DP,
+                           .h_state = hs});
         break;
       case CellType::lstm: {
         fw.hh.run(bs, hs, P, false, db.hg, GH, ap);
         // With projection h_full goes to the reserve (training) or scratch, then r = h_full
         // W_hr^T lands in y and becomes the state; without, h is the output and the state.
         T* h_full = !p.proj ? nullptr : training ? rd.h_full + r0 * H : db.scratch;
-        lstm_forward(LstmForward<T>{.rows = bs,
-                                    .H = H,
-                                    .bias = bias,
-                                    .hg = db.hg,
-                                    .gates = gates,
-                                    .c_state = db.c_state,
-                                    .c_keep = training ? rd.c + r0 * H : nullptr,
-                                    .c_pass = training && rd.c_pass ? rd.c_pass + r0 * H : nullptr,
-                                    .cell_clip = cell_clip,
-                                    .h = p.proj ? h_full : y,
-                                    .ld_h = p.proj ? H : DP,
-                                    .h_state = p.proj ? nullptr : hs});
+        step(p, lstm_forward<T>, onnx_lstm_forward<T>, ox,
+             LstmForward<T>{.rows = bs,
+                            .H = H,
+                            .bias = bias,
+                            .hg = db.hg,
+                            .gates = gates,
+                            .c_state = db.c_state,
+                            .c_keep = training ? rd.c + r0 * H : nullptr,
+                            .c_pass = training && rd.c_pass ? rd.c_pass + r0 * H : nullptr,
+                            .cell_clip = cell_clip,
+                            .h = p.proj ? h_full : y,
+                            .ld_h = p.proj ? H : DP,
+                            .h_state = p.proj ? nullptr : hs});
         if (p.proj) {
           fw.hr.run(bs, h_full, H, false, y, DP, ap);
           proj_forward(ProjForward<T>{.rows = bs,
@@ -190,40 +199,43 @@ void forward_time_loop(const Problem& p, const ForwardArgs& a, int64_t l, int64_
       case CellType::gru: {
         if (p.gru_lbr) {
           fw.hh.run(bs, hs, P, false, db.hg, GH, ap);
-          gru_forward(GruForward<T>{.rows = bs,
-                                    .H = H,
-                                    .bias = bias,
-                                    .b_hn = b_hn,
-                                    .hg = db.hg,
-                                    .gates = gates,
-                                    .hn_keep = training ? rd.hn + r0 * H : nullptr,
-                                    .h_state = hs,
-                                    .y = y,
-                                    .ld_y = DP});
+          step(p, gru_forward<T>, onnx_gru_forward<T>, ox,
+               GruForward<T>{.rows = bs,
+                             .H = H,
+                             .bias = bias,
+                             .b_hn = b_hn,
+                             .hg = db.hg,
+                             .gates = gates,
+                             .hn_keep = training ? rd.hn + r0 * H : nullptr,
+                             .h_state = hs,
+                             .y = y,
+                             .ld_y = DP});
         } else {
           // r and z first: n needs W_hn (r * h), a second GEMM.
           fw.hh.run(bs, hs, P, false, db.hg, GH, ap);
           T* rh = training ? rd.hn + r0 * H : db.scratch;
-          gru_orig_gates_forward(GruOrigGatesForward<T>{.rows = bs,
-                                                        .H = H,
-                                                        .bias = bias,
-                                                        .hg = db.hg,
-                                                        .ld_hg = GH,
-                                                        .gates = gates,
-                                                        .h_state = hs,
-                                                        .rh = rh});
+          step(p, gru_orig_gates_forward<T>, onnx_gru_orig_gates_forward<T>, ox,
+               GruOrigGatesForward<T>{.rows = bs,
+                                      .H = H,
+                                      .bias = bias,
+                                      .hg = db.hg,
+                                      .ld_hg = GH,
+                                      .gates = gates,
+                                      .h_state = hs,
+                                      .rh = rh});
           T* u = db.hg + 2 * H;
           fw.hh_n.run(bs, rh, H, false, u, GH, ap);
-          gru_orig_forward(GruOrigForward<T>{.rows = bs,
-                                             .H = H,
-                                             .bias = bias,
-                                             .b_hn = b_hn,
-                                             .u = u,
-                                             .ld_u = GH,
-                                             .gates = gates,
-                                             .h_state = hs,
-                                             .y = y,
-                                             .ld_y = DP});
+          step(p, gru_orig_forward<T>, onnx_gru_orig_forward<T>, ox,
+               GruOrigForward<T>{.rows = bs,
+                                 .H = H,
+                                 .bias = bias,
+                                 .b_hn = b_hn,
+                                 .u = u,
+                                 .ld_u = GH,
+                                 .gates = gates,
+                                 .h_state = hs,
+                                 .y = y,
+                                 .ld_y = DP});
         }
         break;
       }
@@ -263,7 +275,8 @@ void forward_time_loop_team(const Problem& p, const ForwardArgs& a, int64_t l, i
     const StepKernels<float>& kernels = step_kernels<float>();
     const int64_t cell_panels = w_hh.panels_per_block();
     const int64_t x_units = (I + 15) / 16;  // the input's columns, packed 16 at a time
-    auto time_of = [&](int64_t k) { return d == 0 ? k : p.T_eff - 1 - k; };
+    const bool rev = p.reversed(d);
+    auto time_of = [&](int64_t k) { return rev ? p.T_eff - 1 - k : k; };
 
 #pragma omp parallel num_threads(threads) if (p.T_eff > 0)
     if (p.T_eff > 0) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <exception>
 
+#include "cpu/onnx_cell.hpp"
 #include "cpu/problem.hpp"
 #include "rnnx/plan.hpp"
 
@@ -22,16 +23,41 @@ template <typename T>
 void run_backward(const Problem& p, const BackwardArgs& args, void* workspace,
                   uint64_t dropout_counter);
 
-// Where the previous state of step t's rows comes from, in the direction's own order:
-// rows i < count are the rows of step `step` (packed rows from offsets[step]); the
-// others start their sequence at t and read the initial state.
+// Where the previous state of step t's rows comes from, in the direction's own order
+// (`reversed`: Problem::reversed(d)): rows i < count are the rows of step `step` (packed
+// rows from offsets[step]); the others start their sequence at t and read the initial state.
 struct PrevStep {
   int64_t count = 0;
   int64_t step = 0;
 };
-inline PrevStep prev_step(const core::Schedule& s, int64_t direction, int64_t t) {
-  if (direction == 0) return t > 0 ? PrevStep{s.batch_sizes[t], t - 1} : PrevStep{0, 0};
+inline PrevStep prev_step(const core::Schedule& s, bool reversed, int64_t t) {
+  if (!reversed) return t > 0 ? PrevStep{s.batch_sizes[t], t - 1} : PrevStep{0, 0};
   return t + 1 < s.T_eff ? PrevStep{s.batch_sizes[t + 1], t + 1} : PrevStep{0, 0};
+}
+
+// The generic kernels' options for one layer and direction (Problem::onnx_cell); the
+// per-step pointers (gate_pass, pre) are the caller's.
+template <typename T>
+OnnxCell<T> onnx_cell_of(const Problem& p, const T* weights, const ParamOffsets& po, int64_t d) {
+  OnnxCell<T> o;
+  if (!p.onnx_cell) return o;
+  const Config& c = p.config();
+  o.acts = p.acts[d].data();
+  o.input_forget = p.cell == CellType::lstm && c.input_forget;
+  o.gate_clip = Clamp<T>(Clip{p.gate_clip, -c.gate_clip, c.gate_clip}, c.clip_nan);
+  o.peephole = p.peephole ? weights + po.w_peephole : nullptr;
+  return o;
+}
+
+// One step kernel: the fast one, or the generic one when the plan has ONNX cell options.
+template <typename K, typename T>
+void step(const Problem& p, void (*fast)(const K&), void (*generic)(const K&, const OnnxCell<T>&),
+          const OnnxCell<T>& o, const K& k) {
+  if (p.onnx_cell) {
+    generic(k, o);
+  } else {
+    fast(k);
+  }
 }
 
 // Runs fn(0) and fn(1), the time loops of the two directions, on two OpenMP threads at once

@@ -17,6 +17,9 @@ Problem::Problem(const PlanContext& c, const Algo& a) : ctx(&c), algo(a) {
   cell_clip = cfg.cell == CellType::lstm && cfg.cell_clip.enabled;
   proj_clip = proj && cfg.proj_clip.enabled;
   dropout = cfg.dropout;
+  onnx_cell = uses_onnx_cell_math(cfg);
+  gate_clip = cfg.gate_clip > 0.0;
+  peephole = cfg.cell == CellType::lstm && cfg.peephole;
   L = cfg.num_layers;
   D = cfg.num_directions();
   H = cfg.hidden_size;
@@ -38,6 +41,7 @@ Problem::Problem(const PlanContext& c, const Algo& a) : ctx(&c), algo(a) {
   while (step_input_steps < T_eff && c.schedule.batch_sizes[step_input_steps] >= min_rows) {
     ++step_input_steps;
   }
+  for (int64_t d = 0; d < D; ++d) acts[d] = direction_activations(cfg, d);
   params.resize(L * D);
   for (int64_t l = 0; l < L; ++l) {
     for (int64_t d = 0; d < D; ++d) {
@@ -45,8 +49,9 @@ Problem::Problem(const PlanContext& c, const Algo& a) : ctx(&c), algo(a) {
         const WeightParam* w = c.weights.get(l, d, kind);
         return w ? w->offset : -1;
       };
-      params[l * D + d] = {off(WeightKind::w_ih), off(WeightKind::w_hh), off(WeightKind::b_ih),
-                           off(WeightKind::b_hh), off(WeightKind::w_hr)};
+      params[l * D + d] = {off(WeightKind::w_ih), off(WeightKind::w_hh),
+                           off(WeightKind::b_ih), off(WeightKind::b_hh),
+                           off(WeightKind::w_hr), off(WeightKind::w_peephole)};
     }
   }
 }

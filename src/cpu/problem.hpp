@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/cell_functions.hpp"
 #include "cpu/algo.hpp"
 #include "cpu/gemm.hpp"
 
@@ -16,7 +17,7 @@ namespace rnnx::cpu {
 // Element offsets of one layer and direction's parameters in the flat weight buffer
 // (-1 when absent).
 struct ParamOffsets {
-  int64_t w_ih = -1, w_hh = -1, b_ih = -1, b_hh = -1, w_hr = -1;
+  int64_t w_ih = -1, w_hh = -1, b_ih = -1, b_hh = -1, w_hr = -1, w_peephole = -1;
 };
 
 struct Problem {
@@ -30,6 +31,13 @@ struct Problem {
   bool bias;
   bool packed;  // caller's tensors are already packed sorted rows
   bool cell_clip, proj_clip;
+  // ONNX options that change the cell's equations (uses_onnx_cell_math): the time loops run
+  // the generic step kernels of onnx_cell.hpp, which keep gate pre-activations in the
+  // reserve's gates (also for RNN) and, with gate_clip, the clip's pass flags.
+  bool onnx_cell = false;
+  bool gate_clip = false;
+  bool peephole = false;
+  std::vector<Activation> acts[2];  // each direction's activations, defaults filled in
   double dropout;
   int64_t L, D, H, P, G, GH, I0, DP;
   int64_t B, N, T_eff;                // batch, real tokens, steps actually run
@@ -45,7 +53,7 @@ struct Problem {
   int64_t step_input_steps = 0;
   // The time loops run as one parallel region each (forward.cpp's forward_time_loop_team):
   // packed engine, RNN, LSTM without projection or linear-before-reset GRU, at most
-  // kPackedChunkRows rows, and two or more threads.
+  // kPackedChunkRows rows, two or more threads, and no onnx_cell.
   bool team_loops = false;
 
   const core::Schedule& schedule() const { return ctx->schedule; }
@@ -55,6 +63,8 @@ struct Problem {
   // Dropout follows layer l in training (every layer but the last).
   bool dropout_after(int64_t l) const { return dropout > 0.0 && l < L - 1; }
   const ParamOffsets& param(int64_t l, int64_t d) const { return params[l * D + d]; }
+  // Direction d runs from each sequence's end (bidirectional d = 1, or `reverse`).
+  bool reversed(int64_t d) const { return core::direction_reversed(config(), d); }
   bool is_rnn() const { return cell == CellType::rnn_tanh || cell == CellType::rnn_relu; }
   bool gru_orig() const { return cell == CellType::gru && !gru_lbr; }
   // Whether this call packs the weights: the plan chose the packed engine and the ISA cap

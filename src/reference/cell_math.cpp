@@ -2,13 +2,17 @@
 // peepholes i, f, o.
 #include "reference/cell_math.hpp"
 
+#include "core/cell_functions.hpp"
+
 #include <algorithm>
 #include <cmath>
 
 namespace rnnx::reference {
-namespace {
 
-double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
+using core::activate;
+using core::activation_grad;
+
+namespace {
 
 // y += W v (W [rows, cols], v [cols]) over rows [r0, r1) (y indexed from r0).
 void matvec_add(const WeightView& W, const double* v, double* y, int64_t r0, int64_t r1) {
@@ -51,64 +55,11 @@ struct GateClip {
 }  // namespace
 
 double clip_value(double v, const Clip& clip, NanPolicy nan) {
-  if (!clip.enabled) return v;
-  if (std::isnan(v)) return nan == NanPolicy::replace ? clip.hi : v;
-  return std::min(std::max(v, clip.lo), clip.hi);
+  return core::clamp_value(v, clip.enabled, clip.lo, clip.hi, nan);
 }
 
 bool clip_passes(double raw, const Clip& clip, NanPolicy nan) {
-  if (!clip.enabled) return true;
-  if (std::isnan(raw)) return nan == NanPolicy::propagate;
-  return raw >= clip.lo && raw <= clip.hi;
-}
-
-double activate(const Activation& a, double x) {
-  switch (a.kind) {
-    case ActivationKind::sigmoid: return sigmoid(x);
-    case ActivationKind::tanh: return std::tanh(x);
-    case ActivationKind::relu: return std::max(x, 0.0);
-    case ActivationKind::affine: return a.alpha * x + a.beta;
-    case ActivationKind::leaky_relu: return x >= 0.0 ? x : a.alpha * x;
-    case ActivationKind::thresholded_relu: return x >= a.alpha ? x : 0.0;
-    case ActivationKind::scaled_tanh: return a.alpha * std::tanh(a.beta * x);
-    case ActivationKind::hard_sigmoid: return std::min(std::max(a.alpha * x + a.beta, 0.0), 1.0);
-    case ActivationKind::elu: return x >= 0.0 ? x : a.alpha * (std::exp(x) - 1.0);
-    case ActivationKind::softsign: return x / (1.0 + std::fabs(x));
-    case ActivationKind::softplus: return x > 0.0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
-  }
-  return x;
-}
-
-double activation_grad(const Activation& a, double x) {
-  switch (a.kind) {
-    case ActivationKind::sigmoid: {
-      const double s = sigmoid(x);
-      return s * (1.0 - s);
-    }
-    case ActivationKind::tanh: {
-      const double t = std::tanh(x);
-      return 1.0 - t * t;
-    }
-    case ActivationKind::relu: return x > 0.0 ? 1.0 : 0.0;
-    case ActivationKind::affine: return a.alpha;
-    case ActivationKind::leaky_relu: return x >= 0.0 ? 1.0 : a.alpha;
-    case ActivationKind::thresholded_relu: return x >= a.alpha ? 1.0 : 0.0;
-    case ActivationKind::scaled_tanh: {
-      const double t = std::tanh(a.beta * x);
-      return a.alpha * a.beta * (1.0 - t * t);
-    }
-    case ActivationKind::hard_sigmoid: {
-      const double v = a.alpha * x + a.beta;
-      return v > 0.0 && v < 1.0 ? a.alpha : 0.0;
-    }
-    case ActivationKind::elu: return x >= 0.0 ? 1.0 : a.alpha * std::exp(x);
-    case ActivationKind::softsign: {
-      const double d = 1.0 + std::fabs(x);
-      return 1.0 / (d * d);
-    }
-    case ActivationKind::softplus: return sigmoid(x);
-  }
-  return 1.0;
+  return core::clamp_passes(raw, clip.enabled, clip.lo, clip.hi, nan);
 }
 
 void cell_forward(const Config& cfg, const std::vector<Activation>& acts, const CellWeights& w,

@@ -45,9 +45,6 @@ double clip_value(double v, const Clip& clip, NanPolicy nan);
 // Whether the gradient passes the clamp: the value was inside [lo, hi], or NaN propagated.
 bool clip_passes(double raw, const Clip& clip, NanPolicy nan);
 
-double activate(const Activation& a, double x);
-double activation_grad(const Activation& a, double x);  // derivative at x
-
 // h [P'] and c [H] are the state before the step on entry and after it on return.
 // `acts` are the direction's activations (direction_activations()).
 void cell_forward(const Config& cfg, const std::vector<Activation>& acts, const CellWeights& w,

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/cell_functions.hpp"
 #include "core/dropout.hpp"
 #include "reference/cell_math.hpp"
 
@@ -156,7 +157,7 @@ class ReferenceBackend final : public BackendImpl {
   }
   // Direction 1 of a bidirectional network, or the single direction of a reverse one,
   // runs from each sequence's last element to its first.
-  bool reversed(int64_t d) const { return d == 1 || ctx_.config.reverse; }
+  bool reversed(int64_t d) const { return core::direction_reversed(ctx_.config, d); }
   int64_t length_of(int64_t b) const {
     const auto& s = ctx_.schedule;
     return s.sorted_lengths[s.orig_to_sorted[b]];

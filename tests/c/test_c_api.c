@@ -1372,8 +1372,8 @@ static void test_last_error(void) {
   rnnx_config_destroy(c);
 }
 
-/* ONNX's options: setters round-trip, bad values are refused, the cpu backend refuses
- * them as UNSUPPORTED while the reference runs them, and ONNX weights import by gate. */
+/* ONNX's options: setters round-trip, bad values are refused, both backends run them
+ * (the cpu on its generic step kernels), and ONNX weights import by gate. */
 static void test_onnx_options(void) {
   rnnx_config_t c = NULL;
   rnnx_plan_t plan = NULL;
@@ -1419,8 +1419,15 @@ static void test_onnx_options(void) {
   CHECK_OK(rnnx_config_set_gate_clip(c, 0.0));
   {
     rnnx_sequence_desc_t shape = rnnx_sequence_desc_padded(2, 1, NULL, 0);
-    CHECK(rnnx_plan_create(&plan, c, &shape, RNNX_BACKEND_CPU, 0), RNNX_STATUS_UNSUPPORTED,
-          "peephole");
+    CHECK_OK(rnnx_plan_create(&plan, c, &shape, RNNX_BACKEND_CPU, 0));
+    {
+      const char* impl = NULL;
+      CHECK_OK(rnnx_plan_get_impl_name(plan, &impl));
+      CHECK_TRUE(impl != NULL && strstr(impl, "/onnx-cell") != NULL,
+                 "the cpu runs ONNX options (onnx-cell)");
+    }
+    rnnx_plan_destroy(plan);
+    plan = NULL;
     CHECK_OK(rnnx_plan_create(&plan, c, &shape, RNNX_BACKEND_REFERENCE, 0));
     /* W [1, 12, 2], R [1, 12, 3], P [1, 9]: rnnx's f block (gate 1) is ONNX's gate 2. */
     double W[24], R[36], P[9], w[128];
