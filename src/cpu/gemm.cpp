@@ -14,6 +14,7 @@
 
 #include "cpu/packed_gemm.hpp"
 #include "rnnx/error.hpp"
+#include "rnnx/version.hpp"
 
 namespace rnnx::cpu {
 namespace {
@@ -65,6 +66,28 @@ void gemm<double>(Op trans_a, Op trans_b, int64_t M, int64_t N, int64_t K, doubl
               B, static_cast<blasint>(ldb), beta, C, static_cast<blasint>(ldc));
 }
 
+namespace {
+
+// RNNX_CPU_BF16_KERNEL: "amx", "avx512" or ""/"auto".
+std::string bf16_kernel_env() {
+  const char* env = std::getenv("RNNX_CPU_BF16_KERNEL");
+  const std::string v = env ? env : "";
+  if (v != "" && v != "auto" && v != "amx" && v != "avx512") {
+    throw Error(Status::invalid_argument,
+                "RNNX_CPU_BF16_KERNEL (= \"" + v + "\") must be amx, avx512, auto, or unset");
+  }
+  return v;
+}
+
+// The bf16 engine a converting plan gets now, or sgemm for none.
+GemmEngine bf16_engine() {
+  if (!packed_gemm_available(PackedType::bf16)) return GemmEngine::sgemm;
+  const bool amx = bf16_kernel_env() != "avx512" && packed_gemm_available(PackedType::bf16_amx);
+  return amx ? GemmEngine::packed_amx : GemmEngine::packed_bf16;
+}
+
+}  // namespace
+
 GemmEngine gemm_engine_for(bool float32, bool allow_conversion) {
   const char* env = std::getenv("RNNX_CPU_GEMM");
   const std::string v = env ? env : "";
@@ -73,15 +96,10 @@ GemmEngine gemm_engine_for(bool float32, bool allow_conversion) {
                 "RNNX_CPU_GEMM (= \"" + v + "\") must be packed, sgemm, auto, or unset");
   }
   if (!float32 || v == "sgemm") return GemmEngine::sgemm;
-  const char* kernel_env = std::getenv("RNNX_CPU_BF16_KERNEL");
-  const std::string kernel = kernel_env ? kernel_env : "";
-  if (kernel != "" && kernel != "auto" && kernel != "amx" && kernel != "avx512") {
-    throw Error(Status::invalid_argument,
-                "RNNX_CPU_BF16_KERNEL (= \"" + kernel + "\") must be amx, avx512, auto, or unset");
-  }
-  if (allow_conversion && packed_gemm_available(PackedType::bf16)) {
-    const bool amx = kernel != "avx512" && packed_gemm_available(PackedType::bf16_amx);
-    return amx ? GemmEngine::packed_amx : GemmEngine::packed_bf16;
+  bf16_kernel_env();  // refused even when unused, like RNNX_CPU_GEMM
+  if (allow_conversion) {
+    const GemmEngine bf16 = bf16_engine();
+    if (bf16 != GemmEngine::sgemm) return bf16;
   }
   return packed_gemm_available() ? GemmEngine::packed : GemmEngine::sgemm;
 }
@@ -148,3 +166,17 @@ template class WeightGemm<float>;
 template class WeightGemm<double>;
 
 }  // namespace rnnx::cpu
+
+namespace rnnx {
+
+const char* cpu_bf16_gemm() {
+  cpu_isa_used();  // refuses a bad RNNX_CPU_ISA
+  switch (cpu::bf16_engine()) {
+    case cpu::GemmEngine::packed_amx: return "amx-bf16";
+    case cpu::GemmEngine::packed_bf16: return "avx512-bf16";
+    default: break;
+  }
+  return "none";
+}
+
+}  // namespace rnnx
