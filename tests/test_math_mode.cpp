@@ -170,8 +170,7 @@ TEST(MathMode, ImplNameAndWorkspace) {
   EXPECT_TRUE(off_gemm == "packed-avx512" || off_gemm == "onednn-sgemm") << off.impl_name();
   const char* engine = std::getenv("RNNX_CPU_GEMM");
   if (bf16_machine() && (engine == nullptr || std::string(engine) != "sgemm")) {
-    EXPECT_TRUE(on_gemm == "packed-amx-bf16" || on_gemm == "packed-avx512-bf16")
-        << on.impl_name();
+    EXPECT_TRUE(on_gemm == "packed-amx-bf16" || on_gemm == "packed-avx512-bf16") << on.impl_name();
     EXPECT_LT(on.forward_workspace_size(false), off.forward_workspace_size(false));
     EXPECT_LT(on.backward_workspace_size(), off.backward_workspace_size());
   } else {

@@ -118,9 +118,9 @@ TEST(PackedGemmBf16Layout, SizesAreHalfOfFloat32) {
 
 TEST_P(PackedGemmBf16, MatchesDoubleLoopOnRoundedOperands) {
   const PackedType type = GetParam();
-  std::vector<Shape> shapes = {{1, 1, 1},    {1, 5, 7},     {2, 31, 16},  {3, 32, 17},
-                               {4, 33, 15},  {13, 64, 33},  {14, 65, 40}, {15, 100, 31},
-                               {29, 96, 1},  {64, 200, 37}, {225, 40, 9}, {300, 70, 65}};
+  std::vector<Shape> shapes = {{1, 1, 1},   {1, 5, 7},     {2, 31, 16},  {3, 32, 17},
+                               {4, 33, 15}, {13, 64, 33},  {14, 65, 40}, {15, 100, 31},
+                               {29, 96, 1}, {64, 200, 37}, {225, 40, 9}, {300, 70, 65}};
   for (int64_t m = 1; m <= 300; m += 23) shapes.push_back({m, 47, 19});
   bool rounded = false;  // some result must show that the operands were rounded
   for (const Shape& s : shapes) {
@@ -152,7 +152,8 @@ TEST_P(PackedGemmBf16, MatchesDoubleLoopOnRoundedOperands) {
               expected(s, Op::N, op, A, lda, W, ldw, C0, ldc, acc, /*round=*/false);
           for (int64_t i = 0; i < s.M && !rounded; ++i) {
             for (int64_t j = 0; j < s.N; ++j) {
-              if (std::fabs(C[i * ldc + j] - exact[i * s.N + j]) > 10 * accumulation_tolerance(s.K)) {
+              if (std::fabs(C[i * ldc + j] - exact[i * s.N + j]) >
+                  10 * accumulation_tolerance(s.K)) {
                 rounded = true;
               }
             }
@@ -188,12 +189,12 @@ TEST_P(PackedGemmBf16, BlocksAndPiecesSplitAtOddK) {
         const int64_t q = B.panels_per_block();
         for (int t = 0; t < parts; ++t) {
           // Odd boundaries: K * t / parts is odd for K = 37, 21 and parts = 2, 3.
-          rnnx::cpu::pack_a_columns(s.M, s.K, A.data(), lda, s.K * t / parts,
-                                    s.K * (t + 1) / parts, a_pack.data(), type);
+          rnnx::cpu::pack_a_columns(s.M, s.K, A.data(), lda, s.K * t / parts, s.K * (t + 1) / parts,
+                                    a_pack.data(), type);
         }
         for (int t = 0; t < parts; ++t) {
-          rnnx::cpu::multiply_panel_range(s.M, a_pack.data(), B, q * t / parts,
-                                          q * (t + 1) / parts, false, C.data(), ldc);
+          rnnx::cpu::multiply_panel_range(s.M, a_pack.data(), B, q * t / parts, q * (t + 1) / parts,
+                                          false, C.data(), ldc);
         }
         compare(s, C, C0, ldc, expected(s, Op::N, Op::T, A, lda, W, s.K, C0, ldc, false),
                 accumulation_tolerance(s.K));

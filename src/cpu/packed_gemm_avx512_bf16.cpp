@@ -51,7 +51,7 @@ inline int64_t packed_depth(int64_t K) {
   return ((K + 1) / 2 + kChunk - 1) / kChunk * kChunk;
 }
 inline __mmask16 lanes(int64_t n) {
-  return n <= 0 ? static_cast<__mmask16>(0)
+  return n <= 0    ? static_cast<__mmask16>(0)
          : n >= 16 ? static_cast<__mmask16>(0xFFFF)
                    : static_cast<__mmask16>((1u << n) - 1u);
 }
@@ -63,9 +63,8 @@ inline __mmask32 lanes32(int64_t n) {
 // pairs of 16 columns of two consecutive k.
 inline __m512i interleave_bf16(__m512 lo, __m512 hi) {
   const __m512i both = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));  // lo, then hi
-  const __m512i order = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9,
-                                         24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1,
-                                         16, 0);
+  const __m512i order = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24,
+                                         8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
   return _mm512_permutexvar_epi16(order, both);
 }
 
@@ -213,8 +212,7 @@ void pack_b_panels(bool trans, int64_t K, int64_t N, const float* W, int64_t ldw
           }
           transpose16(r);  // r[c]: k0 + c of the 16 columns; zero past K
           for (int c = 0; c < cols; c += 2) {
-            _mm512_storeu_si512(panel + (k0 + c) / 2 * kPanel + h,
-                                interleave_bf16(r[c], r[c + 1]));
+            _mm512_storeu_si512(panel + (k0 + c) / 2 * kPanel + h, interleave_bf16(r[c], r[c + 1]));
           }
         }
       }
@@ -260,9 +258,8 @@ void pack_a_blocks(bool trans, int64_t M, int64_t K, int64_t k0, int64_t k1, con
         for (int kk = 0; kk < 16; ++kk) {
           r0[kk] = (load_lo >> kk) & 1 ? _mm512_maskz_loadu_ps(rm, A + (base + kk) * lda + m0)
                                        : _mm512_setzero_ps();
-          r1[kk] = (load_hi >> kk) & 1
-                       ? _mm512_maskz_loadu_ps(rm, A + (base + 16 + kk) * lda + m0)
-                       : _mm512_setzero_ps();
+          r1[kk] = (load_hi >> kk) & 1 ? _mm512_maskz_loadu_ps(rm, A + (base + 16 + kk) * lda + m0)
+                                       : _mm512_setzero_ps();
         }
         transpose16(r0);
         transpose16(r1);
