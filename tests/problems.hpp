@@ -402,7 +402,12 @@ inline void check_cpu_against_reference(Problem p, DataType dtype) {
   }
   const Results want = run(ref, in, bwd);
   const Results got = run(*cpu, in, bwd);
-  {
+  // Where a derivative jumps (ReLU at 0, clamps at their bounds), a value within bf16's
+  // error (~1e-2) of the jump may land on the other side, which switches a whole gradient
+  // element on or off. No tolerance covers that, so a converting run of such a cell checks
+  // only the forward values above and the fixed values below; every other cell's
+  // gradients are compared.
+  if (!(converts_to_bf16(c) && derivative_jumps(c))) {
     SCOPED_TRACE("backward");
     expect_results_near(got, want, tol_f, tol_b);
   }

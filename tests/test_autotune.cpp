@@ -56,7 +56,9 @@ struct FreshCache {
 
 PlanContext context(const Config& c, const SequenceShape& s, int threads) {
   PlanOptions o = backend_options(Backend::cpu, threads);
-  return PlanContext{c, s, core::make_schedule(s), WeightLayout(c), o};
+  PlanContext ctx{c, s, core::make_schedule(s), WeightLayout(c), o};
+  ctx.math = resolved_math_mode(c);  // as Plan resolves it
+  return ctx;
 }
 
 // A problem with every kind of choice open: bidirectional float32 LSTM on two threads,

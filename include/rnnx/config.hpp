@@ -17,6 +17,20 @@ enum class DataType { f32, f64 };
 //              passes zero gradient, like any other clipped element.
 enum class NanPolicy { propagate, replace };
 
+// Math mode of the GEMMs (cuDNN's cudnnMathType_t, CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION):
+//   fp32:             float32 problems multiply in float32.
+//   allow_conversion: float32 problems may run their matrix products in bf16 (operands
+//                     rounded to bf16, products accumulated in float32) where the machine
+//                     has bf16 dot products (AVX512-BF16); elsewhere they run in float32.
+//                     Element-wise work (gates, states) stays float32. Errors grow from
+//                     float32's ~1e-6 to ~1e-2 relative (README, "Math mode").
+//   from_environment: the environment variable RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION, read
+//                     when a plan is built: "1" = allow_conversion, "0" or unset = fp32,
+//                     anything else is refused (Error invalid_argument).
+// float64 problems always run in float64 and ignore the mode (as cuDNN ignores conversion
+// for double); the reference backend, the oracle, ignores it too.
+enum class MathMode { from_environment, fp32, allow_conversion };
+
 // ONNX's activation functions (the `activations` attribute of ONNX's LSTM/GRU/RNN), with
 // their alpha and beta: Affine a*x+b, LeakyRelu (alpha), ThresholdedRelu (alpha),
 // ScaledTanh a*tanh(b*x), HardSigmoid min(max(a*x+b, 0), 1), Elu (alpha).
@@ -71,6 +85,7 @@ struct Config {
   uint64_t seed = 0;     // dropout generator key
   DataType dtype = DataType::f32;
   double padding_fill = 0.0;  // value written to y at positions t >= lengths[b]
+  MathMode math = MathMode::from_environment;
 
   // The cell options of ONNX (and oneDNN), see docs/math.md.
   bool reverse = false;       // one direction that runs from each sequence's end (ONNX "reverse")
@@ -101,6 +116,15 @@ bool uses_onnx_cell_math(const Config& config);
 const char* to_string(CellType cell);
 const char* to_string(DataType dtype);
 int64_t dtype_size(DataType dtype);
+// "from_environment", "fp32", "allow_conversion"; math_mode_from_string also takes
+// "environment" and "default" for from_environment and throws invalid_argument for others.
+const char* to_string(MathMode math);
+MathMode math_mode_from_string(const std::string& name);
+// The mode a plan of this config runs in: fp32 or allow_conversion (from_environment
+// resolved from RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION; throws Error(invalid_argument)
+// naming the variable and its value when it is neither "0" nor "1"). float64 configs give
+// fp32 whatever the mode.
+MathMode resolved_math_mode(const Config& config);
 
 // Throws rnnx::Error(invalid_argument) naming the field and its value.
 void validate(const Config& config);

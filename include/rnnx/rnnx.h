@@ -85,6 +85,17 @@ typedef enum rnnx_nan_policy {
   RNNX_NAN_POLICY_REPLACE = 1
 } rnnx_nan_policy_t;
 
+/* Math mode of the GEMMs (rnnx::MathMode, cuDNN's CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION):
+ * FROM_ENVIRONMENT reads RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION when a plan is created ("1"
+ * = ALLOW_CONVERSION, "0" or unset = FP32, anything else: INVALID_ARGUMENT);
+ * ALLOW_CONVERSION lets FLOAT32 plans run their matrix products in bf16 with float32
+ * accumulation where the CPU has AVX512-BF16 (README, "Math mode"). FLOAT64 ignores it. */
+typedef enum rnnx_math_mode {
+  RNNX_MATH_MODE_FROM_ENVIRONMENT = 0,
+  RNNX_MATH_MODE_FP32 = 1,
+  RNNX_MATH_MODE_ALLOW_CONVERSION = 2
+} rnnx_math_mode_t;
+
 typedef enum rnnx_layout {
   RNNX_LAYOUT_TIME_MAJOR = 0,  /* x [T, B, I] */
   RNNX_LAYOUT_BATCH_FIRST = 1, /* x [B, T, I] */
@@ -114,7 +125,8 @@ typedef struct rnnx_config* rnnx_config_t;
 
 /* A config with the C++ defaults: LSTM, input_size = hidden_size = 0 (to be set),
  * proj_size 0, 1 layer, unidirectional, with bias, GRU linear-before-reset, no clipping,
- * NaN policy PROPAGATE, dropout 0, seed 0, FLOAT32, padding_fill 0. */
+ * NaN policy PROPAGATE, dropout 0, seed 0, FLOAT32, padding_fill 0, math mode
+ * FROM_ENVIRONMENT. */
 RNNX_API rnnx_status_t rnnx_config_create(rnnx_config_t* config);
 /* Destroying NULL is a no-op that succeeds. A plan keeps its own copy of the config, so a
  * config may be destroyed as soon as its plans are created. */
@@ -168,6 +180,9 @@ RNNX_API rnnx_status_t rnnx_config_set_seed(rnnx_config_t config, uint64_t seed)
 RNNX_API rnnx_status_t rnnx_config_get_seed(rnnx_config_t config, uint64_t* seed);
 RNNX_API rnnx_status_t rnnx_config_set_dtype(rnnx_config_t config, rnnx_dtype_t dtype);
 RNNX_API rnnx_status_t rnnx_config_get_dtype(rnnx_config_t config, rnnx_dtype_t* dtype);
+/* Default RNNX_MATH_MODE_FROM_ENVIRONMENT. */
+RNNX_API rnnx_status_t rnnx_config_set_math_mode(rnnx_config_t config, rnnx_math_mode_t math);
+RNNX_API rnnx_status_t rnnx_config_get_math_mode(rnnx_config_t config, rnnx_math_mode_t* math);
 /* The value written to y at positions t >= lengths[b]. */
 RNNX_API rnnx_status_t rnnx_config_set_padding_fill(rnnx_config_t config, double padding_fill);
 RNNX_API rnnx_status_t rnnx_config_get_padding_fill(rnnx_config_t config, double* padding_fill);

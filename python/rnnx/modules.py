@@ -9,7 +9,7 @@ options (reverse, peephole, gate_clip, input_forget, activations) and `from_onnx
 """
 
 import collections
-import math
+import math as _pymath
 
 import numpy as np
 
@@ -69,7 +69,7 @@ class _Recurrent:
                  cell_clip=None, proj_clip=None, clip_nan="propagate", padding_fill=0.0, seed=0,
                  dtype=np.float32, backend=None, num_threads=0, init="uniform", rng=None,
                  reverse=False, peephole=False, gate_clip=0.0, input_forget=False,
-                 activations=None, direction=None):
+                 activations=None, direction=None, math="from_environment"):
         self.batch_first = bool(batch_first)
         self.dtype = np.dtype(dtype)
         bidirectional, reverse = _direction_args(direction, bidirectional, reverse)
@@ -81,7 +81,7 @@ class _Recurrent:
             clip_nan=clip_nan, dropout=float(dropout), seed=int(seed),
             dtype=_dtype_name(self.dtype), padding_fill=float(padding_fill), reverse=reverse,
             peephole=bool(peephole), gate_clip=float(gate_clip), input_forget=bool(input_forget),
-            activations=activations)
+            activations=activations, math=str(math))
         config = _rnnx.Config(**kwargs)  # parses and checks everything, activations included
         # Kept parsed, as a tuple of (name, alpha, beta): the engine caches configs by these
         # arguments, so they must be hashable.
@@ -97,7 +97,7 @@ class _Recurrent:
         if init == "uniform":
             # torch.nn's initialisation: U(-1/sqrt(H), 1/sqrt(H)) for every parameter.
             gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-            k = 1.0 / math.sqrt(self.config.hidden_size)
+            k = 1.0 / _pymath.sqrt(self.config.hidden_size)
             self.weights[:] = gen.uniform(-k, k, size=self.weights.size)
         elif init != "zeros":
             raise invalid(f"init '{init}' is not one of: uniform, zeros")

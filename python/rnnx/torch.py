@@ -110,7 +110,10 @@ class _RnnxModule:
 
     def _rnnx_init(self, cell_clip, proj_clip, clip_nan, gru_linear_before_reset, padding_fill,
                    seed, backend, num_threads, reverse=False, peephole=False, gate_clip=0.0,
-                   input_forget=False, activations=None):
+                   input_forget=False, activations=None, math="from_environment"):
+        # Checked now (rnnx.InvalidArgumentError naming it), used by every plan.
+        _rnnx.Config(cell="lstm", input_size=1, hidden_size=1, math=str(math))
+        self.math = str(math)
         self.reverse = bool(reverse)
         self.peephole = bool(peephole)
         self.gate_clip = float(gate_clip)
@@ -182,7 +185,7 @@ class _RnnxModule:
             dropout=float(dropout), seed=int(self.seed or 0) if dropout else 0,
             dtype=_DTYPES[dtype], padding_fill=self.padding_fill, reverse=self.reverse,
             peephole=self.peephole, gate_clip=self.gate_clip, input_forget=self.input_forget,
-            activations=self.activations)
+            activations=self.activations, math=self.math)
         params = self._rnnx_layouts.get(key)
         if params is None:
             params = _runtime.layout(cfg)
@@ -404,6 +407,8 @@ class _RnnxModule:
             s += ", input_forget=True"
         if self.activations:
             s += f", activations={list(self.activations)}"
+        if self.math != "from_environment":
+            s += f", math='{self.math}'"
         if self._rnnx_backend != "cpu":
             s += f", backend='{self._rnnx_backend}'"
         return s
@@ -429,11 +434,12 @@ class LSTM(_RnnxModule, torch.nn.LSTM):
 
     def __init__(self, *args, cell_clip=None, proj_clip=None, clip_nan="propagate",
                  padding_fill=0.0, seed=None, backend=None, num_threads=0, reverse=False,
-                 peephole=False, gate_clip=0.0, input_forget=False, activations=None, **kwargs):
+                 peephole=False, gate_clip=0.0, input_forget=False, activations=None,
+                 math="from_environment", **kwargs):
         super().__init__(*args, **kwargs)
         self._rnnx_init(cell_clip, proj_clip, clip_nan, True, padding_fill, seed, backend,
                         num_threads, reverse=reverse, peephole=peephole, gate_clip=gate_clip,
-                        input_forget=input_forget, activations=activations)
+                        input_forget=input_forget, activations=activations, math=math)
 
 
 class GRU(_RnnxModule, torch.nn.GRU):
@@ -443,11 +449,11 @@ class GRU(_RnnxModule, torch.nn.GRU):
 
     def __init__(self, *args, gru_linear_before_reset=True, padding_fill=0.0, seed=None,
                  backend=None, num_threads=0, reverse=False, gate_clip=0.0, activations=None,
-                 **kwargs):
+                 math="from_environment", **kwargs):
         super().__init__(*args, **kwargs)
         self._rnnx_init(None, None, "propagate", gru_linear_before_reset, padding_fill, seed,
                         backend, num_threads, reverse=reverse, gate_clip=gate_clip,
-                        activations=activations)
+                        activations=activations, math=math)
 
 
 class RNN(_RnnxModule, torch.nn.RNN):
@@ -456,7 +462,8 @@ class RNN(_RnnxModule, torch.nn.RNN):
     direction)."""
 
     def __init__(self, *args, padding_fill=0.0, seed=None, backend=None, num_threads=0,
-                 reverse=False, gate_clip=0.0, activations=None, **kwargs):
+                 reverse=False, gate_clip=0.0, activations=None, math="from_environment",
+                 **kwargs):
         super().__init__(*args, **kwargs)
         self._rnnx_init(None, None, "propagate", True, padding_fill, seed, backend, num_threads,
-                        reverse=reverse, gate_clip=gate_clip, activations=activations)
+                        reverse=reverse, gate_clip=gate_clip, activations=activations, math=math)

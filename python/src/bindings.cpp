@@ -225,7 +225,8 @@ rnnx::Config make_config(const std::string& cell, int64_t input_size, int64_t hi
                          const std::optional<std::pair<double, double>>& proj_clip,
                          const std::string& clip_nan, double dropout, uint64_t seed,
                          const std::string& dtype, double padding_fill, bool reverse, bool peephole,
-                         double gate_clip, bool input_forget, const py::object& activations) {
+                         double gate_clip, bool input_forget, const py::object& activations,
+                         const std::string& math) {
   rnnx::Config c;
   c.cell = parse_cell(cell);
   c.input_size = input_size;
@@ -247,6 +248,7 @@ rnnx::Config make_config(const std::string& cell, int64_t input_size, int64_t hi
   c.gate_clip = gate_clip;
   c.input_forget = input_forget;
   c.activations = parse_activations(activations);
+  c.math = rnnx::math_mode_from_string(math);
   rnnx::validate(c);
   return c;
 }
@@ -280,6 +282,9 @@ std::string config_repr(const rnnx::Config& c) {
   if (c.input_forget) s += ", input_forget=True";
   if (!c.activations.empty()) {
     s += ", activations=" + std::string(py::repr(activation_list(c.activations)));
+  }
+  if (c.math != rnnx::MathMode::from_environment) {
+    s += std::string(", math='") + rnnx::to_string(c.math) + "'";
   }
   s += std::string(", dtype='") + rnnx::to_string(c.dtype) + "')";
   return s;
@@ -539,6 +544,7 @@ PYBIND11_MODULE(_rnnx, m) {
     d["sanitizers"] = b.sanitizers;
     d["cpu_isa_detected"] = rnnx::cpu_isa_detected();
     d["cpu_isa_used"] = rnnx::cpu_isa_used();
+    d["bf16_gemm"] = rnnx::cpu_bf16_gemm();
     d["max_threads"] = rnnx::max_threads();
     return d;
   });
@@ -571,7 +577,11 @@ PYBIND11_MODULE(_rnnx, m) {
            "proj_clip"_a = py::none(), "clip_nan"_a = "propagate", "dropout"_a = 0.0, "seed"_a = 0,
            "dtype"_a = "float32", "padding_fill"_a = 0.0, "reverse"_a = false, "peephole"_a = false,
            "gate_clip"_a = 0.0, "input_forget"_a = false, "activations"_a = py::none(),
+           "math"_a = "from_environment",
            "Validated problem description; raises rnnx.InvalidArgumentError naming the field.\n"
+           "math: 'from_environment' (RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION, read when a plan is "
+           "built), 'fp32', or 'allow_conversion' (float32 GEMMs in bf16 with float32 "
+           "accumulation where the CPU has AVX512-BF16; float64 ignores it).\n"
            "ONNX's cell options (docs/math.md): reverse, peephole (LSTM), gate_clip (ONNX clip), "
            "input_forget (LSTM) and activations, a list of ONNX names or (name, alpha, beta) "
            "tuples or {'name', 'alpha', 'beta'} dicts (alpha/beta None: ONNX's defaults), per "
@@ -596,6 +606,12 @@ PYBIND11_MODULE(_rnnx, m) {
       .def_property_readonly("dtype",
                              [](const rnnx::Config& c) { return rnnx::to_string(c.dtype); })
       .def_readonly("padding_fill", &rnnx::Config::padding_fill)
+      .def_property_readonly("math", [](const rnnx::Config& c) { return rnnx::to_string(c.math); })
+      .def_property_readonly(
+          "resolved_math",
+          [](const rnnx::Config& c) { return rnnx::to_string(rnnx::resolved_math_mode(c)); },
+          "'fp32' or 'allow_conversion': the mode a plan built now runs in (the environment "
+          "variable read for 'from_environment').")
       .def_readonly("reverse", &rnnx::Config::reverse)
       .def_readonly("peephole", &rnnx::Config::peephole)
       .def_readonly("gate_clip", &rnnx::Config::gate_clip)

@@ -220,6 +220,31 @@ rnnx_dtype_t to_c(rnnx::DataType v) {
   return v == rnnx::DataType::f64 ? RNNX_DTYPE_FLOAT64 : RNNX_DTYPE_FLOAT32;
 }
 
+rnnx::MathMode to_cpp_math_mode(int v, const char* fn) {
+  switch (v) {
+    case RNNX_MATH_MODE_FROM_ENVIRONMENT:
+      return rnnx::MathMode::from_environment;
+    case RNNX_MATH_MODE_FP32:
+      return rnnx::MathMode::fp32;
+    case RNNX_MATH_MODE_ALLOW_CONVERSION:
+      return rnnx::MathMode::allow_conversion;
+    default:
+      break;
+  }
+  invalid(fn, bad_enum("math", v, "rnnx_math_mode_t"));
+}
+rnnx_math_mode_t to_c(rnnx::MathMode v) {
+  switch (v) {
+    case rnnx::MathMode::fp32:
+      return RNNX_MATH_MODE_FP32;
+    case rnnx::MathMode::allow_conversion:
+      return RNNX_MATH_MODE_ALLOW_CONVERSION;
+    case rnnx::MathMode::from_environment:
+      break;
+  }
+  return RNNX_MATH_MODE_FROM_ENVIRONMENT;
+}
+
 rnnx::NanPolicy to_cpp_nan_policy(int v, const char* fn) {
   switch (v) {
     case RNNX_NAN_POLICY_PROPAGATE:
@@ -525,6 +550,16 @@ rnnx_status_t rnnx_config_set_dtype(rnnx_config_t config, rnnx_dtype_t dtype) {
 rnnx_status_t rnnx_config_get_dtype(rnnx_config_t config, rnnx_dtype_t* dtype) {
   return config_get(__func__, config, dtype, "dtype",
                     [](const rnnx::Config& c) { return to_c(c.dtype); });
+}
+
+rnnx_status_t rnnx_config_set_math_mode(rnnx_config_t config, rnnx_math_mode_t math) {
+  return config_set(__func__, config, [&](rnnx::Config& c, const char* fn) {
+    c.math = to_cpp_math_mode(raw(math), fn);
+  });
+}
+rnnx_status_t rnnx_config_get_math_mode(rnnx_config_t config, rnnx_math_mode_t* math) {
+  return config_get(__func__, config, math, "math",
+                    [](const rnnx::Config& c) { return to_c(c.math); });
 }
 
 rnnx_status_t rnnx_config_set_padding_fill(rnnx_config_t config, double padding_fill) {

@@ -38,6 +38,10 @@ struct PlanContext {
                ? config.num_layers * config.num_directions() * schedule.B * config.hidden_size
                : 0;
   }
+  // config.math resolved when the plan was built (resolved_math_mode): fp32 or
+  // allow_conversion; the cpu backend runs its float32 GEMMs in bf16 for the latter where
+  // the machine can.
+  MathMode math = MathMode::fp32;
 };
 
 class BackendImpl {

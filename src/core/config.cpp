@@ -1,6 +1,7 @@
 // Config validation and the names of enum values. Every check names the field and value.
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <utility>
 #include <vector>
 #include <string>
@@ -151,6 +152,36 @@ bool uses_onnx_cell_math(const Config& c) {
   return false;
 }
 
+const char* to_string(MathMode math) {
+  switch (math) {
+    case MathMode::from_environment: return "from_environment";
+    case MathMode::fp32: return "fp32";
+    case MathMode::allow_conversion: return "allow_conversion";
+  }
+  return "unknown";
+}
+
+MathMode math_mode_from_string(const std::string& name) {
+  const std::string n = lower(name);
+  if (n == "from_environment" || n == "environment" || n == "default") {
+    return MathMode::from_environment;
+  }
+  if (n == "fp32") return MathMode::fp32;
+  if (n == "allow_conversion") return MathMode::allow_conversion;
+  invalid("math (= \"" + name + "\") must be one of: from_environment, fp32, allow_conversion");
+}
+
+MathMode resolved_math_mode(const Config& c) {
+  if (c.dtype != DataType::f32) return MathMode::fp32;
+  if (c.math != MathMode::from_environment) return c.math;
+  const char* env = std::getenv("RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION");
+  const std::string v = env ? env : "";
+  if (v.empty() || v == "0") return MathMode::fp32;
+  if (v == "1") return MathMode::allow_conversion;
+  invalid("RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION (= \"" + v +
+          "\") must be 1 (allow bf16 GEMMs), 0, or unset");
+}
+
 const char* to_string(DataType dtype) { return dtype == DataType::f32 ? "float32" : "float64"; }
 
 int64_t dtype_size(DataType dtype) { return dtype == DataType::f32 ? 4 : 8; }
@@ -178,6 +209,10 @@ void validate(const Config& c) {
   if (c.cell != CellType::rnn_tanh && c.cell != CellType::rnn_relu && c.cell != CellType::lstm &&
       c.cell != CellType::gru) {
     invalid("cell (= " + std::to_string(static_cast<int>(c.cell)) + ") is not a known cell");
+  }
+  if (c.math != MathMode::from_environment && c.math != MathMode::fp32 &&
+      c.math != MathMode::allow_conversion) {
+    invalid("math (= " + std::to_string(static_cast<int>(c.math)) + ") is not a known math mode");
   }
   if (c.dtype != DataType::f32 && c.dtype != DataType::f64) {
     invalid("dtype (= " + std::to_string(static_cast<int>(c.dtype)) + ") is not a known type");

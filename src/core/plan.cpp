@@ -56,7 +56,8 @@ class Fingerprint {
   uint64_t h_ = 1469598103934665603ull;
 };
 
-uint64_t plan_fingerprint(const Config& c, const SequenceShape& s, const std::string& impl) {
+uint64_t plan_fingerprint(const Config& c, const SequenceShape& s, const std::string& impl,
+                          MathMode math) {
   Fingerprint f;
   f.add(c.cell).add(c.input_size).add(c.hidden_size).add(c.proj_size).add(c.num_layers);
   f.add(c.bidirectional).add(c.bias).add(c.gru_linear_before_reset);
@@ -66,7 +67,7 @@ uint64_t plan_fingerprint(const Config& c, const SequenceShape& s, const std::st
   f.add(s.layout).add(s.max_seq_len).add(s.batch).add(s.lengths).add(s.batch_sizes);
   f.add(c.reverse).add(c.peephole).add(c.gate_clip).add(c.input_forget);
   for (const auto& a : c.activations) f.add(a.kind).add(a.alpha).add(a.beta);
-  f.add(s.sorted_indices).add(impl);
+  f.add(s.sorted_indices).add(impl).add(math);  // the resolved mode: what ran
   return f.value();
 }
 
@@ -122,6 +123,7 @@ struct Plan::State {
 
 Plan::Plan(const Config& config, const SequenceShape& shape, const PlanOptions& options) try {
   validate(config);
+  const MathMode math = resolved_math_mode(config);
   if (options.num_threads < 0) {
     invalid("num_threads (= " + std::to_string(options.num_threads) + ") must be >= 0");
   }
@@ -146,11 +148,11 @@ Plan::Plan(const Config& config, const SequenceShape& shape, const PlanOptions& 
   WeightLayout weights(config);
   core::checked_mul(weights.numel(), 8, "weight bytes");
   state_ = std::make_unique<State>(
-      State{PlanContext{config, shape, std::move(schedule), std::move(weights), options}, nullptr,
+      State{PlanContext{config, shape, std::move(schedule), std::move(weights), options, math}, nullptr,
             {}, 0, 0});
   state_->impl = options.backend == Backend::reference ? make_reference_backend(state_->ctx)
                                                        : make_cpu_backend(state_->ctx);
-  state_->plan_id = plan_fingerprint(config, shape, impl_name());
+  state_->plan_id = plan_fingerprint(config, shape, impl_name(), math);
 } catch (const std::bad_alloc&) {
   throw Error(Status::out_of_memory, "plan: out of memory for max_seq_len = " +
                                          std::to_string(shape.max_seq_len) + ", batch = " +

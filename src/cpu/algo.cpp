@@ -34,12 +34,17 @@ std::vector<V> allowed(bool forced, V forced_to, std::vector<V> all) {
   return all;
 }
 
+// The packed engines project the rows of large steps in the loop; dnnl_sgemm all before it.
+InputProjection default_input(GemmEngine engine) {
+  return engine == GemmEngine::sgemm ? InputProjection::bulk : InputProjection::split;
+}
+
 bool team_capable(const PlanContext& ctx, GemmEngine engine) {
   const Config& c = ctx.config;
   const bool proj = c.cell == CellType::lstm && c.proj_size > 0;
   const bool gru_orig = c.cell == CellType::gru && !c.gru_linear_before_reset;
   // The generic step kernels of ONNX's cell options split each step over rows instead.
-  return engine == GemmEngine::packed && !proj && !gru_orig && !uses_onnx_cell_math(c) &&
+  return engine != GemmEngine::sgemm && !proj && !gru_orig && !uses_onnx_cell_math(c) &&
          ctx.schedule.B <= kPackedChunkRows;
 }
 
@@ -58,15 +63,14 @@ AlgoSpace algo_space(const PlanContext& ctx) {
   const std::string dirs = forced_value("RNNX_CPU_DIRECTIONS", {"concurrent", "sequential"});
   const std::string input = forced_value("RNNX_CPU_INPUT_PROJECTION", {"split", "bulk", "steps"});
 
-  // float64 always runs OpenBLAS; the packed engine needs AVX-512 within the ISA cap.
-  const bool packed_ok = f32 && packed_gemm_available();
-  const GemmEngine best_engine = packed_ok ? GemmEngine::packed : GemmEngine::sgemm;
+  // float64 always runs OpenBLAS. float32: the engine gemm_engine_for() picks (the packed
+  // engine where AVX-512 is within the ISA cap, in bf16 with math mode allow_conversion
+  // where the machine can), and dnnl_sgemm as the alternative to the float32 packed one.
+  // The search never changes the math mode: a bf16 engine has no float32 alternative.
+  const GemmEngine best_engine =
+      gemm_engine_for(f32, ctx.math == MathMode::allow_conversion);
   std::vector<GemmEngine> engines = {best_engine};
-  if (gemm == "sgemm" || !f32) {
-    engines = {GemmEngine::sgemm};
-  } else if (gemm.empty() && packed_ok) {
-    engines = {GemmEngine::packed, GemmEngine::sgemm};
-  }
+  if (gemm.empty() && best_engine == GemmEngine::packed) engines.push_back(GemmEngine::sgemm);
 
   AlgoSpace space;
   for (GemmEngine engine : engines) {
@@ -79,12 +83,10 @@ AlgoSpace algo_space(const PlanContext& ctx) {
     const std::vector<bool> concurrent =
         !two_dirs ? std::vector<bool>{false}
                   : allowed(!dirs.empty() || !threads, dirs == "concurrent", {true, false});
-    const InputProjection engine_default =
-        engine == GemmEngine::packed ? InputProjection::split : InputProjection::bulk;
-    std::vector<InputProjection> inputs = {engine_default};
+    std::vector<InputProjection> inputs = {default_input(engine)};
     if (input == "bulk") inputs = {InputProjection::bulk};
     if (input == "steps") inputs = {InputProjection::steps};
-    if (input.empty() && engine == GemmEngine::packed) {
+    if (input.empty() && engine != GemmEngine::sgemm) {
       inputs = {InputProjection::split, InputProjection::bulk};
     }
     for (bool team : teams) {
@@ -99,7 +101,7 @@ AlgoSpace algo_space(const PlanContext& ctx) {
   h.engine = engines.front();
   h.team_loops = team_capable(ctx, h.engine) && (loop.empty() ? threads : loop == "team");
   h.concurrent_dirs = two_dirs && (dirs.empty() ? threads : dirs == "concurrent");
-  h.input = h.engine == GemmEngine::packed ? InputProjection::split : InputProjection::bulk;
+  h.input = default_input(h.engine);
   if (input == "bulk") h.input = InputProjection::bulk;
   if (input == "steps") h.input = InputProjection::steps;
   space.heuristic = h;
@@ -113,14 +115,12 @@ AlgoSpace algo_space(const PlanContext& ctx) {
 }
 
 std::string algo_name(const Algo& algo, bool float32) {
-  std::string s = !float32 ? "openblas-dgemm"
-                  : algo.engine == GemmEngine::packed ? "packed-avx512"
-                                                      : "onednn-sgemm";
+  std::string s = !float32                          ? "openblas-dgemm"
+                  : algo.engine == GemmEngine::sgemm ? "onednn-sgemm"
+                                                     : gemm_engine_name(algo.engine);
   if (algo.team_loops) s += "/team";
   if (algo.concurrent_dirs) s += "/dirs-concurrent";
-  const InputProjection engine_default =
-      algo.engine == GemmEngine::packed ? InputProjection::split : InputProjection::bulk;
-  if (algo.input != engine_default) {
+  if (algo.input != default_input(algo.engine)) {
     s += algo.input == InputProjection::bulk    ? "/input-bulk"
          : algo.input == InputProjection::steps ? "/input-steps"
                                                 : "/input-split";
@@ -135,12 +135,17 @@ bool parse_algo(const std::string& text, Algo* out) {
   bool first = true, input_set = false;
   while (std::getline(in, part, '/')) {
     if (first) {
-      if (part == "packed-avx512") {
-        a.engine = GemmEngine::packed;
-      } else if (part == "onednn-sgemm" || part == "openblas-dgemm") {
+      if (part == "onednn-sgemm" || part == "openblas-dgemm") {
         a.engine = GemmEngine::sgemm;
       } else {
-        return false;
+        bool known = false;
+        for (GemmEngine e : {GemmEngine::packed, GemmEngine::packed_bf16, GemmEngine::packed_amx}) {
+          if (part == gemm_engine_name(e)) {
+            a.engine = e;
+            known = true;
+          }
+        }
+        if (!known) return false;
       }
       first = false;
     } else if (part == "team") {
@@ -157,9 +162,7 @@ bool parse_algo(const std::string& text, Algo* out) {
     }
   }
   if (first) return false;
-  if (!input_set) {
-    a.input = a.engine == GemmEngine::packed ? InputProjection::split : InputProjection::bulk;
-  }
+  if (!input_set) a.input = default_input(a.engine);
   *out = a;
   return true;
 }

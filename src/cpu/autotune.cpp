@@ -182,7 +182,7 @@ std::string autotune_key(const PlanContext& ctx) {
     << " cell=" << static_cast<int>(c.cell) << " lbr=" << c.gru_linear_before_reset
     << " I=" << c.input_size << " H=" << c.hidden_size << " P=" << c.proj_size
     << " L=" << c.num_layers << " D=" << c.num_directions() << " bias=" << c.bias
-    << " onnx=" << uses_onnx_options(c) << " B=" << s.B << " T~" << quarter_octave(s.T_eff)
+    << " onnx=" << uses_onnx_options(c) << " bf16=" << (ctx.math == MathMode::allow_conversion) << " B=" << s.B << " T~" << quarter_octave(s.T_eff)
     << " tokens~" << quarter_octave(s.tokens)
     << " threads=" << plan_threads(ctx) << " isa=" << cpu_isa_used();
   return k.str();

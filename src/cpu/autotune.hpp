@@ -24,9 +24,9 @@ template <typename T>
 AlgoChoice choose_algo(const PlanContext& ctx);
 
 // The key a problem's choice is stored under: every value that can change which algorithm
-// is fastest (dimensions, cell, batch, threads, ISA, rnnx version; steps and real tokens to
-// a quarter octave), but not the exact lengths, so that the batches of an epoch with
-// different lengths share one search.
+// is fastest (dimensions, cell, math mode, batch, threads, ISA, rnnx version; steps and
+// real tokens to a quarter octave), but not the exact lengths, so that the batches of an
+// epoch with different lengths share one search.
 std::string autotune_key(const PlanContext& ctx);
 
 }  // namespace rnnx::cpu

@@ -55,16 +55,17 @@ BackwardWeights<T> bind_backward_weights(const Problem& p, const T* w, const Par
                                          const BackwardDirBuffers<T>& db) {
   const int64_t H = p.H, P = p.P;
   const bool pack = p.pack_weights();
+  const PackedType type = p.packed_type();
   T* wp = pack ? db.w_pack : nullptr;
   BackwardWeights<T> bw;
   if (p.gru_orig()) {
-    bw.hh.bind(Op::N, w + po.w_hh, P, 2 * H, P, wp);
+    bw.hh.bind(Op::N, w + po.w_hh, P, 2 * H, P, wp, 1, type);
     bw.hh_n.bind(Op::N, w + po.w_hh + 2 * H * P, P, H, P,
-                 pack ? wp + packed_b_floats(2 * H, P) : nullptr);
+                 pack ? wp + packed_b_floats(2 * H, P, 1, type) : nullptr, 1, type);
   } else {
-    bw.hh.bind(Op::N, w + po.w_hh, P, p.GH, P, wp);
+    bw.hh.bind(Op::N, w + po.w_hh, P, p.GH, P, wp, 1, type);
   }
-  if (p.proj) bw.hr.bind(Op::N, w + po.w_hr, H, P, H, pack ? db.wr_pack : nullptr);
+  if (p.proj) bw.hr.bind(Op::N, w + po.w_hr, H, P, H, pack ? db.wr_pack : nullptr, 1, type);
   return bw;
 }
 
@@ -225,7 +226,7 @@ void backward_time_loop_team(const Problem& p, const BackwardArgs& a, int64_t l,
     const ReserveDir<T>& rd = res.dir[d];
     const T* w = static_cast<const T*>(a.weights);
     const BackwardWeights<T> bw = bind_backward_weights(p, w, p.param(l, d), db);
-    const PackedB w_hh{bw.hh.packed(), GH, P, 1};
+    const PackedB w_hh{bw.hh.packed(), GH, P, 1, p.packed_type()};
     const StepKernels<float>& kernels = step_kernels<float>();
     const bool lbr = p.cell == CellType::gru;  // team loops run no original GRU
     T* dh = db.dh_state;
@@ -294,7 +295,8 @@ void backward_time_loop_team(const Problem& p, const BackwardArgs& a, int64_t l,
               break;
           }
           for (int64_t g = 0; g < p.G; ++g) {
-            pack_a_columns(bs, GH, dgh, GH, g * H + j0, g * H + j1, db.ag_pack[buf]);
+            pack_a_columns(bs, GH, dgh, GH, g * H + j0, g * H + j1, db.ag_pack[buf],
+                           p.packed_type());
           }
         }
 #pragma omp barrier
@@ -375,6 +377,7 @@ void backward_finish(const Problem& p, const BackwardArgs& a, int64_t l, int64_t
   if (a.dc0) core::scatter_state(s, db.dc_state, static_cast<T*>(a.dc0) + sd * H, H);
 
   T* scratch = p.pack_weights() ? gemm_scratch : nullptr;
+  const PackedType type = p.packed_type();
   if (a.dweights) {
     T* dw = static_cast<T*>(a.dweights);
     const bool acc = a.weight_grad_mode == GradMode::accumulate;
@@ -382,15 +385,16 @@ void backward_finish(const Problem& p, const BackwardArgs& a, int64_t l, int64_t
     // n gate of linear-before-reset GRU (dn * r), kept apart in dgh.
     const bool lbr = gru && p.gru_lbr;
     const T* dgh = lbr ? db.dgh : db.dg;
-    gemm_all_tokens<T>(Op::T, Op::N, GH, I, N, db.dg, GH, io.X, I, acc, dw + po.w_ih, I, scratch);
+    gemm_all_tokens<T>(Op::T, Op::N, GH, I, N, db.dg, GH, io.X, I, acc, dw + po.w_ih, I, scratch,
+                       type);
     if (p.gru_orig()) {
       gemm_all_tokens<T>(Op::T, Op::N, 2 * H, P, N, db.dg, GH, db.h_prev, P, acc, dw + po.w_hh, P,
-                         scratch);
+                         scratch, type);
       gemm_all_tokens<T>(Op::T, Op::N, H, P, N, db.dg + 2 * H, GH, res.dir[d].hn, H, acc,
-                         dw + po.w_hh + 2 * H * P, P, scratch);
+                         dw + po.w_hh + 2 * H * P, P, scratch, type);
     } else {
       gemm_all_tokens<T>(Op::T, Op::N, GH, P, N, dgh, GH, db.h_prev, P, acc, dw + po.w_hh, P,
-                         scratch);
+                         scratch, type);
     }
     if (p.bias) {
       // Column sums over the tokens, as ones[1, N] * dG[N, G*H]; b_hh's are b_ih's but for
@@ -405,12 +409,13 @@ void backward_finish(const Problem& p, const BackwardArgs& a, int64_t l, int64_t
     }
     if (p.proj) {
       gemm_all_tokens<T>(Op::T, Op::N, P, H, N, db.dr, P, res.dir[d].h_full, H, acc, dw + po.w_hr,
-                         H, scratch);
+                         H, scratch, type);
     }
     if (p.peephole) peephole_grad(p, d, res.dir[d], db.c0, db.dg, acc, dw + po.w_peephole);
   }
   if (io.dX) {
-    gemm_all_tokens<T>(Op::N, Op::N, N, I, GH, db.dg, GH, w + po.w_ih, I, d > 0, io.dX, I, scratch);
+    gemm_all_tokens<T>(Op::N, Op::N, N, I, GH, db.dg, GH, w + po.w_ih, I, d > 0, io.dX, I, scratch,
+                       type);
   }
 }
 

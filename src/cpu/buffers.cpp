@@ -54,13 +54,15 @@ ReserveLayer<T> reserve_layer(const Problem& p, const void* base, int64_t l) {
 }
 
 int64_t forward_recurrent_pack_floats(const Problem& p) {
-  if (p.gru_orig()) return packed_b_floats(p.P, 2 * p.H) + packed_b_floats(p.H, p.H);
-  return packed_b_floats(p.P, p.GH, p.G);
+  const PackedType t = p.packed_type();
+  if (p.gru_orig()) return packed_b_floats(p.P, 2 * p.H, 1, t) + packed_b_floats(p.H, p.H, 1, t);
+  return packed_b_floats(p.P, p.GH, p.G, t);
 }
 
 int64_t backward_recurrent_pack_floats(const Problem& p) {
-  if (p.gru_orig()) return packed_b_floats(2 * p.H, p.P) + packed_b_floats(p.H, p.P);
-  return packed_b_floats(p.GH, p.P);
+  const PackedType t = p.packed_type();
+  if (p.gru_orig()) return packed_b_floats(2 * p.H, p.P, 1, t) + packed_b_floats(p.H, p.P, 1, t);
+  return packed_b_floats(p.GH, p.P, 1, t);
 }
 
 template <typename T>
@@ -72,13 +74,14 @@ Carver carve_forward(const Problem& p, bool training, void* base, ForwardBuffers
   if (!training) {
     for (int64_t k = 0; k < ping_pong_buffers(p); ++k) b.y[k] = carver.take<T>(count(p.N, p.DP));
   }
-  const bool packing = p.engine == GemmEngine::packed;
+  const bool packing = p.packed_engine();
+  const PackedType type = p.packed_type();
   if (packing) {
     // The bulk input projection: rows past the split, G*H columns, K = the layer's input.
     const int64_t rows = p.N - p.schedule().offsets[p.step_input_steps];
     int64_t floats = 0;
     for (int64_t l = 0; l < p.L; ++l) {
-      floats = std::max(floats, packed_gemm_full_floats(rows, p.GH, p.input_width(l)));
+      floats = std::max(floats, packed_gemm_full_floats(rows, p.GH, p.input_width(l), type));
     }
     b.gemm_scratch = carver.take<T>(floats);
   }
@@ -95,17 +98,17 @@ Carver carve_forward(const Problem& p, bool training, void* base, ForwardBuffers
     db.bias = carver.take<T>(p.GH + p.H);
     if (packing) {
       db.w_pack = carver.take<T>(forward_recurrent_pack_floats(p));
-      if (p.proj) db.wr_pack = carver.take<T>(packed_b_floats(p.H, p.P));
+      if (p.proj) db.wr_pack = carver.take<T>(packed_b_floats(p.H, p.P, 1, type));
       const int64_t widest_input = std::max(p.I0, p.L > 1 ? p.DP : 0);
       if (p.step_input_steps > 0) {
-        db.wi_pack = carver.take<T>(packed_b_floats(widest_input, p.GH, p.G));
+        db.wi_pack = carver.take<T>(packed_b_floats(widest_input, p.GH, p.G, type));
       }
-      db.a_pack = carver.take<T>(packed_a_floats(p.B, std::max({p.P, p.H, widest_input})));
+      db.a_pack = carver.take<T>(packed_a_floats(p.B, std::max({p.P, p.H, widest_input}), type));
       if (p.team_loops) {
         for (int k = 0; k < 2; ++k) {
-          db.ah_pack[k] = carver.take<T>(packed_a_floats(p.B, p.P));
+          db.ah_pack[k] = carver.take<T>(packed_a_floats(p.B, p.P, type));
           if (p.step_input_steps > 0) {
-            db.ax_pack[k] = carver.take<T>(packed_a_floats(p.B, widest_input));
+            db.ax_pack[k] = carver.take<T>(packed_a_floats(p.B, widest_input, type));
           }
         }
       }
@@ -125,17 +128,18 @@ Carver carve_backward(const Problem& p, void* base, BackwardBuffers<T>* out) {
   if (!p.packed) b.dx = carver.take<T>(count(p.N, p.I0));
   b.ones = carver.take<T>(p.N);
   b.colsum = carver.take<T>(p.GH);
-  const bool packing = p.engine == GemmEngine::packed;
+  const bool packing = p.packed_engine();
+  const PackedType type = p.packed_type();
   if (packing) {
     // The all-token products of backward_finish: dW_ih, dW_hh (by parts for the original
     // GRU), dW_hr and dX.
     const int64_t N = p.N, GH = p.GH, H = p.H, P = p.P;
-    int64_t floats = packed_gemm_full_floats(GH, P, N);
-    floats = std::max(floats, packed_gemm_full_floats(P, H, N));
+    int64_t floats = packed_gemm_full_floats(GH, P, N, type);
+    floats = std::max(floats, packed_gemm_full_floats(P, H, N, type));
     for (int64_t l = 0; l < p.L; ++l) {
       const int64_t I = p.input_width(l);
-      floats =
-          std::max({floats, packed_gemm_full_floats(GH, I, N), packed_gemm_full_floats(N, I, GH)});
+      floats = std::max({floats, packed_gemm_full_floats(GH, I, N, type),
+                         packed_gemm_full_floats(N, I, GH, type)});
     }
     b.gemm_scratch = carver.take<T>(floats);
   }
@@ -154,10 +158,12 @@ Carver carve_backward(const Problem& p, void* base, BackwardBuffers<T>* out) {
     if (p.proj || p.gru_orig()) db.scratch = carver.take<T>(count(p.B, p.H));
     if (packing) {
       db.w_pack = carver.take<T>(backward_recurrent_pack_floats(p));
-      if (p.proj) db.wr_pack = carver.take<T>(packed_b_floats(p.P, p.H));
-      db.a_pack = carver.take<T>(packed_a_floats(p.B, std::max(p.GH, p.P)));
+      if (p.proj) db.wr_pack = carver.take<T>(packed_b_floats(p.P, p.H, 1, type));
+      db.a_pack = carver.take<T>(packed_a_floats(p.B, std::max(p.GH, p.P), type));
       if (p.team_loops) {
-        for (int k = 0; k < 2; ++k) db.ag_pack[k] = carver.take<T>(packed_a_floats(p.B, p.GH));
+        for (int k = 0; k < 2; ++k) {
+          db.ag_pack[k] = carver.take<T>(packed_a_floats(p.B, p.GH, type));
+        }
       }
     }
   }

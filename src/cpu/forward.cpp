@@ -52,21 +52,22 @@ ForwardWeights<T> bind_forward_weights(const Problem& p, const T* w, const Param
                                        int64_t I, const ForwardDirBuffers<T>& db) {
   const int64_t H = p.H, P = p.P;
   const bool pack = p.pack_weights();
+  const PackedType type = p.packed_type();
   T* wp = pack ? db.w_pack : nullptr;
   ForwardWeights<T> fw;
   // Gate by gate (blocks = G), so that a thread of a team loop owns the same cells of every
   // gate.
   if (p.step_input_steps > 0) {
-    fw.ih.bind(Op::T, w + po.w_ih, I, I, p.GH, pack ? db.wi_pack : nullptr, p.G);
+    fw.ih.bind(Op::T, w + po.w_ih, I, I, p.GH, pack ? db.wi_pack : nullptr, p.G, type);
   }
   if (p.gru_orig()) {
-    fw.hh.bind(Op::T, w + po.w_hh, P, P, 2 * H, wp);
+    fw.hh.bind(Op::T, w + po.w_hh, P, P, 2 * H, wp, 1, type);
     fw.hh_n.bind(Op::T, w + po.w_hh + 2 * H * P, P, H, H,
-                 pack ? wp + packed_b_floats(P, 2 * H) : nullptr);
+                 pack ? wp + packed_b_floats(P, 2 * H, 1, type) : nullptr, 1, type);
   } else {
-    fw.hh.bind(Op::T, w + po.w_hh, P, P, p.GH, wp, p.G);
+    fw.hh.bind(Op::T, w + po.w_hh, P, P, p.GH, wp, p.G, type);
   }
-  if (p.proj) fw.hr.bind(Op::T, w + po.w_hr, H, H, P, pack ? db.wr_pack : nullptr);
+  if (p.proj) fw.hr.bind(Op::T, w + po.w_hr, H, H, P, pack ? db.wr_pack : nullptr, 1, type);
   return fw;
 }
 
@@ -114,7 +115,7 @@ void bulk_input_projection(const Problem& p, const ForwardArgs& a, int64_t l, in
   const int64_t I = p.input_width(l), r0 = g.split_row;
   const T* w = static_cast<const T*>(a.weights);
   gemm_all_tokens<T>(Op::N, Op::T, p.N - r0, p.GH, I, X + r0 * I, I, w + p.param(l, d).w_ih, I,
-                     false, g.at(r0), g.ld, p.pack_weights() ? scratch : nullptr);
+                     false, g.at(r0), g.ld, p.pack_weights() ? scratch : nullptr, p.packed_type());
 }
 
 // The time loop of one layer and direction, after the bulk input projection.
@@ -263,8 +264,9 @@ void forward_time_loop_team(const Problem& p, const ForwardArgs& a, int64_t l, i
     const ParamOffsets& po = p.param(l, d);
     combine_biases(p, w, po, db.bias);
     const ForwardWeights<T> fw = bind_forward_weights(p, w, po, I, db);
-    const PackedB w_hh{fw.hh.packed(), P, GH, p.G};
-    const PackedB w_ih{fw.ih.packed(), I, GH, p.G};
+    const PackedType type = p.packed_type();
+    const PackedB w_hh{fw.hh.packed(), P, GH, p.G, type};
+    const PackedB w_ih{fw.ih.packed(), I, GH, p.G, type};
     const int64_t sd = (l * p.D + d) * p.B;
     core::gather_state(s, a.h0 ? static_cast<const T*>(a.h0) + sd * P : nullptr, db.h_state, P);
     if (p.cell == CellType::lstm) {
@@ -288,9 +290,9 @@ void forward_time_loop_team(const Problem& p, const ForwardArgs& a, int64_t l, i
       // This thread's columns of step k's left operands: the state (its cells) and the input.
       auto pack_operands = [&](int64_t k) {
         const int64_t t = time_of(k), bs = s.batch_sizes[t], buf = k & 1;
-        pack_a_columns(bs, P, hs, P, j0, j1, db.ah_pack[buf]);
+        pack_a_columns(bs, P, hs, P, j0, j1, db.ah_pack[buf], type);
         if (t < p.step_input_steps) {
-          pack_a_columns(bs, I, X + s.offsets[t] * I, I, x0, x1, db.ax_pack[buf]);
+          pack_a_columns(bs, I, X + s.offsets[t] * I, I, x0, x1, db.ax_pack[buf], type);
         }
       };
       pack_operands(0);

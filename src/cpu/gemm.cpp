@@ -14,6 +14,7 @@
 
 #include "cpu/packed_gemm.hpp"
 #include "rnnx/error.hpp"
+#include "rnnx/version.hpp"
 
 namespace rnnx::cpu {
 namespace {
@@ -65,7 +66,29 @@ void gemm<double>(Op trans_a, Op trans_b, int64_t M, int64_t N, int64_t K, doubl
               B, static_cast<blasint>(ldb), beta, C, static_cast<blasint>(ldc));
 }
 
-GemmEngine gemm_engine_for(bool float32) {
+namespace {
+
+// RNNX_CPU_BF16_KERNEL: "amx", "avx512" or ""/"auto".
+std::string bf16_kernel_env() {
+  const char* env = std::getenv("RNNX_CPU_BF16_KERNEL");
+  const std::string v = env ? env : "";
+  if (v != "" && v != "auto" && v != "amx" && v != "avx512") {
+    throw Error(Status::invalid_argument,
+                "RNNX_CPU_BF16_KERNEL (= \"" + v + "\") must be amx, avx512, auto, or unset");
+  }
+  return v;
+}
+
+// The bf16 engine a converting plan gets now, or sgemm for none.
+GemmEngine bf16_engine() {
+  if (!packed_gemm_available(PackedType::bf16)) return GemmEngine::sgemm;
+  const bool amx = bf16_kernel_env() != "avx512" && packed_gemm_available(PackedType::bf16_amx);
+  return amx ? GemmEngine::packed_amx : GemmEngine::packed_bf16;
+}
+
+}  // namespace
+
+GemmEngine gemm_engine_for(bool float32, bool allow_conversion) {
   const char* env = std::getenv("RNNX_CPU_GEMM");
   const std::string v = env ? env : "";
   if (v != "" && v != "auto" && v != "packed" && v != "sgemm") {
@@ -73,25 +96,37 @@ GemmEngine gemm_engine_for(bool float32) {
                 "RNNX_CPU_GEMM (= \"" + v + "\") must be packed, sgemm, auto, or unset");
   }
   if (!float32 || v == "sgemm") return GemmEngine::sgemm;
+  bf16_kernel_env();  // refused even when unused, like RNNX_CPU_GEMM
+  if (allow_conversion) {
+    const GemmEngine bf16 = bf16_engine();
+    if (bf16 != GemmEngine::sgemm) return bf16;
+  }
   return packed_gemm_available() ? GemmEngine::packed : GemmEngine::sgemm;
 }
 
 const char* gemm_engine_name(GemmEngine engine) {
-  return engine == GemmEngine::packed ? "packed-avx512" : "sgemm";
+  switch (engine) {
+    case GemmEngine::packed: return "packed-avx512";
+    case GemmEngine::packed_bf16: return "packed-avx512-bf16";
+    case GemmEngine::packed_amx: return "packed-amx-bf16";
+    case GemmEngine::sgemm: break;
+  }
+  return "sgemm";
 }
 
 template <typename T>
 void WeightGemm<T>::bind(Op op, const T* W, int64_t ldw, int64_t K, int64_t N, T* pack,
-                         int64_t blocks) {
+                         int64_t blocks, PackedType type) {
   op_ = op;
   w_ = W;
   ldw_ = ldw;
   K_ = K;
   N_ = N;
   blocks_ = blocks;
+  type_ = type;
   packed_ = nullptr;
   if constexpr (std::is_same_v<T, float>) {
-    if (pack != nullptr) packed_ = pack_b(op, K, N, W, ldw, pack, blocks).data;
+    if (pack != nullptr) packed_ = pack_b(op, K, N, W, ldw, pack, blocks, type).data;
   }
 }
 
@@ -100,7 +135,7 @@ void WeightGemm<T>::run(int64_t M, const T* A, int64_t lda, bool accumulate, T* 
                         T* a_scratch) const {
   if constexpr (std::is_same_v<T, float>) {
     if (packed_ != nullptr) {
-      return packed_gemm(M, A, lda, PackedB{packed_, K_, N_, blocks_}, accumulate, C, ldc,
+      return packed_gemm(M, A, lda, PackedB{packed_, K_, N_, blocks_, type_}, accumulate, C, ldc,
                          a_scratch);
     }
   }
@@ -109,21 +144,39 @@ void WeightGemm<T>::run(int64_t M, const T* A, int64_t lda, bool accumulate, T* 
 
 template <typename T>
 void gemm_all_tokens(Op op_a, Op op_b, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda,
-                     const T* B, int64_t ldb, bool accumulate, T* C, int64_t ldc, T* scratch) {
+                     const T* B, int64_t ldb, bool accumulate, T* C, int64_t ldc, T* scratch,
+                     PackedType type) {
   if constexpr (std::is_same_v<T, float>) {
     if (scratch != nullptr) {
-      return packed_gemm_full(op_a, op_b, M, N, K, A, lda, B, ldb, accumulate, C, ldc, scratch);
+      return packed_gemm_full(op_a, op_b, M, N, K, A, lda, B, ldb, accumulate, C, ldc, scratch,
+                              type);
     }
   }
   gemm<T>(op_a, op_b, M, N, K, T(1), A, lda, B, ldb, accumulate ? T(1) : T(0), C, ldc);
 }
 
 template void gemm_all_tokens<float>(Op, Op, int64_t, int64_t, int64_t, const float*, int64_t,
-                                     const float*, int64_t, bool, float*, int64_t, float*);
+                                     const float*, int64_t, bool, float*, int64_t, float*,
+                                     PackedType);
 template void gemm_all_tokens<double>(Op, Op, int64_t, int64_t, int64_t, const double*, int64_t,
-                                      const double*, int64_t, bool, double*, int64_t, double*);
+                                      const double*, int64_t, bool, double*, int64_t, double*,
+                                      PackedType);
 
 template class WeightGemm<float>;
 template class WeightGemm<double>;
 
 }  // namespace rnnx::cpu
+
+namespace rnnx {
+
+const char* cpu_bf16_gemm() {
+  cpu_isa_used();  // refuses a bad RNNX_CPU_ISA
+  switch (cpu::bf16_engine()) {
+    case cpu::GemmEngine::packed_amx: return "amx-bf16";
+    case cpu::GemmEngine::packed_bf16: return "avx512-bf16";
+    default: break;
+  }
+  return "none";
+}
+
+}  // namespace rnnx

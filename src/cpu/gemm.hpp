@@ -11,6 +11,11 @@ namespace rnnx::cpu {
 
 enum class Op : char { N = 'N', T = 'T' };
 
+// What the packed engine multiplies in: float32, or bf16 operands with float32
+// accumulation (math mode allow_conversion; packed_gemm.hpp) on vdpbf16ps (bf16) or on AMX
+// tiles (bf16_amx), both with the same packed layouts.
+enum class PackedType : char { f32, bf16, bf16_amx };
+
 // op(A) is [M, K], op(B) is [K, N], C is [M, N]; leading dimensions are row strides.
 // Empty problems (M or N = 0) do nothing; K = 0 gives C = beta * C, so beta = 0 zeroes C
 // (weight gradients of a layer without tokens). Call it outside OpenMP parallel regions:
@@ -28,43 +33,50 @@ void gemm<double>(Op, Op, int64_t, int64_t, int64_t, double, const double*, int6
                   int64_t, double, double*, int64_t);
 
 // Where the float32 products with recurrent and projection weights run: `packed` (rnnx's
-// AVX-512 kernels on weights packed once per call; needs AVX-512 within the ISA cap) or
+// AVX-512 kernels on weights packed once per call; needs AVX-512 within the ISA cap),
+// `packed_bf16` / `packed_amx` (the same in bf16 with float32 accumulation, on vdpbf16ps or
+// on AMX tiles: float32 with math mode allow_conversion on AVX512-BF16 within the cap) or
 // `sgemm` (dnnl_sgemm, which repacks the weights at every step). Chosen at plan time from
-// the environment variable RNNX_CPU_GEMM ("packed", "sgemm", or unset/"auto" = packed where
-// available); float64 always runs cblas_dgemm. Throws Error(invalid_argument) for other
-// values.
-enum class GemmEngine { sgemm, packed };
-GemmEngine gemm_engine_for(bool float32);
+// the environment variables RNNX_CPU_GEMM ("packed", "sgemm", or unset/"auto" = packed
+// where available; "sgemm" also turns conversion off) and RNNX_CPU_BF16_KERNEL ("amx",
+// "avx512", or unset/"auto" = amx where the machine and OS allow it); float64 always runs
+// cblas_dgemm. Throws Error(invalid_argument) for other values.
+enum class GemmEngine { sgemm, packed, packed_bf16, packed_amx };
+GemmEngine gemm_engine_for(bool float32, bool allow_conversion = false);
 const char* gemm_engine_name(GemmEngine engine);
 
 // C = op(A) op(B) (accumulate: C +=) for a product over all real tokens (input
 // projection, weight and input gradients): on the packed engine's packed_gemm_full when
-// `scratch` (float32, packed_gemm_full_floats(M, N, K) floats) is given, else on gemm().
+// `scratch` (float32, packed_gemm_full_floats(M, N, K, type) floats) is given, else on gemm().
 template <typename T>
 void gemm_all_tokens(Op op_a, Op op_b, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda,
-                     const T* B, int64_t ldb, bool accumulate, T* C, int64_t ldc, T* scratch);
+                     const T* B, int64_t ldb, bool accumulate, T* C, int64_t ldc, T* scratch,
+                     PackedType type = PackedType::f32);
 
 // C (+)= A * op(W) with the same W for many A. bind() once per call, then run() per step.
-// `pack` (packed engine, float32 only) holds packed_b_floats(K, N) floats; null means W is
-// used in place by gemm().
+// `pack` (packed engine, float32 only) holds packed_b_floats(K, N, blocks, type) floats;
+// null means W is used in place by gemm().
 template <typename T>
 class WeightGemm {
  public:
   // op(W) is [K, N]: Op::T when W is [N, K] (row stride ldw), Op::N when W is [K, N].
   // `blocks`: the packed layout keeps N / blocks columns apart (packed_gemm.hpp's PackedB).
-  void bind(Op op, const T* W, int64_t ldw, int64_t K, int64_t N, T* pack, int64_t blocks = 1);
-  // C[M, N] = A[M, K] op(W) (accumulate: C +=). a_scratch: packed_a_floats(M, K) floats
+  void bind(Op op, const T* W, int64_t ldw, int64_t K, int64_t N, T* pack, int64_t blocks = 1,
+            PackedType type = PackedType::f32);
+  // C[M, N] = A[M, K] op(W) (accumulate: C +=). a_scratch: packed_a_floats(M, K, type) floats
   // when bound with a pack, else unused.
   void run(int64_t M, const T* A, int64_t lda, bool accumulate, T* C, int64_t ldc,
            T* a_scratch) const;
   // The packed operand (packed_gemm.hpp's PackedB) when bound with a pack, else null.
   const T* packed() const { return packed_; }
   int64_t blocks() const { return blocks_; }
+  PackedType type() const { return type_; }
 
  private:
   Op op_ = Op::N;
   const T* w_ = nullptr;
   int64_t ldw_ = 0, K_ = 0, N_ = 0, blocks_ = 1;
+  PackedType type_ = PackedType::f32;
   const T* packed_ = nullptr;
 };
 

@@ -31,9 +31,46 @@ int team_size(int64_t panels, double flops) {
   return static_cast<int>(std::min<int64_t>(n, panels));
 }
 
-// K rounded up to whole chunks of packed A.
-int64_t depth_of(int64_t K) {
-  return (K + kPackedDepthChunk - 1) / kPackedDepthChunk * kPackedDepthChunk;
+// The k extent of the packed layouts in 32-bit slots: K, or for bf16 its pairs rounded
+// up to whole chunks (zero padding, so that AMX tiles need no partial chunk).
+int64_t slots_of(int64_t K, PackedType type) {
+  if (type == PackedType::f32) return K;  // bf16 and bf16_amx share their layout
+  return ((K + 1) / 2 + kPackedDepthChunk - 1) / kPackedDepthChunk * kPackedDepthChunk;
+}
+
+// K (in slots) rounded up to whole chunks of packed A.
+int64_t depth_of(int64_t K, PackedType type) {
+  const int64_t k = slots_of(K, type);
+  return (k + kPackedDepthChunk - 1) / kPackedDepthChunk * kPackedDepthChunk;
+}
+
+// packed_gemm_full's K per pass: bf16 packs take half the bytes, so twice the K fits the
+// same cache.
+int64_t full_depth(PackedType type) {
+  return type != PackedType::f32 ? 2 * kPackedFullDepth : kPackedFullDepth;
+}
+
+// The kernels of one type (packed_gemm_kernels.hpp).
+struct Kernels {
+  void (*pack_b_panels)(bool, int64_t, int64_t, const float*, int64_t, int64_t, int64_t, float*);
+  void (*pack_a_blocks)(bool, int64_t, int64_t, int64_t, int64_t, const float*, int64_t, int64_t,
+                        int64_t, float*);
+  void (*multiply_panels)(int64_t, int64_t, const float*, const float*, int64_t, int64_t, int64_t,
+                          bool, float*, int64_t);
+};
+constexpr Kernels kF32{&packed_avx512::pack_b_panels, &packed_avx512::pack_a_blocks,
+                       &packed_avx512::multiply_panels};
+constexpr Kernels kBf16{&packed_avx512_bf16::pack_b_panels, &packed_avx512_bf16::pack_a_blocks,
+                        &packed_avx512_bf16::multiply_panels};
+constexpr Kernels kAmx{&packed_avx512_bf16::pack_b_panels, &packed_avx512_bf16::pack_a_blocks,
+                       &packed_amx::multiply_panels};
+const Kernels& kernels(PackedType type) {
+  switch (type) {
+    case PackedType::bf16: return kBf16;
+    case PackedType::bf16_amx: return kAmx;
+    case PackedType::f32: break;
+  }
+  return kF32;
 }
 
 // Piece t of n of [0, count).
@@ -49,10 +86,11 @@ void zero_rows(int64_t M, int64_t N, float* C, int64_t ldc) {
 void multiply_global(int64_t M, const float* a_packed, const PackedB& B, int64_t g0, int64_t g1,
                      bool accumulate, float* C, int64_t ldc) {
   const int64_t q_per = B.panels_per_block(), nb = B.block_cols();
-  const int64_t block_floats = packed_b_floats(B.K, nb);
+  const int64_t block_floats = packed_b_floats(B.K, nb, 1, B.type);
+  const Kernels& kern = kernels(B.type);
   for (int64_t g = g0; g < g1;) {
     const int64_t b = g / q_per, q0 = g % q_per, q1 = std::min(q_per, q0 + (g1 - g));
-    packed_avx512::multiply_panels(M, B.K, a_packed, B.data + b * block_floats, nb, q0, q1,
+    kern.multiply_panels(M, B.K, a_packed, B.data + b * block_floats, nb, q0, q1,
                                    accumulate, C + b * nb, ldc);
     g += q1 - q0;
   }
@@ -60,34 +98,39 @@ void multiply_global(int64_t M, const float* a_packed, const PackedB& B, int64_t
 
 }  // namespace
 
-bool packed_gemm_available() {
+bool packed_gemm_available(PackedType type) {
 #if defined(__x86_64__) && defined(__GNUC__)
+  if (type != PackedType::f32) {
+    const bool bf16 = std::strcmp(cpu_isa_used(), "avx512-bf16") == 0;
+    return bf16 && (type == PackedType::bf16 || packed_amx::usable());
+  }
   return std::strncmp(cpu_isa_used(), "avx512", 6) == 0;
 #else
   return false;
 #endif
 }
 
-int64_t packed_b_floats(int64_t K, int64_t N, int64_t blocks) {
-  return blocks * panels_of(N / blocks) * kPackedPanel * K;
+int64_t packed_b_floats(int64_t K, int64_t N, int64_t blocks, PackedType type) {
+  return blocks * panels_of(N / blocks) * kPackedPanel * slots_of(K, type);
 }
 
-int64_t packed_a_floats(int64_t max_m, int64_t K) {
-  return std::min(max_m, kPackedChunkRows) * depth_of(K);
+int64_t packed_a_floats(int64_t max_m, int64_t K, PackedType type) {
+  return std::min(max_m, kPackedChunkRows) * depth_of(K, type);
 }
 
 PackedB pack_b(Op op_w, int64_t K, int64_t N, const float* W, int64_t ldw, float* out,
-               int64_t blocks) {
-  const PackedB B{out, K, N, blocks};
+               int64_t blocks, PackedType type) {
+  const PackedB B{out, K, N, blocks, type};
   const int64_t q_per = B.panels_per_block(), nb = B.block_cols();
-  const int64_t block_floats = packed_b_floats(K, nb);
+  const int64_t block_floats = packed_b_floats(K, nb, 1, type);
+  const Kernels& kern = kernels(type);
   const bool trans = op_w == Op::T;
   // Panels [g0, g1), numbered block by block; block b is W's rows (trans) or columns b * nb...
   auto pack = [&](int64_t g0, int64_t g1) {
     for (int64_t g = g0; g < g1;) {
       const int64_t b = g / q_per, q0 = g % q_per, q1 = std::min(q_per, q0 + (g1 - g));
       const float* wb = trans ? W + b * nb * ldw : W + b * nb;
-      packed_avx512::pack_b_panels(trans, K, nb, wb, ldw, q0, q1, out + b * block_floats);
+      kern.pack_b_panels(trans, K, nb, wb, ldw, q0, q1, out + b * block_floats);
       g += q1 - q0;
     }
   };
@@ -106,9 +149,9 @@ PackedB pack_b(Op op_w, int64_t K, int64_t N, const float* W, int64_t ldw, float
 }
 
 void pack_a_columns(int64_t M, int64_t K, const float* A, int64_t lda, int64_t k0, int64_t k1,
-                    float* a_packed) {
+                    float* a_packed, PackedType type) {
   const int64_t blocks = (M + kPackedTileRows - 1) / kPackedTileRows;
-  packed_avx512::pack_a_blocks(false, M, K, k0, k1, A, lda, 0, blocks, a_packed);
+  kernels(type).pack_a_blocks(false, M, K, k0, k1, A, lda, 0, blocks, a_packed);
 }
 
 void multiply_panel_range(int64_t M, const float* a_packed, const PackedB& B, int64_t q0,
@@ -129,12 +172,13 @@ void packed_gemm(int64_t M, const float* A, int64_t lda, const PackedB& B, bool 
     return;
   }
   const int64_t panels = B.blocks * B.panels_per_block();
+  const Kernels& kern = kernels(B.type);
   // Per chunk of rows: pack A (threads split its row blocks), then each thread its panels.
   auto body = [&](int t, int n) {
     for (int64_t m0 = 0; m0 < M; m0 += kPackedChunkRows) {
       const int64_t mc = std::min(kPackedChunkRows, M - m0);
       const int64_t blocks = (mc + kPackedTileRows - 1) / kPackedTileRows;
-      packed_avx512::pack_a_blocks(false, mc, K, 0, K, A + m0 * lda, lda, split(blocks, t, n),
+      kern.pack_a_blocks(false, mc, K, 0, K, A + m0 * lda, lda, split(blocks, t, n),
                                    split(blocks, t + 1, n), a_scratch);
       if (n > 1) {
 #pragma omp barrier
@@ -155,37 +199,40 @@ void packed_gemm(int64_t M, const float* A, int64_t lda, const PackedB& B, bool 
   }
 }
 
-int64_t packed_gemm_full_floats(int64_t M, int64_t N, int64_t K) {
-  const int64_t kc = std::min(K, kPackedFullDepth);
-  return kc * panels_of(N) * kPackedPanel + std::min(M, kPackedFullRows) * depth_of(kc);
+int64_t packed_gemm_full_floats(int64_t M, int64_t N, int64_t K, PackedType type) {
+  const int64_t kc = std::min(K, full_depth(type));
+  return slots_of(kc, type) * panels_of(N) * kPackedPanel +
+         std::min(M, kPackedFullRows) * depth_of(kc, type);
 }
 
 void packed_gemm_full(Op op_a, Op op_b, int64_t M, int64_t N, int64_t K, const float* A,
                       int64_t lda, const float* B, int64_t ldb, bool accumulate, float* C,
-                      int64_t ldc, float* scratch) {
+                      int64_t ldc, float* scratch, PackedType type) {
   if (M == 0 || N == 0) return;
   if (K == 0) {
     if (!accumulate) zero_rows(M, N, C, ldc);
     return;
   }
   const int64_t panels = panels_of(N);
-  const int64_t kc_max = std::min(K, kPackedFullDepth);
+  const int64_t depth = full_depth(type);
+  const int64_t kc_max = std::min(K, depth);
   float* b_block = scratch;
-  float* a_block = scratch + kc_max * panels * kPackedPanel;
+  float* a_block = scratch + slots_of(kc_max, type) * panels * kPackedPanel;
+  const Kernels& kern = kernels(type);
   const bool trans_a = op_a == Op::T, trans_b = op_b == Op::T;
   // Per block of K: each thread packs its own panels of B's block, then per chunk of rows
   // A's block is packed by all threads and each multiplies its panels.
   auto body = [&](int t, int n) {
     const int64_t p0 = split(panels, t, n), p1 = split(panels, t + 1, n);
-    for (int64_t k0 = 0; k0 < K; k0 += kPackedFullDepth) {
-      const int64_t kc = std::min(kPackedFullDepth, K - k0);
+    for (int64_t k0 = 0; k0 < K; k0 += depth) {
+      const int64_t kc = std::min(depth, K - k0);
       const float* b_src = trans_b ? B + k0 : B + k0 * ldb;
       // A shorter last block moves the panels (panel p starts at p * kc * kPackedPanel):
       // nobody may still be reading the previous block's.
       if (n > 1 && k0 > 0) {
 #pragma omp barrier
       }
-      packed_avx512::pack_b_panels(trans_b, kc, N, b_src, ldb, p0, p1, b_block);
+      kern.pack_b_panels(trans_b, kc, N, b_src, ldb, p0, p1, b_block);
       for (int64_t m0 = 0; m0 < M; m0 += kPackedFullRows) {
         const int64_t mc = std::min(kPackedFullRows, M - m0);
         const int64_t blocks = (mc + kPackedTileRows - 1) / kPackedTileRows;
@@ -193,13 +240,13 @@ void packed_gemm_full(Op op_a, Op op_b, int64_t M, int64_t N, int64_t K, const f
         if (n > 1) {
 #pragma omp barrier
         }
-        packed_avx512::pack_a_blocks(trans_a, mc, kc, 0, kc, a_src, lda, split(blocks, t, n),
-                                     split(blocks, t + 1, n), a_block);
+        kern.pack_a_blocks(trans_a, mc, kc, 0, kc, a_src, lda, split(blocks, t, n),
+                           split(blocks, t + 1, n), a_block);
         if (n > 1) {
 #pragma omp barrier
         }
-        packed_avx512::multiply_panels(mc, kc, a_block, b_block, N, p0, p1, accumulate || k0 > 0,
-                                       C + m0 * ldc, ldc);
+        kern.multiply_panels(mc, kc, a_block, b_block, N, p0, p1, accumulate || k0 > 0,
+                             C + m0 * ldc, ldc);
       }
     }
   };

@@ -1,7 +1,10 @@
 // The packed-weights float32 GEMM of the cpu backend: C[M, N] (= or +=) A[M, K] * B with B a
 // weight matrix packed once per call into column panels and then reused for every time step
 // (dnnl_sgemm repacks B on every call). AVX-512 kernels (packed_gemm_avx512.cpp); the caller
-// checks packed_gemm_available() and uses gemm<float> otherwise.
+// checks packed_gemm_available() and uses gemm<float> otherwise. PackedType::bf16 (math mode
+// allow_conversion, AVX512-BF16 kernels in packed_gemm_avx512_bf16.cpp) rounds both operands
+// to bf16 as they are packed and accumulates in float32; its packs hold pairs of bf16 (two
+// consecutive k) in 32-bit slots, so they take half the floats (K rounded up to even).
 #pragma once
 
 #include <cstddef>
@@ -23,9 +26,10 @@ constexpr int64_t kPackedChunkRows = 16 * kPackedTileRows;
 constexpr int64_t kPackedFullDepth = 512;
 constexpr int64_t kPackedFullRows = 8 * kPackedTileRows;
 
-// Whether the kernels can run: the machine has AVX-512 (F, BW, VL, DQ) and the cpu
-// backend's ISA cap (RNNX_CPU_ISA, set_cpu_isa_limit) allows it.
-bool packed_gemm_available();
+// Whether the kernels can run: the machine has AVX-512 (F, BW, VL, DQ; for bf16 also
+// AVX512-BF16) and the cpu backend's ISA cap (RNNX_CPU_ISA, set_cpu_isa_limit) allows it
+// (avx512, for bf16 avx512-bf16).
+bool packed_gemm_available(PackedType type = PackedType::f32);
 
 // B = op(W) [K, N] packed as `blocks` blocks of N / blocks columns (the gates of a cell: a
 // thread can then own the same cells of every gate), each block ceil(N / blocks /
@@ -34,22 +38,25 @@ struct PackedB {
   const float* data = nullptr;
   int64_t K = 0, N = 0;
   int64_t blocks = 1;
+  PackedType type = PackedType::f32;
 
   int64_t block_cols() const { return N / blocks; }
   int64_t panels_per_block() const { return (block_cols() + kPackedPanel - 1) / kPackedPanel; }
 };
 
 // Floats of the packed B and of the packed A of at most max_m rows.
-int64_t packed_b_floats(int64_t K, int64_t N, int64_t blocks = 1);
-int64_t packed_a_floats(int64_t max_m, int64_t K);
+int64_t packed_b_floats(int64_t K, int64_t N, int64_t blocks = 1,
+                        PackedType type = PackedType::f32);
+int64_t packed_a_floats(int64_t max_m, int64_t K, PackedType type = PackedType::f32);
 
 // Packs B = op(W): Op::T when W is [N, K] (row stride ldw), Op::N when W is [K, N]. N is a
 // multiple of blocks. Threads (outside a parallel region) split the panels as packed_gemm
 // does, so each thread's panels are first touched by the thread that will read them.
 PackedB pack_b(Op op_w, int64_t K, int64_t N, const float* W, int64_t ldw, float* out,
-               int64_t blocks = 1);
+               int64_t blocks = 1, PackedType type = PackedType::f32);
 
-// C = A * B (accumulate: C += A * B). a_scratch holds packed_a_floats(M, K). Threaded over
+// C = A * B (accumulate: C += A * B), in B.type. a_scratch holds packed_a_floats(M, K,
+// B.type). Threaded over
 // the panels of B when called outside a parallel region and the product is large enough;
 // inside one it runs on the calling thread. Rows of C do not depend on the thread count.
 void packed_gemm(int64_t M, const float* A, int64_t lda, const PackedB& B, bool accumulate,
@@ -57,19 +64,21 @@ void packed_gemm(int64_t M, const float* A, int64_t lda, const PackedB& B, bool 
 
 // The pieces of packed_gemm for callers that run their own threads, each working on its
 // share (M <= kPackedChunkRows): columns [k0, k1) of A's rows [0, M) into the packed A of an
-// [M, K] operand; and C's columns of panels [q0, q1) of every block of B from a packed A.
+// [M, K] operand; and C's columns of panels [q0, q1) of every block of B from a packed A
+// (of B.type). bf16: ranges of k may split a pair (threads write disjoint halves of it).
 void pack_a_columns(int64_t M, int64_t K, const float* A, int64_t lda, int64_t k0, int64_t k1,
-                    float* a_packed);
+                    float* a_packed, PackedType type = PackedType::f32);
 void multiply_panel_range(int64_t M, const float* a_packed, const PackedB& B, int64_t q0,
                           int64_t q1, bool accumulate, float* C, int64_t ldc);
 
 // C[M, N] (= or +=) op(A) op(B) for operands used once (the all-token products: weight
 // gradients, input gradients): both packed here, block by block of K. op(A) is [M, K]
 // (Op::T: A is [K, M]), op(B) is [K, N] (Op::T: B is [N, K]). scratch holds
-// packed_gemm_full_floats(M, N, K). Threaded like packed_gemm.
-int64_t packed_gemm_full_floats(int64_t M, int64_t N, int64_t K);
+// packed_gemm_full_floats(M, N, K, type). Threaded like packed_gemm.
+int64_t packed_gemm_full_floats(int64_t M, int64_t N, int64_t K,
+                                PackedType type = PackedType::f32);
 void packed_gemm_full(Op op_a, Op op_b, int64_t M, int64_t N, int64_t K, const float* A,
                       int64_t lda, const float* B, int64_t ldb, bool accumulate, float* C,
-                      int64_t ldc, float* scratch);
+                      int64_t ldc, float* scratch, PackedType type = PackedType::f32);
 
 }  // namespace rnnx::cpu

@@ -23,3 +23,27 @@ void multiply_panels(int64_t M, int64_t K, const float* a_packed, const float* b
                      int64_t p0, int64_t p1, bool accumulate, float* C, int64_t ldc);
 
 }  // namespace rnnx::cpu::packed_avx512
+
+// The same entry points for bf16 operands (packed_gemm_avx512_bf16.cpp): K, k0, k1 count
+// float32 elements of A and B as above; the packed layouts hold pairs (packed_gemm.hpp).
+namespace rnnx::cpu::packed_avx512_bf16 {
+
+void pack_b_panels(bool trans, int64_t K, int64_t N, const float* W, int64_t ldw, int64_t p0,
+                   int64_t p1, float* out);
+void pack_a_blocks(bool trans, int64_t M, int64_t K, int64_t k0, int64_t k1, const float* A,
+                   int64_t lda, int64_t b0, int64_t b1, float* out);
+void multiply_panels(int64_t M, int64_t K, const float* a_packed, const float* b_packed, int64_t N,
+                     int64_t p0, int64_t p1, bool accumulate, float* C, int64_t ldc);
+
+}  // namespace rnnx::cpu::packed_avx512_bf16
+
+// The AMX multiply of the bf16 layouts (packed_gemm_amx.cpp); packing is the bf16 one's.
+namespace rnnx::cpu::packed_amx {
+
+// The machine has AMX-BF16, the OS saves its state, and the process may use it (asked
+// for once, on the first call).
+bool usable();
+void multiply_panels(int64_t M, int64_t K, const float* a_packed, const float* b_packed, int64_t N,
+                     int64_t p0, int64_t p1, bool accumulate, float* C, int64_t ldc);
+
+}  // namespace rnnx::cpu::packed_amx

@@ -57,7 +57,9 @@ Problem::Problem(const PlanContext& c, const Algo& a) : ctx(&c), algo(a) {
 }
 
 bool Problem::pack_weights() const {
-  return engine == GemmEngine::packed && packed_gemm_available();
+  // A cap lowered since the plan was built sends the products to dnnl_sgemm (the workspace
+  // holds packs of the plan's type only).
+  return packed_engine() && packed_gemm_available(packed_type());
 }
 
 }  // namespace rnnx::cpu

@@ -70,6 +70,14 @@ struct Problem {
   // Whether this call packs the weights: the plan chose the packed engine and the ISA cap
   // (which may change between calls) still allows it.
   bool pack_weights() const;
+  // What the packed engine multiplies in: bf16 for GemmEngine::packed_bf16 and packed_amx
+  // (math mode allow_conversion on AVX512-BF16), else float32.
+  PackedType packed_type() const {
+    return engine == GemmEngine::packed_bf16  ? PackedType::bf16
+           : engine == GemmEngine::packed_amx ? PackedType::bf16_amx
+                                              : PackedType::f32;
+  }
+  bool packed_engine() const { return engine != GemmEngine::sgemm; }
 };
 
 }  // namespace rnnx::cpu

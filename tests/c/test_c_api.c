@@ -3,7 +3,10 @@
  * packed; RNN-ReLU float32), then every error path: each null argument, invalid config
  * values, bad shapes, buffers too small, unknown weight names, LSTM-only tensors for other
  * cells, versioned structs, destroy(NULL), and the thread-local last-error message.
+ * Math mode: round trip, refusal of bad values (setter and environment variable), and a
+ * cross-check with ALLOW_CONVERSION under the bf16 tolerance.
  * Prints one line per check and "N passed, N failed"; exits non-zero on any failure. */
+#define _POSIX_C_SOURCE 200112L /* setenv, unsetenv */
 #include <float.h>
 #include <inttypes.h>
 #include <math.h>
@@ -109,7 +112,8 @@ static double tolerance(rnnx_config_t c, int64_t T, int64_t B, int backward) {
   rnnx_dtype_t dtype;
   int64_t I, H, P, L;
   int bidir;
-  double width, steps, depth, gates;
+  double width, steps, depth, gates, tol;
+  rnnx_math_mode_t math;
   rnnx_config_get_cell(c, &cell);
   rnnx_config_get_dtype(c, &dtype);
   rnnx_config_get_input_size(c, &I);
@@ -124,7 +128,14 @@ static double tolerance(rnnx_config_t c, int64_t T, int64_t B, int backward) {
           kBiases + (P > 0 ? (double)H : 0.0) + kActivationUlps;
   depth *= steps;
   if (backward) depth += gates * (double)H * steps + (double)(T * B);
-  return kSafety * depth * (dtype == RNNX_DTYPE_FLOAT32 ? FLT_EPSILON : DBL_EPSILON);
+  tol = kSafety * depth * (dtype == RNNX_DTYPE_FLOAT32 ? FLT_EPSILON : DBL_EPSILON);
+  /* Math mode ALLOW_CONVERSION (float32): every product carries a bf16 rounding, relative
+   * 2^-8, adding up like a random walk over the terms (test_util.hpp derives it). */
+  rnnx_config_get_math_mode(c, &math);
+  if (dtype == RNNX_DTYPE_FLOAT32 && math == RNNX_MATH_MODE_ALLOW_CONVERSION) {
+    tol += 6.0 * sqrt(depth / (double)H) / 256.0;
+  }
+  return tol;
 }
 
 /* |got - want| <= tol * (max(1, max|want|) + |want|), as the C++ tests compare. */
@@ -597,6 +608,58 @@ static void test_crosschecks(void) {
   rnnx_config_set_dtype(c, RNNX_DTYPE_FLOAT32);
   d = rnnx_sequence_desc_padded(3, 2, NULL, 0);
   crosscheck("rnn_relu_l1_bidir_f32_time-major_len-full", c, &d);
+  rnnx_config_destroy(c);
+}
+
+/* ---- Math mode ------------------------------------------------------------------------ */
+
+static void test_math_mode(void) {
+  static const int64_t lengths[3] = {5, 2, 4};
+  const char* var = "RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION";
+  const rnnx_sequence_desc_t d = rnnx_sequence_desc_padded(5, 3, lengths, 0);
+  rnnx_config_t c = NULL;
+  rnnx_plan_t plan = NULL;
+  rnnx_math_mode_t math = RNNX_MATH_MODE_FP32;
+  const char* saved = getenv(var);
+  char* old = saved ? strcpy((char*)malloc(strlen(saved) + 1), saved) : NULL;
+
+  unsetenv(var);
+  rnnx_config_create(&c);
+  CHECK_OK(rnnx_config_get_math_mode(c, &math));
+  CHECK_TRUE(math == RNNX_MATH_MODE_FROM_ENVIRONMENT, "math mode default FROM_ENVIRONMENT");
+  CHECK_OK(rnnx_config_set_math_mode(c, RNNX_MATH_MODE_ALLOW_CONVERSION));
+  CHECK_OK(rnnx_config_get_math_mode(c, &math));
+  CHECK_TRUE(math == RNNX_MATH_MODE_ALLOW_CONVERSION, "math mode round trip");
+  CHECK(rnnx_config_set_math_mode(c, (rnnx_math_mode_t)9), RNNX_STATUS_INVALID_ARGUMENT,
+        "math (= 9)");
+  rnnx_config_get_math_mode(c, &math);
+  CHECK_TRUE(math == RNNX_MATH_MODE_ALLOW_CONVERSION, "refused set_math_mode changes nothing");
+  CHECK_NULL_ARG(rnnx_config_set_math_mode(NULL, RNNX_MATH_MODE_FP32), "config is null");
+  CHECK_NULL_ARG(rnnx_config_get_math_mode(c, NULL), "math is null");
+
+  /* ALLOW_CONVERSION against the reference (bf16 GEMMs where the CPU has them). */
+  rnnx_config_set_cell(c, RNNX_CELL_LSTM);
+  rnnx_config_set_input_size(c, 19);
+  rnnx_config_set_hidden_size(c, 21);
+  rnnx_config_set_num_layers(c, 2);
+  rnnx_config_set_bidirectional(c, 1);
+  crosscheck("lstm_l2_bidir_f32_allow-conversion", c, &d);
+
+  /* FROM_ENVIRONMENT with a value other than 0 or 1: plan creation refuses it. */
+  CHECK_OK(rnnx_config_set_math_mode(c, RNNX_MATH_MODE_FROM_ENVIRONMENT));
+  setenv(var, "on", 1);
+  CHECK(rnnx_plan_create(&plan, c, &d, RNNX_BACKEND_CPU, 0), RNNX_STATUS_INVALID_ARGUMENT,
+        "RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION (= \"on\")");
+  CHECK_TRUE(plan == NULL, "refused plan is NULL");
+  setenv(var, "1", 1);
+  CHECK_OK(rnnx_plan_create(&plan, c, &d, RNNX_BACKEND_CPU, 0));
+  rnnx_plan_destroy(plan);
+  if (old) {
+    setenv(var, old, 1);
+    free(old);
+  } else {
+    unsetenv(var);
+  }
   rnnx_config_destroy(c);
 }
 
@@ -1461,6 +1524,7 @@ int main(void) {
   test_onnx_options();
   test_config_round_trip();
   test_crosschecks();
+  test_math_mode();
   test_null_arguments();
   test_invalid_config();
   test_bad_shapes();

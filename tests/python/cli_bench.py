@@ -38,8 +38,9 @@ def main():
         else:
             passed += 1
 
-    def run(argv):
-        return subprocess.run([args.rnnx] + argv, capture_output=True, text=True, timeout=300)
+    def run(argv, env=None):
+        return subprocess.run([args.rnnx] + argv, capture_output=True, text=True, timeout=300,
+                              env=None if env is None else {**os.environ, **env})
 
     # info, text and JSON
     p = run(["info"])
@@ -50,7 +51,7 @@ def main():
     try:
         info = json.loads(p.stdout)
         for k in ["version", "build_type", "compiler", "sanitizers", "backends", "cpu_isa_detected",
-                  "cpu_isa_used", "gemm_engine", "threads"]:
+                  "cpu_isa_used", "gemm_engine", "math", "threads"]:
             if k not in info:
                 problems.append(f"no key {k}")
         if not info["backends"]["reference"]["available"]:
@@ -137,6 +138,27 @@ def main():
     p = run(bench_argv("--mode", "infer,train", "--threads", "1,2"))
     report("text_lines", [] if p.returncode == 0 and len(p.stdout.splitlines()) == 4 else [p.stdout + p.stderr])
 
+    # Math modes side by side: the converting plan's error against the fp32 plan's outputs.
+    if "cpu" in backends:
+        p = run(bench_argv("--mode", "fwdbwd", "--math", "fp32,allow_conversion", "--rounds", "2",
+                           "--threads", "1") + ["--json"])
+        problems = []
+        try:
+            rows = [json.loads(line) for line in p.stdout.splitlines()]
+            if [r["math"] for r in rows] != ["fp32", "allow_conversion"] * 2:
+                problems.append(f"math order {[r['math'] for r in rows]}")
+            for r in rows[1::2]:
+                err = r["err_vs_fp32"]
+                # bf16 GEMMs move results by ~1e-2 at worst (README, "Math mode"); 0 without bf16.
+                if not all(0 <= err[k] < 0.1 for k in ("y", "dx", "dweights")):
+                    problems.append(f"err_vs_fp32 {err}")
+        except (ValueError, KeyError) as e:
+            problems.append(f"bad output ({e}): {p.stdout!r} {p.stderr!r}")
+        report("math_ab", problems)
+        p = run(["info"], env={"RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION": "1"})
+        report("info_math", [] if p.returncode == 0 and "RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION = \"1\" "
+               "selects allow_conversion" in p.stdout else [p.stdout + p.stderr])
+
     # Refusals: status 2 and one error line.
     bad_file = os.path.join(tmp, "bad.txt")
     with open(bad_file, "w") as f:
@@ -149,8 +171,16 @@ def main():
         ("lengths_missing", ["--lengths", os.path.join(tmp, "none")], "not full, uniform or longtail"),
         ("bad_cell", ["--cell", "lstmp"], "--cell"),
         ("hidden_zero", ["--hidden", "0"], "hidden_size (= 0)"),
+        ("bad_math", ["--math", "bf16"], "--math 'bf16'"),
+        ("rounds_zero", ["--rounds", "0"], "--rounds (= 0)"),
+        ("bad_math_env", ["--env", "RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION=on"],
+         "RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION (= \"on\")"),
     ]:
-        p = run(bench_argv(*extra))
+        env = None
+        if extra[0] == "--env":
+            k, v = extra[1].split("=", 1)
+            env, extra = {k: v}, []
+        p = run(bench_argv(*extra), env=env)
         lines = p.stderr.splitlines()
         ok = p.returncode == 2 and len(lines) == 1 and lines[0].startswith("rnnx: error: ") and needle in p.stderr
         report(name, [] if ok else [f"status {p.returncode}, stderr {p.stderr!r}"])

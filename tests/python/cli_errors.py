@@ -119,6 +119,8 @@ CHECKS = [
     ("clip_lo_above_hi", edit_json(cell_clip=[1, -1]), 2, ["cell_clip lo (= 1", "hi (= -1"]),
     ("dropout_above_one", edit_json(dropout=1.5), 2, ["dropout (= 1.5"]),
     ("bad_clip_nan", edit_json(clip_nan="ignore"), 2, ['key "clip_nan" must be one of propagate, replace']),
+    ("bad_math", edit_json(math="bf16"), 2, ['key "math" must be one of from_environment, fp32, allow_conversion']),
+    ("math_allow_conversion", edit_json(math="allow_conversion"), 0, []),
     ("x_input_dim", save("x", np.zeros((T, B, I + 2))), 2, ["x.npy: dim 2 (= 5) must equal input_size (= 3)"]),
     ("x_2d", save("x", np.zeros((T, I))), 2, ["x.npy: shape (5, 3) must have 3 dimensions"]),
     ("x_int", save("x", np.zeros((T, B, I), dtype=np.int32)), 2, ["x.npy: dtype is int32, expected float32 or float64"]),

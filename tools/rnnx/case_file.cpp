@@ -26,7 +26,8 @@ const std::vector<std::string> kKnownKeys = {"cell",      "input_size",   "hidde
                                              "training",  "padding_fill", "dtype",
                                              "ignore",    "direction",    "peephole",
                                              "gate_clip", "input_forget", "activations",
-                                             "activation_alpha",          "activation_beta"};
+                                             "activation_alpha",          "activation_beta",
+                                             "math"};
 
 // ONNX's activation alpha/beta lists are consumed in order by the activations that take
 // them (LeakyRelu 0.01 and friends keep ONNX's defaults when the list runs out).
@@ -248,6 +249,9 @@ CaseSpec parse_case_text(const std::string& path, const std::string& text) {
   const std::string float32 = "float32";
   c.dtype = r.choice("dtype", {"float32", "float64"}, &float32) == "float64" ? DataType::f64
                                                                              : DataType::f32;
+  const std::string from_environment = "from_environment";
+  c.math = math_mode_from_string(
+      r.choice("math", {"from_environment", "fp32", "allow_conversion"}, &from_environment));
   try {
     validate(c);
   } catch (const Error& e) {

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -41,6 +42,8 @@ struct BenchOptions {
   std::string threads = "0";
   std::string backend = "cpu";
   std::string dtype = "float32";
+  std::string maths = "from_environment";
+  int rounds = 1;
   double dropout = 0.0;
   int repeat = 10;
   int warmup = 2;
@@ -88,6 +91,41 @@ std::vector<int> parse_threads(const std::string& s) {
   }
   if (threads.empty()) invalid("--threads is empty");
   return threads;
+}
+
+std::vector<MathMode> parse_maths(const std::string& s) {
+  std::vector<MathMode> maths;
+  for (const auto& m : split_list(s)) {
+    if (m == "fp32") {
+      maths.push_back(MathMode::fp32);
+    } else if (m == "allow_conversion") {
+      maths.push_back(MathMode::allow_conversion);
+    } else if (m == "from_environment") {
+      maths.push_back(MathMode::from_environment);
+    } else {
+      invalid("--math '" + m + "' is not one of fp32, allow_conversion, from_environment");
+    }
+  }
+  if (maths.empty()) invalid("--math is empty");
+  return maths;
+}
+
+// Element values of a buffer of the config's dtype.
+std::vector<double> values(const void* p, DataType dt, int64_t n) {
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    v[i] = dt == DataType::f32 ? static_cast<const float*>(p)[i] : static_cast<const double*>(p)[i];
+  }
+  return v;
+}
+
+// max |got - want| / max(1, max |want|): the error relative to the tensor's scale (as the
+// tests measure it), so that elements near 0 after cancellation do not blow it up.
+double scaled_error(const std::vector<double>& got, const std::vector<double>& want) {
+  double scale = 1.0, err = 0.0;
+  for (double w : want) scale = std::max(scale, std::abs(w));
+  for (size_t i = 0; i < got.size(); ++i) err = std::max(err, std::abs(got[i] - want[i]));
+  return err / scale;
 }
 
 // A 64-byte aligned buffer, filled at allocation so that no timed run pays the first touch.
@@ -150,18 +188,29 @@ int run_bench(const BenchOptions& o) {
   if (o.repeat < 1) invalid("--repeat (= " + std::to_string(o.repeat) + ") must be >= 1");
   if (o.seq < 1) invalid("--seq (= " + std::to_string(o.seq) + ") must be >= 1");
   if (o.batch < 1) invalid("--batch (= " + std::to_string(o.batch) + ") must be >= 1");
+  if (o.rounds < 1) invalid("--rounds (= " + std::to_string(o.rounds) + ") must be >= 1");
+  const std::vector<MathMode> maths = parse_maths(o.maths);
   const Config config = make_config(o);
   const std::vector<int64_t> lengths = make_lengths(o.lengths, o.seq, o.batch, o.seed);
   const SequenceShape shape = SequenceShape::padded(o.seq, o.batch, lengths);
 
-  // Plans first (one per thread count), so that every buffer can be sized for all of them.
+  // Plans first (one per thread count and math mode), so that every buffer can be sized for
+  // all of them.
   std::vector<Plan> plans;
+  std::vector<MathMode> plan_math;
+  std::vector<int> plan_threads;
   size_t workspace_bytes = 0;
   for (int t : thread_counts) {
-    plans.emplace_back(config, shape, PlanOptions{backend_from_string(o.backend), t});
-    const Plan& p = plans.back();
-    workspace_bytes = std::max({workspace_bytes, p.forward_workspace_size(false),
-                                p.forward_workspace_size(true), p.backward_workspace_size()});
+    for (MathMode m : maths) {
+      Config c = config;
+      c.math = m;
+      plans.emplace_back(c, shape, PlanOptions{backend_from_string(o.backend), t});
+      plan_math.push_back(m);
+      plan_threads.push_back(t);
+      const Plan& p = plans.back();
+      workspace_bytes = std::max({workspace_bytes, p.forward_workspace_size(false),
+                                  p.forward_workspace_size(true), p.backward_workspace_size()});
+    }
   }
   const Plan& p0 = plans.front();
   size_t reserve_bytes = 0;
@@ -188,10 +237,29 @@ int run_bench(const BenchOptions& o) {
   fill_uniform(dcy.get(), config.dtype, p0.c_numel(), -1.0, 1.0, rng);
 
   const double fwd_flops = forward_flops(config, p0.tokens());
-  for (size_t pi = 0; pi < plans.size(); ++pi) {
-    Plan& plan = plans[pi];
-    const int threads = thread_counts[pi] > 0 ? thread_counts[pi] : max_threads();
+  // The outputs of a run, to compare a converting plan's with the float32 plan's.
+  struct Outputs {
+    std::vector<double> y, dx, dw;
+  };
+  auto outputs = [&](bool backward) {
+    Outputs r;
+    r.y = values(y.get(), config.dtype, p0.y_numel());
+    if (backward) {
+      r.dx = values(dx.get(), config.dtype, p0.x_numel());
+      r.dw = values(dw.get(), config.dtype, p0.weights_numel());
+    }
+    return r;
+  };
+  // Thread counts outside, then each mode, then the math modes one after the other, the
+  // whole round `rounds` times: A/B measurements alternate on a noisy machine.
+  for (size_t t0 = 0; t0 < plans.size(); t0 += maths.size()) {
     for (Mode mode : modes) {
+      for (int round = 0; round < o.rounds; ++round) {
+        std::optional<Outputs> fp32_out;
+        for (size_t pi = t0; pi < t0 + maths.size(); ++pi) {
+    Plan& plan = plans[pi];
+    const int threads = plan_threads[pi] > 0 ? plan_threads[pi] : max_threads();
+    {
       const bool training = mode != Mode::infer;
       ForwardArgs f;
       f.x = x.get();
@@ -242,6 +310,31 @@ int run_bench(const BenchOptions& o) {
       const size_t ws_used = std::max(plan.forward_workspace_size(training),
                                       mode == Mode::fwdbwd ? plan.backward_workspace_size() : 0);
       const size_t rs_used = training ? plan.reserve_size() : 0;
+      // With float32 and a converting plan in the list: the converting plan's error
+      // against the float32 plan's outputs on the same inputs.
+      const MathMode resolved = resolved_math_mode(plan.config());
+      std::string err_text;
+      nlohmann::ordered_json err_json;
+      if (config.dtype == DataType::f32) {
+        Outputs out = outputs(mode == Mode::fwdbwd);
+        if (resolved == MathMode::fp32 && !fp32_out) {
+          fp32_out = std::move(out);
+        } else if (resolved == MathMode::allow_conversion && fp32_out) {
+          const double ey = scaled_error(out.y, fp32_out->y);
+          err_json["y"] = ey;
+          char buf[160];
+          std::snprintf(buf, sizeof buf, "  err vs fp32: y %.2e", ey);
+          err_text = buf;
+          if (mode == Mode::fwdbwd) {
+            const double ex = scaled_error(out.dx, fp32_out->dx);
+            const double ew = scaled_error(out.dw, fp32_out->dw);
+            err_json["dx"] = ex;
+            err_json["dweights"] = ew;
+            std::snprintf(buf, sizeof buf, ", dx %.2e, dweights %.2e", ex, ew);
+            err_text += buf;
+          }
+        }
+      }
       if (o.json) {
         nlohmann::ordered_json j = {{"problem", plan.problem_name()},
                                     {"backend", o.backend},
@@ -249,6 +342,8 @@ int run_bench(const BenchOptions& o) {
                                     {"mode", to_string(mode)},
                                     {"threads", threads},
                                     {"dtype", o.dtype},
+                                    {"math", to_string(resolved)},
+                                    {"round", round},
                                     {"lengths", o.lengths},
                                     {"seed", o.seed},
                                     {"tokens", plan.tokens()},
@@ -261,16 +356,21 @@ int run_bench(const BenchOptions& o) {
                                     {"gflops", gflops},
                                     {"workspace_bytes", ws_used},
                                     {"reserve_bytes", rs_used}};
+        if (!err_json.empty()) j["err_vs_fp32"] = err_json;
         std::printf("%s\n", j.dump().c_str());
       } else {
         std::printf(
-            "%s %s %s %-6s threads=%d tokens=%lld  median %.3f ms (min %.3f, max %.3f)  "
-            "%.2f GFLOP/s  workspace %s  reserve %s\n",
-            plan.problem_name().c_str(), o.dtype.c_str(), plan.impl_name().c_str(), to_string(mode),
-            threads, static_cast<long long>(plan.tokens()), med, lo, hi, gflops,
-            mib(ws_used).c_str(), mib(rs_used).c_str());
+            "%s %s %s %s %-6s threads=%d tokens=%lld  median %.3f ms (min %.3f, max %.3f)  "
+            "%.2f GFLOP/s  workspace %s  reserve %s%s\n",
+            plan.problem_name().c_str(), o.dtype.c_str(), to_string(resolved),
+            plan.impl_name().c_str(), to_string(mode), threads,
+            static_cast<long long>(plan.tokens()), med, lo, hi, gflops, mib(ws_used).c_str(),
+            mib(rs_used).c_str(), err_text.c_str());
       }
       std::fflush(stdout);
+    }
+        }
+      }
     }
   }
   return 0;
@@ -306,6 +406,14 @@ Command add_bench_command(CLI::App& parent) {
       ->capture_default_str();
   app->add_option("--dtype", o->dtype, "float32 or float64")
       ->check(CLI::IsMember({"float32", "float64"}))
+      ->capture_default_str();
+  app->add_option("--math", o->maths,
+                  "Math mode or comma-separated list: fp32, allow_conversion (bf16 GEMMs), "
+                  "from_environment (RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION); a converting "
+                  "plan after an fp32 one reports its error against it")
+      ->capture_default_str();
+  app->add_option("--rounds", o->rounds,
+                  "Repeat every (mode, math) measurement this many times, alternating")
       ->capture_default_str();
   app->add_option("--dropout", o->dropout, "Dropout between layers (train and fwdbwd only)")
       ->capture_default_str();

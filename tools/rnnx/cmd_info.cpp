@@ -1,8 +1,10 @@
 // `rnnx info`: version, build options, the backends this build can run (probed by
 // building a tiny plan on each, so "available" means a plan really builds), the CPU ISA
-// detected and used, the GEMM engine, the default thread count and the algorithm search.
-// Text or --json.
+// detected and used, the GEMM engine, the math mode (whether float32 GEMMs can run in bf16
+// and what RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION selects), the default thread count and the
+// algorithm search. Text or --json.
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -34,7 +36,33 @@ BackendProbe probe(Backend backend) {
   return p;
 }
 
+// Math mode allow_conversion on this machine: the bf16 GEMM kernel, and what the
+// environment variable selects for configs left at from_environment.
+struct MathProbe {
+  std::string bf16_gemm;    // amx-bf16, avx512-bf16, none, or the error
+  const char* env_value;    // null when unset
+  std::string selected;     // fp32, allow_conversion, or "invalid: <message>"
+};
+
+MathProbe probe_math() {
+  MathProbe m;
+  try {
+    m.bf16_gemm = cpu_bf16_gemm();
+  } catch (const Error& e) {
+    m.bf16_gemm = std::string("invalid: ") + e.what();
+  }
+  m.env_value = std::getenv("RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION");
+  Config config;
+  try {
+    m.selected = to_string(resolved_math_mode(config));
+  } catch (const Error& e) {
+    m.selected = std::string("invalid: ") + e.what();
+  }
+  return m;
+}
+
 int run_info(bool as_json) {
+  const MathProbe math = probe_math();
   const BuildInfo build = build_info();
   const BackendProbe probes[] = {probe(Backend::reference), probe(Backend::cpu)};
   if (as_json) {
@@ -49,6 +77,10 @@ int run_info(bool as_json) {
     j["cpu_isa_detected"] = cpu_isa_detected();
     j["cpu_isa_used"] = cpu_isa_used();
     j["gemm_engine"] = build.gemm_engine;
+    j["math"] = {{"bf16_gemm", math.bf16_gemm},
+                 {"RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION",
+                  math.env_value ? nlohmann::ordered_json(math.env_value) : nullptr},
+                 {"from_environment", math.selected}};
     j["threads"] = max_threads();
     j["autotune"] = autotune_enabled();
     j["autotune_cache"] = autotune_cache_file();
@@ -64,6 +96,16 @@ int run_info(bool as_json) {
   }
   std::printf("cpu isa:   detected %s, used %s\n", cpu_isa_detected(), cpu_isa_used());
   std::printf("gemm:      %s\n", build.gemm_engine);
+  const bool bf16 = math.bf16_gemm == "amx-bf16" || math.bf16_gemm == "avx512-bf16";
+  std::printf("math:      allow_conversion runs float32 GEMMs %s\n",
+              bf16 ? ("in bf16 on " + math.bf16_gemm +
+                      (math.bf16_gemm == "amx-bf16" ? " (AMX tiles)" : " (vdpbf16ps)"))
+                         .c_str()
+                   : ("in float32: no AVX512-BF16 within the ISA cap (" + math.bf16_gemm + ")")
+                         .c_str());
+  std::printf("           RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION %s selects %s\n",
+              math.env_value ? ("= \"" + std::string(math.env_value) + "\"").c_str() : "unset",
+              math.selected.c_str());
   std::printf("threads:   %d (OpenMP default; OMP_NUM_THREADS or --threads change it)\n",
               max_threads());
   const std::string cache = autotune_cache_file();

@@ -1,0 +1,90 @@
+"""Math mode (Config math=, rnnx.LSTM/GRU/RNN(math=...), the torch modules' math=): the
+setting reaches the plan (impl_name), allow_conversion stays within bf16's error of fp32,
+float64 ignores it, and a bad value is refused naming the argument."""
+
+import numpy as np
+import pytest
+
+import rnnx
+
+try:
+    import torch
+    import rnnx.torch as rtorch
+except ImportError:
+    torch = None
+
+needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch not installed")
+
+# bf16 rounds each operand to 8 significant bits (relative 2^-9), so a product is off by
+# up to 2^-8; over a few dozen terms and steps the outputs move by about 1e-2 at worst
+# (README, "Math mode"). A tenth is far above that and far below a wrong result's O(1).
+BF16_TOL = 0.1
+
+
+def gemm_of(impl):
+    return impl.split("/")[1]
+
+
+def bf16_machine():
+    return rnnx.build_info()["bf16_gemm"] != "none"
+
+
+def run(math, cls=rnnx.LSTM, dtype=np.float32):
+    m = cls(12, 20, num_layers=2, bidirectional=True, dtype=dtype, math=math,
+            rng=np.random.default_rng(3))
+    x = np.random.default_rng(4).uniform(-1, 1, (6, 3, 12)).astype(dtype)
+    out = m.forward(x, lengths=[6, 2, 5], training=True)
+    grads = m.backward(dy=np.ones_like(out[0]))
+    return m, out, grads
+
+
+@pytest.mark.parametrize("cls", [rnnx.LSTM, rnnx.GRU, rnnx.RNN], ids=["lstm", "gru", "rnn"])
+def test_allow_conversion_is_close_to_fp32(cls):
+    m32, out32, g32 = run("fp32", cls)
+    mbf, outbf, gbf = run("allow_conversion", cls)
+    assert m32.config.math == "fp32" and mbf.config.math == "allow_conversion"
+    assert "bf16" not in gemm_of(m32.last_plan.impl_name)
+    if bf16_machine():
+        assert "bf16" in gemm_of(mbf.last_plan.impl_name), mbf.last_plan.impl_name
+    scale = max(1.0, float(np.abs(out32[0]).max()))
+    assert np.abs(outbf[0] - out32[0]).max() <= BF16_TOL * scale
+    dx32, dxbf = g32[0], gbf[0]
+    assert np.abs(dxbf - dx32).max() <= BF16_TOL * max(1.0, float(np.abs(dx32).max()))
+
+
+def test_float64_ignores_the_mode():
+    m, _, _ = run("allow_conversion", dtype=np.float64)
+    assert gemm_of(m.last_plan.impl_name) == "openblas-dgemm"
+    assert m.config.resolved_math == "fp32"
+
+
+def test_environment_is_read_for_from_environment(monkeypatch):
+    monkeypatch.setenv("RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION", "1")
+    cfg = rnnx.Config(cell="gru", input_size=3, hidden_size=4)
+    assert cfg.math == "from_environment" and cfg.resolved_math == "allow_conversion"
+    monkeypatch.setenv("RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION", "true")
+    with pytest.raises(rnnx.InvalidArgumentError, match="RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION"):
+        cfg.resolved_math
+    assert rnnx.Config(cell="gru", input_size=3, hidden_size=4, math="fp32").resolved_math == "fp32"
+
+
+def test_bad_math_is_refused():
+    with pytest.raises(rnnx.InvalidArgumentError, match=r"math \(= \"bf16\"\)"):
+        rnnx.LSTM(3, 4, math="bf16")
+    with pytest.raises(rnnx.InvalidArgumentError, match=r"math \(= \"half\"\)"):
+        rnnx.Config(cell="lstm", input_size=3, hidden_size=4, math="half")
+
+
+@needs_torch
+def test_torch_module_math():
+    torch.manual_seed(0)
+    ref = rtorch.LSTM(8, 16, math="fp32")
+    conv = rtorch.LSTM(8, 16, math="allow_conversion")
+    conv.load_state_dict(ref.state_dict())
+    assert "math='allow_conversion'" in repr(conv)
+    x = torch.rand(5, 2, 8) * 2 - 1
+    y32, _ = ref(x)
+    ybf, _ = conv(x)
+    assert float((ybf - y32).abs().max()) <= BF16_TOL
+    with pytest.raises(rnnx.InvalidArgumentError, match="math"):
+        rtorch.GRU(8, 16, math="tf32")
