@@ -122,15 +122,27 @@ TEST(Autotune, SpaceFollowsTheEnvironment) {
   Config c64 = p.cfg;
   c64.dtype = DataType::f64;
   EXPECT_EQ(cpu::algo_space(context(c64, p.shape, 2)).candidates.size(), 2u);
-  ScopedEnv e("RNNX_CPU_INPUT_PROJECTION", "sideways");
-  try {
-    cpu::algo_space(ctx);
-    FAIL() << "an unknown value was accepted";
-  } catch (const Error& err) {
-    EXPECT_EQ(err.code(), Status::invalid_argument);
-    EXPECT_NE(std::string(err.what()).find("RNNX_CPU_INPUT_PROJECTION (= \"sideways\")"),
-              std::string::npos)
-        << err.what();
+  // Every choosing variable refuses a value it does not know, naming itself and the value,
+  // and so does building a plan.
+  for (const char* variable : {"RNNX_CPU_INPUT_PROJECTION", "RNNX_CPU_GEMM",
+                               "RNNX_CPU_TIME_LOOP", "RNNX_CPU_DIRECTIONS"}) {
+    SCOPED_TRACE(variable);
+    ScopedEnv e(variable, "sideways");
+    const std::string want = std::string(variable) + " (= \"sideways\")";
+    try {
+      cpu::algo_space(ctx);
+      ADD_FAILURE() << "an unknown value was accepted";
+    } catch (const Error& err) {
+      EXPECT_EQ(err.code(), Status::invalid_argument);
+      EXPECT_NE(std::string(err.what()).find(want), std::string::npos) << err.what();
+    }
+    try {
+      Plan plan(p.cfg, p.shape, backend_options(Backend::cpu, 2));
+      ADD_FAILURE() << "a plan was built";
+    } catch (const Error& err) {
+      EXPECT_EQ(err.code(), Status::invalid_argument);
+      EXPECT_NE(std::string(err.what()).find(want), std::string::npos) << err.what();
+    }
   }
 }
 
@@ -230,9 +242,6 @@ TEST(Autotune, DiskCacheIsReadWrittenAndChecked) {
   {
     ScopedEnv file("RNNX_AUTOTUNE_CACHE", out.c_str());
     ScopedEnv seq("RNNX_CPU_DIRECTIONS", "sequential");
-    core::autotune_store(cpu::autotune_key(context(p.cfg, p.shape, 2)),
-                         "onednn-sgemm/dirs-concurrent");
-    core::autotune_clear_memory();
     {
       std::ofstream f(out);
       f << key << "\tonednn-sgemm/dirs-concurrent\n" << key << "\tnot-an-engine/team\n";
