@@ -13,7 +13,9 @@
 namespace rnnx::core {
 namespace {
 
-[[noreturn]] void invalid(const std::string& msg) { throw Error(Status::invalid_argument, msg); }
+[[noreturn]] void invalid(const std::string& msg) {
+  throw Error(Status::invalid_argument, msg);
+}
 
 void finish(Schedule& s) {
   s.T_eff = s.B > 0 ? s.sorted_lengths[0] : 0;
@@ -108,11 +110,20 @@ Schedule make_schedule(const SequenceShape& shape) {
 
 int64_t caller_row(const SequenceShape& shape, const Schedule& s, int64_t t, int64_t b) {
   switch (shape.layout) {
-    case Layout::time_major: return t * s.B + b;
-    case Layout::batch_first: return b * s.T + t;
-    case Layout::packed: return s.row(t, s.orig_to_sorted[b]);
+    case Layout::time_major:
+      return t * s.B + b;
+    case Layout::batch_first:
+      return b * s.T + t;
+    case Layout::packed:
+      return s.row(t, s.orig_to_sorted[b]);
   }
   return 0;
+}
+
+bool rows_in_place(const SequenceShape& shape, const Schedule& s) {
+  if (shape.layout == Layout::packed) return true;
+  const bool full = s.tokens == s.T * s.B;
+  return full && (shape.layout == Layout::time_major || s.B == 1);
 }
 
 template <typename T>
@@ -167,11 +178,10 @@ void scatter_state(const Schedule& s, const T* src, T* dst, int64_t width) {
     std::memcpy(dst + s.sorted_to_orig[i] * width, src + i * width, sizeof(T) * width);
 }
 
-#define RNNX_INSTANTIATE(T)                                                                    \
-  template void gather_rows<T>(const SequenceShape&, const Schedule&, const T*, T*, int64_t); \
-  template void scatter_rows<T>(const SequenceShape&, const Schedule&, const T*, T*, int64_t, \
-                                T);                                                            \
-  template void gather_state<T>(const Schedule&, const T*, T*, int64_t);                       \
+#define RNNX_INSTANTIATE(T)                                                                       \
+  template void gather_rows<T>(const SequenceShape&, const Schedule&, const T*, T*, int64_t);     \
+  template void scatter_rows<T>(const SequenceShape&, const Schedule&, const T*, T*, int64_t, T); \
+  template void gather_state<T>(const Schedule&, const T*, T*, int64_t);                          \
   template void scatter_state<T>(const Schedule&, const T*, T*, int64_t);
 RNNX_INSTANTIATE(float)
 RNNX_INSTANTIATE(double)

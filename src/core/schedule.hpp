@@ -12,10 +12,10 @@
 namespace rnnx::core {
 
 struct Schedule {
-  int64_t T = 0;       // time axis of the caller's tensors
-  int64_t B = 0;       // batch
-  int64_t T_eff = 0;   // longest real sequence (steps actually run)
-  int64_t tokens = 0;  // sum of lengths
+  int64_t T = 0;                        // time axis of the caller's tensors
+  int64_t B = 0;                        // batch
+  int64_t T_eff = 0;                    // longest real sequence (steps actually run)
+  int64_t tokens = 0;                   // sum of lengths
   std::vector<int64_t> sorted_to_orig;  // [B] sorted position -> original batch index
   std::vector<int64_t> orig_to_sorted;  // [B]
   std::vector<int64_t> sorted_lengths;  // [B] non-increasing
@@ -33,6 +33,11 @@ Schedule make_schedule(const SequenceShape& shape);
 // Element offset, in units of `width`-wide rows, of (t, original batch b) in the caller's
 // layout; for packed layouts only valid when t < length of b.
 int64_t caller_row(const SequenceShape& shape, const Schedule& s, int64_t t, int64_t b);
+
+// Whether the caller's rows already are the packed sorted rows, so that gather_rows and
+// scatter_rows would copy them unchanged: the packed layout, or every sequence full length
+// (the sort keeps the batch order) in the time-major layout or with one sequence.
+bool rows_in_place(const SequenceShape& shape, const Schedule& s);
 
 // Caller's layout -> packed sorted rows [tokens, width]. Padding is never read.
 template <typename T>

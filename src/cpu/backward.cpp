@@ -431,12 +431,12 @@ void run_backward(const Problem& p, const BackwardArgs& a, void* workspace,
 
   // Layer-0 input, needed only for dW_ih; padding is never read.
   const T* x0 = static_cast<const T*>(a.x);
-  if (!p.packed && a.dweights) {
+  if (!p.rows_in_place && a.dweights) {
     gather_rows_parallel(p.shape(), s, x0, buf.x, p.I0);
     x0 = buf.x;
   }
   const T* dY = static_cast<const T*>(a.dy);
-  if (!p.packed && a.dy) {
+  if (!p.rows_in_place && a.dy) {
     gather_rows_parallel(p.shape(), s, dY, buf.dy[(L - 1) % 2], p.DP);
     dY = buf.dy[(L - 1) % 2];
   }
@@ -453,7 +453,7 @@ void run_backward(const Problem& p, const BackwardArgs& a, void* workspace,
       io.dX = buf.dy[(l - 1) % 2];
     } else {
       io.X = x0;
-      io.dX = a.dx ? (p.packed ? static_cast<T*>(a.dx) : buf.dx) : nullptr;
+      io.dX = a.dx ? (p.rows_in_place ? static_cast<T*>(a.dx) : buf.dx) : nullptr;
     }
     if (concurrent) {
       for (int64_t d = 0; d < 2; ++d) backward_prepare(p, a, l, d, res, buf.dir[d]);
@@ -475,7 +475,7 @@ void run_backward(const Problem& p, const BackwardArgs& a, void* workspace,
         core::dropout_apply_rows(key, s, p.DP, io.dX);
       }
       dY = io.dX;
-    } else if (a.dx && !p.packed) {
+    } else if (a.dx && !p.rows_in_place) {
       scatter_rows_parallel(p.shape(), s, static_cast<const T*>(buf.dx), static_cast<T*>(a.dx),
                             p.I0, T(0));
     }

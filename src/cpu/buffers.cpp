@@ -19,7 +19,7 @@ int64_t count(int64_t rows, int64_t cols) {
 // Layer outputs that are not the caller's y: every layer but the top when the caller's
 // tensors are packed (the top writes y directly), else every layer; two suffice.
 int64_t ping_pong_buffers(const Problem& p) {
-  return std::min<int64_t>(p.packed ? p.L - 1 : p.L, 2);
+  return std::min<int64_t>(p.rows_in_place ? p.L - 1 : p.L, 2);
 }
 
 }  // namespace
@@ -70,7 +70,7 @@ Carver carve_forward(const Problem& p, bool training, void* base, ForwardBuffers
   ForwardBuffers<T> tmp;
   ForwardBuffers<T>& b = out ? *out : tmp;
   Carver carver(base);
-  if (!p.packed) b.x = carver.take<T>(count(p.N, p.I0));
+  if (!p.rows_in_place) b.x = carver.take<T>(count(p.N, p.I0));
   if (!training) {
     for (int64_t k = 0; k < ping_pong_buffers(p); ++k) b.y[k] = carver.take<T>(count(p.N, p.DP));
   }
@@ -123,9 +123,9 @@ Carver carve_backward(const Problem& p, void* base, BackwardBuffers<T>* out) {
   BackwardBuffers<T> tmp;
   BackwardBuffers<T>& b = out ? *out : tmp;
   Carver carver(base);
-  if (!p.packed) b.x = carver.take<T>(count(p.N, p.I0));
+  if (!p.rows_in_place) b.x = carver.take<T>(count(p.N, p.I0));
   for (int64_t k = 0; k < ping_pong_buffers(p); ++k) b.dy[k] = carver.take<T>(count(p.N, p.DP));
-  if (!p.packed) b.dx = carver.take<T>(count(p.N, p.I0));
+  if (!p.rows_in_place) b.dx = carver.take<T>(count(p.N, p.I0));
   b.ones = carver.take<T>(p.N);
   b.colsum = carver.take<T>(p.GH);
   const bool packing = p.packed_engine();

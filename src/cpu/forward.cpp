@@ -386,7 +386,7 @@ void run_forward(const Problem& p, const ForwardArgs& a, void* workspace) {
   carve_forward<T>(p, training, workspace, &buf);
 
   const T* X = static_cast<const T*>(a.x);
-  if (!p.packed) {
+  if (!p.rows_in_place) {
     gather_rows_parallel(p.shape(), s, X, buf.x, p.I0);
     X = buf.x;
   }
@@ -399,7 +399,7 @@ void run_forward(const Problem& p, const ForwardArgs& a, void* workspace) {
       res = reserve_layer<T>(p, a.reserve, l);
       Y = res.y;
     } else {
-      Y = top && p.packed ? static_cast<T*>(a.y) : buf.y[l % 2];
+      Y = top && p.rows_in_place ? static_cast<T*>(a.y) : buf.y[l % 2];
     }
     if (concurrent) {
       // Both bulk input projections on all threads, then one thread per direction's loop.

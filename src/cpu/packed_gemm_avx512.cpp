@@ -207,32 +207,54 @@ void pack_b_panels(bool trans, int64_t K, int64_t N, const float* W, int64_t ldw
 void pack_a_blocks(bool trans, int64_t M, int64_t K, int64_t k0, int64_t k1, const float* A,
                    int64_t lda, int64_t b0, int64_t b1, float* out) {
   const int64_t depth = packed_depth(K);
-  for (int64_t b = b0; b < b1; ++b) {
-    const int64_t m0 = b * kRows;
-    const int64_t rows = min64(kRows, M - m0);
-    float* dst = out + m0 * depth;
-    for (int64_t c = k0 / kChunk; c * kChunk < k1; ++c) {
-      // The chunk's k in [k0, k1), as lanes.
-      const int64_t lo = c * kChunk < k0 ? k0 - c * kChunk : 0;
-      const int64_t hi = min64(kChunk, k1 - c * kChunk);
-      const __mmask16 km = static_cast<__mmask16>(lanes(hi) & ~lanes(lo));
-      float* chunk = dst + c * rows * kChunk;
-      if (trans) {
-        // A is [K, M]: 16 rows of A hold the chunk's k for the block's rows; transpose.
-        __m512 r[16];
-        const __mmask16 rm = lanes(rows);
-        for (int kk = 0; kk < 16; ++kk) {
-          r[kk] = kk >= lo && kk < hi ? _mm512_maskz_loadu_ps(rm, A + (c * kChunk + kk) * lda + m0)
-                                      : _mm512_setzero_ps();
-        }
-        transpose16(r);
-        for (int64_t i = 0; i < rows; ++i) _mm512_mask_storeu_ps(chunk + i * kChunk, km, r[i]);
-      } else {
+  const int64_t c0 = k0 / kChunk, c1 = (k1 + kChunk - 1) / kChunk;
+  // The chunk's k in [k0, k1), as lanes.
+  auto k_lanes = [&](int64_t c) {
+    const int64_t lo = c * kChunk < k0 ? k0 - c * kChunk : 0;
+    const int64_t hi = min64(kChunk, k1 - c * kChunk);
+    return static_cast<__mmask16>(lanes(hi) & ~lanes(lo));
+  };
+  if (!trans) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t m0 = b * kRows;
+      const int64_t rows = min64(kRows, M - m0);
+      for (int64_t c = c0; c < c1; ++c) {
+        const __mmask16 km = k_lanes(c);
+        float* chunk = out + m0 * depth + c * rows * kChunk;
         for (int64_t i = 0; i < rows; ++i) {
           const float* src = A + (m0 + i) * lda + c * kChunk;
           _mm512_mask_storeu_ps(chunk + i * kChunk, km, _mm512_maskz_loadu_ps(km, src));
         }
       }
+    }
+    return;
+  }
+  // A is [K, M]: a chunk is 16 rows of A, the block's rows of C its lanes; transposed 16 x
+  // 16. Chunks outer, blocks inner, so that the chunk's rows of A are read along their
+  // length and every line is used at once, while the next chunk's lines are asked for
+  // (blocks outer walked down A's rows, a stride of lda, once per block, waiting on each).
+  const int64_t m_lo = b0 * kRows, m_hi = min64(b1 * kRows, M);
+  for (int64_t c = c0; c < c1; ++c) {
+    const __mmask16 km = k_lanes(c);
+    for (int64_t k = (c + 1) * kChunk; k < min64((c + 2) * kChunk, k1); ++k) {
+      const float* row = A + k * lda;
+      for (int64_t m = m_lo; m < m_hi; m += 16) {
+        _mm_prefetch(reinterpret_cast<const char*>(row + m), _MM_HINT_T0);
+      }
+      _mm_prefetch(reinterpret_cast<const char*>(row + m_hi - 1), _MM_HINT_T0);
+    }
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t m0 = b * kRows;
+      const int64_t rows = min64(kRows, M - m0);
+      const __mmask16 rm = lanes(rows);
+      __m512 r[16];
+      for (int kk = 0; kk < 16; ++kk) {
+        r[kk] = (km >> kk) & 1 ? _mm512_maskz_loadu_ps(rm, A + (c * kChunk + kk) * lda + m0)
+                               : _mm512_setzero_ps();
+      }
+      transpose16(r);
+      float* chunk = out + m0 * depth + c * rows * kChunk;
+      for (int64_t i = 0; i < rows; ++i) _mm512_mask_storeu_ps(chunk + i * kChunk, km, r[i]);
     }
   }
 }

@@ -239,44 +239,63 @@ void pack_a_blocks(bool trans, int64_t M, int64_t K, int64_t k0, int64_t k1, con
   // so that the dot products add 0 * 0 (never garbage * 0).
   const int64_t k1_store = k1 == K ? 2 * depth : k1;
   constexpr int64_t kSpan = 2 * kChunk;  // k of one chunk
-  for (int64_t b = b0; b < b1; ++b) {
+  auto pack = [&](int64_t b, int64_t c) {
     const int64_t m0 = b * kRows;
     const int64_t rows = min64(kRows, M - m0);
     uint16_t* dst = reinterpret_cast<uint16_t*>(out) + 2 * m0 * depth;
-    for (int64_t c = k0 / kSpan; c * kSpan < k1; ++c) {
-      const int64_t base = c * kSpan;
-      const int64_t lo = max64(k0 - base, 0);
-      // Loads: k in [k0, k1); stores: k in [k0, k1_store) (the zero partner included).
-      const __mmask32 load = lanes32(k1 - base) & ~lanes32(lo);
-      const __mmask32 store = lanes32(k1_store - base) & ~lanes32(lo);
-      const __mmask16 load_lo = static_cast<__mmask16>(load), load_hi = load >> 16;
-      uint16_t* chunk = dst + c * rows * kSpan;
-      if (trans) {
-        // A is [K, M]: k rows base.., the block's rows as lanes; transpose 16 k at a time.
-        __m512 r0[16], r1[16];
-        const __mmask16 rm = lanes(rows);
-        for (int kk = 0; kk < 16; ++kk) {
-          r0[kk] = (load_lo >> kk) & 1 ? _mm512_maskz_loadu_ps(rm, A + (base + kk) * lda + m0)
-                                       : _mm512_setzero_ps();
-          r1[kk] = (load_hi >> kk) & 1 ? _mm512_maskz_loadu_ps(rm, A + (base + 16 + kk) * lda + m0)
-                                       : _mm512_setzero_ps();
-        }
-        transpose16(r0);
-        transpose16(r1);
-        for (int64_t i = 0; i < rows; ++i) {
-          const __m512i v = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(r1[i], r0[i]));
-          _mm512_mask_storeu_epi16(chunk + i * kSpan, store, v);
-        }
-      } else {
-        for (int64_t i = 0; i < rows; ++i) {
-          const float* src = A + (m0 + i) * lda + base;
-          const __m512 vlo = _mm512_maskz_loadu_ps(load_lo, src);
-          const __m512 vhi = _mm512_maskz_loadu_ps(load_hi, src + 16);
-          const __m512i v = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(vhi, vlo));
-          _mm512_mask_storeu_epi16(chunk + i * kSpan, store, v);
-        }
+    const int64_t base = c * kSpan;
+    const int64_t lo = max64(k0 - base, 0);
+    // Loads: k in [k0, k1); stores: k in [k0, k1_store) (the zero partner included).
+    const __mmask32 load = lanes32(k1 - base) & ~lanes32(lo);
+    const __mmask32 store = lanes32(k1_store - base) & ~lanes32(lo);
+    const __mmask16 load_lo = static_cast<__mmask16>(load), load_hi = load >> 16;
+    uint16_t* chunk = dst + c * rows * kSpan;
+    if (trans) {
+      // A is [K, M]: k rows base.., the block's rows as lanes; transpose 16 k at a time.
+      __m512 r0[16], r1[16];
+      const __mmask16 rm = lanes(rows);
+      for (int kk = 0; kk < 16; ++kk) {
+        r0[kk] = (load_lo >> kk) & 1 ? _mm512_maskz_loadu_ps(rm, A + (base + kk) * lda + m0)
+                                     : _mm512_setzero_ps();
+        r1[kk] = (load_hi >> kk) & 1 ? _mm512_maskz_loadu_ps(rm, A + (base + 16 + kk) * lda + m0)
+                                     : _mm512_setzero_ps();
+      }
+      transpose16(r0);
+      transpose16(r1);
+      for (int64_t i = 0; i < rows; ++i) {
+        const __m512i v = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(r1[i], r0[i]));
+        _mm512_mask_storeu_epi16(chunk + i * kSpan, store, v);
+      }
+    } else {
+      for (int64_t i = 0; i < rows; ++i) {
+        const float* src = A + (m0 + i) * lda + base;
+        const __m512 vlo = _mm512_maskz_loadu_ps(load_lo, src);
+        const __m512 vhi = _mm512_maskz_loadu_ps(load_hi, src + 16);
+        const __m512i v = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(vhi, vlo));
+        _mm512_mask_storeu_epi16(chunk + i * kSpan, store, v);
       }
     }
+  };
+  const int64_t c0 = k0 / kSpan, c1 = (k1 + kSpan - 1) / kSpan;
+  if (!trans) {
+    for (int64_t b = b0; b < b1; ++b) {
+      for (int64_t c = c0; c < c1; ++c) pack(b, c);
+    }
+    return;
+  }
+  // A is [K, M]: chunks outer, blocks inner, so that a chunk's rows of A are read along
+  // their length and each line is used at once, while the next chunk's lines are asked for
+  // (as in the float32 kernels' pack_a_blocks).
+  const int64_t m_lo = b0 * kRows, m_hi = min64(b1 * kRows, M);
+  for (int64_t c = c0; c < c1; ++c) {
+    for (int64_t k = (c + 1) * kSpan; k < min64((c + 2) * kSpan, k1); ++k) {
+      const float* row = A + k * lda;
+      for (int64_t m = m_lo; m < m_hi; m += 16) {
+        _mm_prefetch(reinterpret_cast<const char*>(row + m), _MM_HINT_T0);
+      }
+      _mm_prefetch(reinterpret_cast<const char*>(row + m_hi - 1), _MM_HINT_T0);
+    }
+    for (int64_t b = b0; b < b1; ++b) pack(b, c);
   }
 }
 

@@ -13,7 +13,7 @@ Problem::Problem(const PlanContext& c, const Algo& a) : ctx(&c), algo(a) {
   gru_lbr = cfg.gru_linear_before_reset;
   proj = cfg.cell == CellType::lstm && cfg.proj_size > 0;
   bias = cfg.bias;
-  packed = c.shape.layout == Layout::packed;
+  rows_in_place = core::rows_in_place(c.shape, c.schedule);
   cell_clip = cfg.cell == CellType::lstm && cfg.cell_clip.enabled;
   proj_clip = proj && cfg.proj_clip.enabled;
   dropout = cfg.dropout;

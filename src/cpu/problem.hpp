@@ -29,7 +29,9 @@ struct Problem {
   bool gru_lbr;  // GRU linear before reset
   bool proj;     // LSTM projection
   bool bias;
-  bool packed;  // caller's tensors are already packed sorted rows
+  // The caller's x, y, dy, dx already are packed sorted rows (core::rows_in_place): used
+  // where they are, with no gather or scatter.
+  bool rows_in_place;
   bool cell_clip, proj_clip;
   // ONNX options that change the cell's equations (uses_onnx_cell_math): the time loops run
   // the generic step kernels of onnx_cell.hpp, which keep gate pre-activations in the
