@@ -23,8 +23,8 @@ std::string forced_value(const char* variable, std::initializer_list<const char*
     if (v == a) return v;
     list += std::string(a) + ", ";
   }
-  throw Error(Status::invalid_argument, std::string(variable) + " (= \"" + v + "\") must be " +
-                                            list + "auto, or unset");
+  throw Error(Status::invalid_argument,
+              std::string(variable) + " (= \"" + v + "\") must be " + list + "auto, or unset");
 }
 
 // The values of one choice the search may take: the forced one alone, else `all`.
@@ -68,7 +68,7 @@ AlgoSpace algo_space(const PlanContext& ctx) {
   // where the machine can), and dnnl_sgemm as the alternative to the float32 packed one.
   // The search never changes the math mode: a bf16 engine has no float32 alternative.
   const GemmEngine best_engine =
-      gemm_engine_for(f32, ctx.math == MathMode::allow_conversion);
+      gemm_engine_for(f32, ctx.math == MathMode::allow_conversion, gemm == "sgemm");
   std::vector<GemmEngine> engines = {best_engine};
   if (gemm.empty() && best_engine == GemmEngine::packed) engines.push_back(GemmEngine::sgemm);
 
@@ -115,7 +115,7 @@ AlgoSpace algo_space(const PlanContext& ctx) {
 }
 
 std::string algo_name(const Algo& algo, bool float32) {
-  std::string s = !float32                          ? "openblas-dgemm"
+  std::string s = !float32                           ? "openblas-dgemm"
                   : algo.engine == GemmEngine::sgemm ? "onednn-sgemm"
                                                      : gemm_engine_name(algo.engine);
   if (algo.team_loops) s += "/team";

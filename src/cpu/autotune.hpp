@@ -14,14 +14,15 @@ struct AlgoChoice {
   bool searched = false;  // chosen by measurement (now or from the cache), not the heuristic
 };
 
-// The choice for this plan. With RNNX_AUTOTUNE=0, or a single candidate, the heuristic.
-// Otherwise the cached choice for the problem's key when it is still a candidate, else a
-// search: starting from the heuristic, one choice at a time (engine, time loop,
-// directions, input projection) is changed and kept when a training forward + backward on
-// synthetic data of the plan's own shape runs at least 3% faster (best of two runs after one
+// The choice for this plan among `space` (algo_space(ctx)). With RNNX_AUTOTUNE=0, or a
+// single candidate, the heuristic. Otherwise the cached choice for the problem's key when
+// it is still a candidate, else a search: starting from the heuristic, one choice at a time
+// (engine, time loop, directions, input projection) is changed and kept when a training
+// forward + backward on synthetic data of the plan's own shape runs at least 3% faster, in
+// a first and in a second, paired measurement of both (each the best of two runs after one
 // warm-up; one run when a run takes over 0.2 s).
 template <typename T>
-AlgoChoice choose_algo(const PlanContext& ctx);
+AlgoChoice choose_algo(const PlanContext& ctx, const AlgoSpace& space);
 
 // The key a problem's choice is stored under: every value that can change which algorithm
 // is fastest (dimensions, cell, math mode, batch, threads, ISA, rnnx version; steps and

@@ -91,27 +91,100 @@ void backward_prepare(const Problem& p, const BackwardArgs& a, int64_t l, int64_
   }
 }
 
+// Step k of one direction's backward loop (k counts in the loop's order, the reverse of
+// the forward's): its time step, rows, first packed row, and where its gradients are.
+template <typename T>
+struct BackwardStep {
+  int64_t t, bs, r0;
+  const T* dy;  // gradient of the step's output, or null
+  T* dg;        // the step's gate gradients
+};
+
+template <typename T>
+BackwardStep<T> backward_step(const Problem& p, const DirectionIo<T>& io,
+                              const BackwardDirBuffers<T>& db, int64_t d, int64_t k) {
+  const core::Schedule& s = p.schedule();
+  const int64_t t = p.reversed(d) ? k : p.T_eff - 1 - k;
+  const int64_t r0 = s.offsets[t];
+  return {t, s.batch_sizes[t], r0, io.dY ? io.dY + r0 * p.DP + d * p.P : nullptr,
+          db.dg + r0 * p.GH};
+}
+
+// The step kernels' arguments for a step (the same for the per-step and the team loops).
+template <typename T>
+RnnBackward<T> rnn_backward_args(const Problem& p, const ReserveLayer<T>& res, int64_t d,
+                                 const BackwardStep<T>& st, T* dh) {
+  return {.rows = st.bs,
+          .H = p.H,
+          .relu = p.cell == CellType::rnn_relu,
+          .dh = dh,
+          .dy = st.dy,
+          .ld_dy = p.DP,
+          .h = res.y + st.r0 * p.DP + d * p.P,
+          .ld_h = p.DP,
+          .dg = st.dg};
+}
+
+template <typename T>
+LstmBackward<T> lstm_backward_args(const Problem& p, const ReserveDir<T>& rd,
+                                   const BackwardDirBuffers<T>& db, int64_t d,
+                                   const BackwardStep<T>& st, T* dh) {
+  const core::Schedule& s = p.schedule();
+  const int64_t H = p.H;
+  const PrevStep prev = prev_step(s, p.reversed(d), st.t);
+  return {.rows = st.bs,
+          .H = H,
+          .dh = dh,
+          .dy = st.dy,
+          .ld_dy = p.DP,
+          .gates = rd.gates + st.r0 * p.GH,
+          .c = rd.c + st.r0 * H,
+          .c_prev = {.a = rd.c + s.offsets[prev.step] * H,
+                     .lda = H,
+                     .count_a = prev.count,
+                     .b = db.c0,
+                     .ldb = H},
+          .c_pass = rd.c_pass ? rd.c_pass + st.r0 * H : nullptr,
+          .dc_state = db.dc_state,
+          .dg = st.dg};
+}
+
+// Linear-before-reset GRU.
+template <typename T>
+GruBackward<T> gru_backward_args(const Problem& p, const ReserveDir<T>& rd,
+                                 const BackwardDirBuffers<T>& db, const BackwardStep<T>& st,
+                                 T* dh) {
+  return {.rows = st.bs,
+          .H = p.H,
+          .dh = dh,
+          .dy = st.dy,
+          .ld_dy = p.DP,
+          .gates = rd.gates + st.r0 * p.GH,
+          .h_prev = db.h_prev + st.r0 * p.P,
+          .hn = rd.hn + st.r0 * p.H,
+          .dg = st.dg,
+          .dgh = db.dgh + st.r0 * p.GH};
+}
+
 // The time loop, in the reverse of the forward order: fused step kernel, then
 // dh_{t-1} = dGates W_hh on the active rows.
 template <typename T>
 void backward_time_loop(const Problem& p, const BackwardArgs& a, int64_t l, int64_t d,
                         const ReserveLayer<T>& res, const DirectionIo<T>& io,
                         const BackwardDirBuffers<T>& db) {
-  const core::Schedule& s = p.schedule();
   const int64_t H = p.H, P = p.P, GH = p.GH, DP = p.DP;
   const ReserveDir<T>& rd = res.dir[d];
   const T* w = static_cast<const T*>(a.weights);
   const BackwardWeights<T> bw = bind_backward_weights(p, w, p.param(l, d), db);
   T* const ap = db.a_pack;
   T* dh = db.dh_state;
-  T* dc = db.dc_state;
   OnnxCell<T> ox = onnx_cell_of(p, w, p.param(l, d), d);
 
   for (int64_t k = 0; k < p.T_eff; ++k) {
-    const int64_t t = p.reversed(d) ? k : p.T_eff - 1 - k;
-    const int64_t bs = s.batch_sizes[t], r0 = s.offsets[t];
-    const T* dy = io.dY ? io.dY + r0 * DP + d * P : nullptr;
-    T* dg = db.dg + r0 * GH;
+    const BackwardStep<T> st = backward_step(p, io, db, d, k);
+    const int64_t bs = st.bs, r0 = st.r0;
+    const T* dy = st.dy;
+    T* dg = st.dg;
     if (p.onnx_cell) {
       ox.gate_pass = rd.gate_pass ? rd.gate_pass + r0 * GH : nullptr;
       ox.pre = rd.gates + r0 * GH;
@@ -119,35 +192,11 @@ void backward_time_loop(const Problem& p, const BackwardArgs& a, int64_t l, int6
     switch (p.cell) {
       case CellType::rnn_tanh:
       case CellType::rnn_relu:
-        step(p, rnn_backward<T>, onnx_rnn_backward<T>, ox,
-             RnnBackward<T>{.rows = bs,
-                            .H = H,
-                            .relu = p.cell == CellType::rnn_relu,
-                            .dh = dh,
-                            .dy = dy,
-                            .ld_dy = DP,
-                            .h = res.y + r0 * DP + d * P,
-                            .ld_h = DP,
-                            .dg = dg});
+        step(p, rnn_backward<T>, onnx_rnn_backward<T>, ox, rnn_backward_args(p, res, d, st, dh));
         bw.hh.run(bs, dg, GH, false, dh, P, ap);
         break;
       case CellType::lstm: {
-        const PrevStep prev = prev_step(s, p.reversed(d), t);
-        LstmBackward<T> kl{.rows = bs,
-                           .H = H,
-                           .dh = dh,
-                           .dy = dy,
-                           .ld_dy = DP,
-                           .gates = rd.gates + r0 * GH,
-                           .c = rd.c + r0 * H,
-                           .c_prev = {.a = rd.c + s.offsets[prev.step] * H,
-                                      .lda = H,
-                                      .count_a = prev.count,
-                                      .b = db.c0,
-                                      .ldb = H},
-                           .c_pass = rd.c_pass ? rd.c_pass + r0 * H : nullptr,
-                           .dc_state = dc,
-                           .dg = dg};
+        LstmBackward<T> kl = lstm_backward_args(p, rd, db, d, st, dh);
         if (p.proj) {
           // dr per token is kept for dW_hr; dh_full = dr W_hr goes to scratch.
           T* dr = db.dr + r0 * P;
@@ -170,19 +219,9 @@ void backward_time_loop(const Problem& p, const BackwardArgs& a, int64_t l, int6
         const T* gates = rd.gates + r0 * GH;
         const T* hp = db.h_prev + r0 * P;
         if (p.gru_lbr) {
-          T* dgh = db.dgh + r0 * GH;
-          step(p, gru_backward<T>, onnx_gru_backward<T>, ox,
-               GruBackward<T>{.rows = bs,
-                              .H = H,
-                              .dh = dh,
-                              .dy = dy,
-                              .ld_dy = DP,
-                              .gates = gates,
-                              .h_prev = hp,
-                              .hn = rd.hn + r0 * H,
-                              .dg = dg,
-                              .dgh = dgh});
-          bw.hh.run(bs, dgh, GH, true, dh, P, ap);
+          const GruBackward<T> kg = gru_backward_args(p, rd, db, st, dh);
+          step(p, gru_backward<T>, onnx_gru_backward<T>, ox, kg);
+          bw.hh.run(bs, kg.dgh, GH, true, dh, P, ap);
         } else {
           step(p, gru_orig_backward_n<T>, onnx_gru_orig_backward_n<T>, ox,
                GruOrigBackwardN<T>{.rows = bs,
@@ -221,8 +260,7 @@ void backward_time_loop_team(const Problem& p, const BackwardArgs& a, int64_t l,
                              const ReserveLayer<T>& res, const DirectionIo<T>& io,
                              const BackwardDirBuffers<T>& db, int threads) {
   if constexpr (std::is_same_v<T, float>) {
-    const core::Schedule& s = p.schedule();
-    const int64_t H = p.H, P = p.P, GH = p.GH, DP = p.DP;
+    const int64_t H = p.H, P = p.P, GH = p.GH;
     const ReserveDir<T>& rd = res.dir[d];
     const T* w = static_cast<const T*>(a.weights);
     const BackwardWeights<T> bw = bind_backward_weights(p, w, p.param(l, d), db);
@@ -238,60 +276,21 @@ void backward_time_loop_team(const Problem& p, const BackwardArgs& a, int64_t l,
       const int64_t q0 = cell_panels * th / n, q1 = cell_panels * (th + 1) / n;
       const int64_t j0 = std::min(H, q0 * kPackedPanel), j1 = std::min(H, q1 * kPackedPanel);
       for (int64_t k = 0; k < p.T_eff; ++k) {
-        const int64_t t = p.reversed(d) ? k : p.T_eff - 1 - k;
-        const int64_t bs = s.batch_sizes[t], r0 = s.offsets[t], buf = k & 1;
-        const T* dy = io.dY ? io.dY + r0 * DP + d * P : nullptr;
-        T* dg = db.dg + r0 * GH;
-        T* dgh = lbr ? db.dgh + r0 * GH : dg;  // the left operand of the product
+        const BackwardStep<T> st = backward_step(p, io, db, d, k);
+        const int64_t bs = st.bs, buf = k & 1;
+        T* dgh = lbr ? db.dgh + st.r0 * GH : st.dg;  // the left operand of the product
         const Tile tile{0, bs, j0, j1};
         if (j0 < j1) {
           switch (p.cell) {
             case CellType::rnn_tanh:
             case CellType::rnn_relu:
-              kernels.rnn_backward(RnnBackward<T>{.rows = bs,
-                                                  .H = H,
-                                                  .relu = p.cell == CellType::rnn_relu,
-                                                  .dh = dh,
-                                                  .dy = dy,
-                                                  .ld_dy = DP,
-                                                  .h = res.y + r0 * DP + d * P,
-                                                  .ld_h = DP,
-                                                  .dg = dg},
-                                   tile);
+              kernels.rnn_backward(rnn_backward_args(p, res, d, st, dh), tile);
               break;
-            case CellType::lstm: {
-              const PrevStep prev = prev_step(s, p.reversed(d), t);
-              kernels.lstm_backward(
-                  LstmBackward<T>{.rows = bs,
-                                  .H = H,
-                                  .dh = dh,
-                                  .dy = dy,
-                                  .ld_dy = DP,
-                                  .gates = rd.gates + r0 * GH,
-                                  .c = rd.c + r0 * H,
-                                  .c_prev = {.a = rd.c + s.offsets[prev.step] * H,
-                                             .lda = H,
-                                             .count_a = prev.count,
-                                             .b = db.c0,
-                                             .ldb = H},
-                                  .c_pass = rd.c_pass ? rd.c_pass + r0 * H : nullptr,
-                                  .dc_state = db.dc_state,
-                                  .dg = dg},
-                  tile);
+            case CellType::lstm:
+              kernels.lstm_backward(lstm_backward_args(p, rd, db, d, st, dh), tile);
               break;
-            }
             case CellType::gru:
-              kernels.gru_backward(GruBackward<T>{.rows = bs,
-                                                  .H = H,
-                                                  .dh = dh,
-                                                  .dy = dy,
-                                                  .ld_dy = DP,
-                                                  .gates = rd.gates + r0 * GH,
-                                                  .h_prev = db.h_prev + r0 * P,
-                                                  .hn = rd.hn + r0 * H,
-                                                  .dg = dg,
-                                                  .dgh = dgh},
-                                   tile);
+              kernels.gru_backward(gru_backward_args(p, rd, db, st, dh), tile);
               break;
           }
           for (int64_t g = 0; g < p.G; ++g) {

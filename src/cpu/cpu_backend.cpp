@@ -16,18 +16,7 @@ namespace {
 template <typename T>
 class CpuBackend final : public BackendImpl {
  public:
-  explicit CpuBackend(const PlanContext& ctx)
-      : BackendImpl(ctx), choice_(cpu::choose_algo<T>(ctx)), problem_(ctx, choice_.algo) {
-    sizes_ = cpu::lay_out_buffers<T>(problem_);
-    // The sizes are the largest any candidate needs, so that they depend on the problem
-    // only, never on what the search measured (a framework may size buffers from another
-    // plan of the same problem, and results must be reproducible).
-    for (const cpu::Algo& a : cpu::algo_space(ctx).candidates) {
-      if (a == choice_.algo) continue;
-      cpu::Problem other(ctx, a);
-      sizes_.widen(cpu::lay_out_buffers<T>(other));
-    }
-  }
+  explicit CpuBackend(const PlanContext& ctx) : CpuBackend(ctx, cpu::algo_space(ctx)) {}
 
   // cpu:{isa}/{algorithm}[/onnx-cell][/tuned] (docs/cpu.md): the step kernels' ISA, the
   // GEMM engine and how the loops run (algo.hpp), the generic step kernels for ONNX's cell
@@ -49,6 +38,19 @@ class CpuBackend final : public BackendImpl {
   }
 
  private:
+  CpuBackend(const PlanContext& ctx, const cpu::AlgoSpace& space)
+      : BackendImpl(ctx), choice_(cpu::choose_algo<T>(ctx, space)), problem_(ctx, choice_.algo) {
+    sizes_ = cpu::lay_out_buffers<T>(problem_);
+    // The sizes are the largest any candidate needs, so that they depend on the problem
+    // only, never on what the search measured (a framework may size buffers from another
+    // plan of the same problem, and results must be reproducible).
+    for (const cpu::Algo& a : space.candidates) {
+      if (a == choice_.algo) continue;
+      cpu::Problem other(ctx, a);
+      sizes_.widen(cpu::lay_out_buffers<T>(other));
+    }
+  }
+
   cpu::AlgoChoice choice_;
   cpu::Problem problem_;
   cpu::BufferSizes sizes_;

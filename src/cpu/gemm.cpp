@@ -88,14 +88,8 @@ GemmEngine bf16_engine() {
 
 }  // namespace
 
-GemmEngine gemm_engine_for(bool float32, bool allow_conversion) {
-  const char* env = std::getenv("RNNX_CPU_GEMM");
-  const std::string v = env ? env : "";
-  if (v != "" && v != "auto" && v != "packed" && v != "sgemm") {
-    throw Error(Status::invalid_argument,
-                "RNNX_CPU_GEMM (= \"" + v + "\") must be packed, sgemm, auto, or unset");
-  }
-  if (!float32 || v == "sgemm") return GemmEngine::sgemm;
+GemmEngine gemm_engine_for(bool float32, bool allow_conversion, bool sgemm_forced) {
+  if (!float32 || sgemm_forced) return GemmEngine::sgemm;
   bf16_kernel_env();  // refused even when unused, like RNNX_CPU_GEMM
   if (allow_conversion) {
     const GemmEngine bf16 = bf16_engine();
@@ -106,10 +100,14 @@ GemmEngine gemm_engine_for(bool float32, bool allow_conversion) {
 
 const char* gemm_engine_name(GemmEngine engine) {
   switch (engine) {
-    case GemmEngine::packed: return "packed-avx512";
-    case GemmEngine::packed_bf16: return "packed-avx512-bf16";
-    case GemmEngine::packed_amx: return "packed-amx-bf16";
-    case GemmEngine::sgemm: break;
+    case GemmEngine::packed:
+      return "packed-avx512";
+    case GemmEngine::packed_bf16:
+      return "packed-avx512-bf16";
+    case GemmEngine::packed_amx:
+      return "packed-amx-bf16";
+    case GemmEngine::sgemm:
+      break;
   }
   return "sgemm";
 }
@@ -172,9 +170,12 @@ namespace rnnx {
 const char* cpu_bf16_gemm() {
   cpu_isa_used();  // refuses a bad RNNX_CPU_ISA
   switch (cpu::bf16_engine()) {
-    case cpu::GemmEngine::packed_amx: return "amx-bf16";
-    case cpu::GemmEngine::packed_bf16: return "avx512-bf16";
-    default: break;
+    case cpu::GemmEngine::packed_amx:
+      return "amx-bf16";
+    case cpu::GemmEngine::packed_bf16:
+      return "avx512-bf16";
+    default:
+      break;
   }
   return "none";
 }

@@ -36,13 +36,13 @@ void gemm<double>(Op, Op, int64_t, int64_t, int64_t, double, const double*, int6
 // AVX-512 kernels on weights packed once per call; needs AVX-512 within the ISA cap),
 // `packed_bf16` / `packed_amx` (the same in bf16 with float32 accumulation, on vdpbf16ps or
 // on AMX tiles: float32 with math mode allow_conversion on AVX512-BF16 within the cap) or
-// `sgemm` (dnnl_sgemm, which repacks the weights at every step). Chosen at plan time from
-// the environment variables RNNX_CPU_GEMM ("packed", "sgemm", or unset/"auto" = packed
-// where available; "sgemm" also turns conversion off) and RNNX_CPU_BF16_KERNEL ("amx",
-// "avx512", or unset/"auto" = amx where the machine and OS allow it); float64 always runs
-// cblas_dgemm. Throws Error(invalid_argument) for other values.
+// `sgemm` (dnnl_sgemm, which repacks the weights at every step). Chosen at plan time: the
+// packed engines where available unless `sgemm_forced` (RNNX_CPU_GEMM=sgemm, read by
+// algo_space, which also turns conversion off), the bf16 one after RNNX_CPU_BF16_KERNEL
+// ("amx", "avx512", or unset/"auto" = amx where the machine and OS allow it; throws
+// Error(invalid_argument) for other values); float64 always runs cblas_dgemm.
 enum class GemmEngine { sgemm, packed, packed_bf16, packed_amx };
-GemmEngine gemm_engine_for(bool float32, bool allow_conversion = false);
+GemmEngine gemm_engine_for(bool float32, bool allow_conversion, bool sgemm_forced);
 const char* gemm_engine_name(GemmEngine engine);
 
 // C = op(A) op(B) (accumulate: C +=) for a product over all real tokens (input
