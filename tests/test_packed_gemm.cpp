@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -205,6 +206,76 @@ TEST(PackedGemm, FullMatchesDoubleLoop) {
         }
       }
     }
+  }
+}
+
+// Row maps: the operands read through a map of scattered, permuted rows give exactly (bit for
+// bit) what the same rows gathered into a contiguous copy give, in every product that takes
+// one (packed_gemm, pack_a_columns, packed_gemm_full's A and B), float32 and bf16.
+TEST(PackedGemm, RowMapsReadTheRowsWhereTheyAre) {
+  using rnnx::cpu::PackedType;
+  for (PackedType type : {PackedType::f32, PackedType::bf16}) {
+    if (!rnnx::cpu::packed_gemm_available(type)) continue;
+    SCOPED_TRACE(type == PackedType::f32 ? "f32" : "bf16");
+    const int64_t M = 37, N = 70, K = 45, ld = K + 3, spread = 3 * M + 5;
+    Rng rng(4242);
+    // Rows scattered over a larger buffer in a permuted order, as a padded batch's tokens.
+    std::vector<int64_t> map(M);
+    for (int64_t i = 0; i < M; ++i) map[i] = (i * 7 + 3) % spread;
+    std::vector<float> src(spread * ld), W(N * K);
+    for (float& v : src) v = static_cast<float>(rng.uniform(-1, 1));
+    for (float& v : W) v = static_cast<float>(rng.uniform(-1, 1));
+    std::vector<float> gathered(M * ld);
+    for (int64_t i = 0; i < M; ++i) {
+      std::copy_n(src.data() + map[i] * ld, ld, gathered.data() + i * ld);
+    }
+    std::vector<float> b_pack(rnnx::cpu::packed_b_floats(K, N, 1, type));
+    const rnnx::cpu::PackedB B =
+        rnnx::cpu::pack_b(Op::T, K, N, W.data(), K, b_pack.data(), 1, type);
+    std::vector<float> a_pack(rnnx::cpu::packed_a_floats(M, K, type) + 1);
+    std::vector<float> want(M * N), got(M * N);
+    rnnx::cpu::packed_gemm(M, gathered.data(), ld, B, false, want.data(), N, a_pack.data());
+    rnnx::cpu::packed_gemm(M, src.data(), ld, B, false, got.data(), N, a_pack.data(), map.data());
+    EXPECT_EQ(got, want) << "packed_gemm";
+
+    // pack_a_columns in two column ranges (as two threads would).
+    std::vector<float> a_pack2(a_pack.size());
+    rnnx::cpu::pack_a_columns(M, K, gathered.data(), ld, 0, K, a_pack.data(), type);
+    rnnx::cpu::pack_a_columns(M, K, src.data(), ld, 0, 16, a_pack2.data(), type, map.data());
+    rnnx::cpu::pack_a_columns(M, K, src.data(), ld, 16, K, a_pack2.data(), type, map.data());
+    rnnx::cpu::multiply_panel_range(M, a_pack.data(), B, 0, B.panels_per_block(), false,
+                                    want.data(), N);
+    rnnx::cpu::multiply_panel_range(M, a_pack2.data(), B, 0, B.panels_per_block(), false,
+                                    got.data(), N);
+    EXPECT_EQ(got, want) << "pack_a_columns";
+
+    // packed_gemm_full: the map on A ([M, K], Op::N), then on B ([K = M, N] rows, Op::N), with
+    // K past one block so that the blocks' offsets into the map are used.
+    const int64_t K2 = rnnx::cpu::kPackedFullDepth + 9, spread2 = 2 * K2 + 1;
+    std::vector<int64_t> map2(K2);
+    for (int64_t k = 0; k < K2; ++k) map2[k] = (k * 5 + 1) % spread2;
+    std::vector<float> src2(spread2 * ld), gathered2(K2 * ld), A2(M * K2);
+    for (float& v : src2) v = static_cast<float>(rng.uniform(-1, 1));
+    for (float& v : A2) v = static_cast<float>(rng.uniform(-1, 1));
+    for (int64_t k = 0; k < K2; ++k) {
+      std::copy_n(src2.data() + map2[k] * ld, ld, gathered2.data() + k * ld);
+    }
+    std::vector<float> scratch(rnnx::cpu::packed_gemm_full_floats(M, N, K2, type) +
+                               rnnx::cpu::packed_gemm_full_floats(K2, N, M, type));
+    // C[M, N'] = A2[M, K2] * B[K2, N'] with B's rows through map2 (N' = ld columns).
+    std::vector<float> want2(M * ld), got2(M * ld);
+    rnnx::cpu::packed_gemm_full(Op::N, Op::N, M, ld, K2, A2.data(), K2, gathered2.data(), ld, false,
+                                want2.data(), ld, scratch.data(), type);
+    rnnx::cpu::packed_gemm_full(Op::N, Op::N, M, ld, K2, A2.data(), K2, src2.data(), ld, false,
+                                got2.data(), ld, scratch.data(), type, nullptr, map2.data());
+    EXPECT_EQ(got2, want2) << "packed_gemm_full, B through a map";
+    // C[K2, N] = op(A)[K2, K] (A's rows through map2) * W^T.
+    std::vector<float> want3(K2 * N), got3(K2 * N);
+    rnnx::cpu::packed_gemm_full(Op::N, Op::T, K2, N, K, gathered2.data(), ld, W.data(), K, false,
+                                want3.data(), N, scratch.data(), type);
+    rnnx::cpu::packed_gemm_full(Op::N, Op::T, K2, N, K, src2.data(), ld, W.data(), K, false,
+                                got3.data(), N, scratch.data(), type, map2.data());
+    EXPECT_EQ(got3, want3) << "packed_gemm_full, A through a map";
   }
 }
 

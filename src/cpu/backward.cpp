@@ -38,9 +38,10 @@ void gather_prev_states(const Problem& p, int64_t d, const T* Y, const T* h0, T*
 
 template <typename T>
 struct DirectionIo {
-  const T* X = nullptr;   // [N, I] the layer's input as the forward saw it
-  const T* dY = nullptr;  // [N, D*P'] gradient of the layer's output, or null (zero)
-  T* dX = nullptr;        // [N, I] gradient of the layer's input, or null (not wanted)
+  const T* X = nullptr;             // [N, I] the layer's input as the forward saw it
+  const int64_t* x_rows = nullptr;  // or the caller's x through this row map (packed engine)
+  const T* dY = nullptr;            // [N, D*P'] gradient of the layer's output, or null (zero)
+  T* dX = nullptr;                  // [N, I] gradient of the layer's input, or null (not wanted)
 };
 
 // The recurrent products of one direction's backward, dG W_hh (the original GRU's r,z rows
@@ -385,7 +386,7 @@ void backward_finish(const Problem& p, const BackwardArgs& a, int64_t l, int64_t
     const bool lbr = gru && p.gru_lbr;
     const T* dgh = lbr ? db.dgh : db.dg;
     gemm_all_tokens<T>(Op::T, Op::N, GH, I, N, db.dg, GH, io.X, I, acc, dw + po.w_ih, I, scratch,
-                       type);
+                       type, nullptr, io.x_rows);
     if (p.gru_orig()) {
       gemm_all_tokens<T>(Op::T, Op::N, 2 * H, P, N, db.dg, GH, db.h_prev, P, acc, dw + po.w_hh, P,
                          scratch, type);
@@ -430,9 +431,14 @@ void run_backward(const Problem& p, const BackwardArgs& a, void* workspace,
 
   // Layer-0 input, needed only for dW_ih; padding is never read.
   const T* x0 = static_cast<const T*>(a.x);
+  const int64_t* x0_rows = nullptr;
   if (!p.rows_in_place && a.dweights) {
-    gather_rows_parallel(p.shape(), s, x0, buf.x, p.I0);
-    x0 = buf.x;
+    if (p.pack_weights()) {
+      x0_rows = p.caller_rows.data();  // dW_ih's packer reads the caller's rows: no copy
+    } else {
+      gather_rows_parallel(p.shape(), s, x0, buf.x, p.I0);
+      x0 = buf.x;
+    }
   }
   const T* dY = static_cast<const T*>(a.dy);
   if (!p.rows_in_place && a.dy) {
@@ -452,6 +458,7 @@ void run_backward(const Problem& p, const BackwardArgs& a, void* workspace,
       io.dX = buf.dy[(l - 1) % 2];
     } else {
       io.X = x0;
+      io.x_rows = x0_rows;
       io.dX = a.dx ? (p.rows_in_place ? static_cast<T*>(a.dx) : buf.dx) : nullptr;
     }
     if (concurrent) {

@@ -47,6 +47,19 @@ struct ForwardWeights {
   WeightGemm<T> ih, hh, hh_n, hr;
 };
 
+// A layer's input rows in packed sorted order: in place (`map` null: row r at x + r * ld),
+// or the caller's padded tensor read through the row map (packed_gemm.hpp), which the
+// packed engine's packers follow instead of a gathered copy.
+template <typename T>
+struct InputRows {
+  const T* x;
+  int64_t ld;
+  const int64_t* map = nullptr;
+  // Rows from r0 on, as the GEMMs take them: a pointer and a row map.
+  const T* at(int64_t r0) const { return map ? x : x + r0 * ld; }
+  const int64_t* map_at(int64_t r0) const { return map ? map + r0 : nullptr; }
+};
+
 template <typename T>
 ForwardWeights<T> bind_forward_weights(const Problem& p, const T* w, const ParamOffsets& po,
                                        int64_t I, const ForwardDirBuffers<T>& db) {
@@ -110,19 +123,20 @@ InputGates<T> input_gates(const Problem& p, int64_t d, T* Y, const ReserveDir<T>
 
 // The input projection of the rows that are projected in bulk, as one GEMM.
 template <typename T>
-void bulk_input_projection(const Problem& p, const ForwardArgs& a, int64_t l, int64_t d, const T* X,
-                           const InputGates<T>& g, T* scratch) {
+void bulk_input_projection(const Problem& p, const ForwardArgs& a, int64_t l, int64_t d,
+                           const InputRows<T>& X, const InputGates<T>& g, T* scratch) {
   const int64_t I = p.input_width(l), r0 = g.split_row;
   const T* w = static_cast<const T*>(a.weights);
-  gemm_all_tokens<T>(Op::N, Op::T, p.N - r0, p.GH, I, X + r0 * I, I, w + p.param(l, d).w_ih, I,
-                     false, g.at(r0), g.ld, p.pack_weights() ? scratch : nullptr, p.packed_type());
+  gemm_all_tokens<T>(Op::N, Op::T, p.N - r0, p.GH, I, X.at(r0), I, w + p.param(l, d).w_ih, I, false,
+                     g.at(r0), g.ld, p.pack_weights() ? scratch : nullptr, p.packed_type(),
+                     X.map_at(r0));
 }
 
 // The time loop of one layer and direction, after the bulk input projection.
 template <typename T>
-void forward_time_loop(const Problem& p, const ForwardArgs& a, int64_t l, int64_t d, const T* X,
-                       const InputGates<T>& g, T* Y, const ReserveDir<T>& rd, bool training,
-                       const ForwardDirBuffers<T>& db) {
+void forward_time_loop(const Problem& p, const ForwardArgs& a, int64_t l, int64_t d,
+                       const InputRows<T>& X, const InputGates<T>& g, T* Y, const ReserveDir<T>& rd,
+                       bool training, const ForwardDirBuffers<T>& db) {
   const core::Schedule& s = p.schedule();
   const int64_t H = p.H, P = p.P, GH = p.GH, DP = p.DP, I = p.input_width(l);
   const T* w = static_cast<const T*>(a.weights);
@@ -148,7 +162,7 @@ void forward_time_loop(const Problem& p, const ForwardArgs& a, int64_t l, int64_
     const int64_t bs = s.batch_sizes[t], r0 = s.offsets[t];
     T* y = Y + r0 * DP + d * P;
     T* gates = g.at(r0);
-    if (t < p.step_input_steps) fw.ih.run(bs, X + r0 * I, I, false, gates, g.ld, ap);
+    if (t < p.step_input_steps) fw.ih.run(bs, X.at(r0), I, false, gates, g.ld, ap, X.map_at(r0));
     if (p.onnx_cell) {
       ox.gate_pass = training && rd.gate_pass ? rd.gate_pass + r0 * GH : nullptr;
       ox.pre = p.is_rnn() && training ? gates : nullptr;
@@ -255,8 +269,9 @@ void forward_time_loop(const Problem& p, const ForwardArgs& a, int64_t l, int64_
 // the new state as the next step's left operand; one barrier per step.
 template <typename T>
 void forward_time_loop_team(const Problem& p, const ForwardArgs& a, int64_t l, int64_t d,
-                            const T* X, const InputGates<T>& g, T* Y, const ReserveDir<T>& rd,
-                            bool training, const ForwardDirBuffers<T>& db, int threads) {
+                            const InputRows<T>& X, const InputGates<T>& g, T* Y,
+                            const ReserveDir<T>& rd, bool training, const ForwardDirBuffers<T>& db,
+                            int threads) {
   if constexpr (std::is_same_v<T, float>) {
     const core::Schedule& s = p.schedule();
     const int64_t H = p.H, P = p.P, GH = p.GH, DP = p.DP, I = p.input_width(l);
@@ -292,7 +307,8 @@ void forward_time_loop_team(const Problem& p, const ForwardArgs& a, int64_t l, i
         const int64_t t = time_of(k), bs = s.batch_sizes[t], buf = k & 1;
         pack_a_columns(bs, P, hs, P, j0, j1, db.ah_pack[buf], type);
         if (t < p.step_input_steps) {
-          pack_a_columns(bs, I, X + s.offsets[t] * I, I, x0, x1, db.ax_pack[buf], type);
+          pack_a_columns(bs, I, X.at(s.offsets[t]), I, x0, x1, db.ax_pack[buf], type,
+                         X.map_at(s.offsets[t]));
         }
       };
       pack_operands(0);
@@ -364,9 +380,9 @@ void forward_time_loop_team(const Problem& p, const ForwardArgs& a, int64_t l, i
 }
 
 template <typename T>
-void run_time_loop(const Problem& p, const ForwardArgs& a, int64_t l, int64_t d, const T* X,
-                   const InputGates<T>& g, T* Y, const ReserveDir<T>& rd, bool training,
-                   const ForwardDirBuffers<T>& db) {
+void run_time_loop(const Problem& p, const ForwardArgs& a, int64_t l, int64_t d,
+                   const InputRows<T>& X, const InputGates<T>& g, T* Y, const ReserveDir<T>& rd,
+                   bool training, const ForwardDirBuffers<T>& db) {
   if (p.team_loops && p.pack_weights()) {
     // Inside the concurrent directions' region the team is this thread alone.
     forward_time_loop_team(p, a, l, d, X, g, Y, rd, training, db,
@@ -385,10 +401,14 @@ void run_forward(const Problem& p, const ForwardArgs& a, void* workspace) {
   ForwardBuffers<T> buf;
   carve_forward<T>(p, training, workspace, &buf);
 
-  const T* X = static_cast<const T*>(a.x);
+  InputRows<T> X{static_cast<const T*>(a.x), p.I0};
   if (!p.rows_in_place) {
-    gather_rows_parallel(p.shape(), s, X, buf.x, p.I0);
-    X = buf.x;
+    if (p.pack_weights()) {
+      X.map = p.caller_rows.data();  // the packers read the caller's rows: no copy
+    } else {
+      gather_rows_parallel(p.shape(), s, X.x, buf.x, p.I0);
+      X.x = buf.x;
+    }
   }
   const bool concurrent = p.concurrent_dirs && p.D == 2 && omp_get_max_threads() >= 2;
   T* Y = nullptr;
@@ -418,13 +438,13 @@ void run_forward(const Problem& p, const ForwardArgs& a, void* workspace) {
         run_time_loop(p, a, l, d, X, g, Y, res.dir[d], training, buf.dir[d]);
       }
     }
-    X = Y;
+    X = {Y, p.DP};
     if (training && p.dropout_after(l)) {
       // The undropped output stays in y: it holds the recurrent states backward needs.
       std::memcpy(res.y_dropped, Y, sizeof(T) * p.N * p.DP);
       const core::DropoutKey key{p.config().seed, a.dropout_counter, l, p.dropout};
       core::dropout_apply_rows(key, s, p.DP, res.y_dropped);
-      X = res.y_dropped;
+      X = {res.y_dropped, p.DP};
     }
   }
   if (Y != a.y) {

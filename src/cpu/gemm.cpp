@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 
@@ -130,35 +131,39 @@ void WeightGemm<T>::bind(Op op, const T* W, int64_t ldw, int64_t K, int64_t N, T
 
 template <typename T>
 void WeightGemm<T>::run(int64_t M, const T* A, int64_t lda, bool accumulate, T* C, int64_t ldc,
-                        T* a_scratch) const {
+                        T* a_scratch, const int64_t* a_rows) const {
   if constexpr (std::is_same_v<T, float>) {
     if (packed_ != nullptr) {
       return packed_gemm(M, A, lda, PackedB{packed_, K_, N_, blocks_, type_}, accumulate, C, ldc,
-                         a_scratch);
+                         a_scratch, a_rows);
     }
   }
+  if (a_rows != nullptr) throw std::logic_error("WeightGemm::run: a row map needs packed weights");
   gemm<T>(Op::N, op_, M, N_, K_, T(1), A, lda, w_, ldw_, accumulate ? T(1) : T(0), C, ldc);
 }
 
 template <typename T>
 void gemm_all_tokens(Op op_a, Op op_b, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda,
                      const T* B, int64_t ldb, bool accumulate, T* C, int64_t ldc, T* scratch,
-                     PackedType type) {
+                     PackedType type, const int64_t* a_rows, const int64_t* b_rows) {
   if constexpr (std::is_same_v<T, float>) {
     if (scratch != nullptr) {
       return packed_gemm_full(op_a, op_b, M, N, K, A, lda, B, ldb, accumulate, C, ldc, scratch,
-                              type);
+                              type, a_rows, b_rows);
     }
+  }
+  if (a_rows != nullptr || b_rows != nullptr) {
+    throw std::logic_error("gemm_all_tokens: row maps need the packed engine");
   }
   gemm<T>(op_a, op_b, M, N, K, T(1), A, lda, B, ldb, accumulate ? T(1) : T(0), C, ldc);
 }
 
 template void gemm_all_tokens<float>(Op, Op, int64_t, int64_t, int64_t, const float*, int64_t,
                                      const float*, int64_t, bool, float*, int64_t, float*,
-                                     PackedType);
+                                     PackedType, const int64_t*, const int64_t*);
 template void gemm_all_tokens<double>(Op, Op, int64_t, int64_t, int64_t, const double*, int64_t,
                                       const double*, int64_t, bool, double*, int64_t, double*,
-                                      PackedType);
+                                      PackedType, const int64_t*, const int64_t*);
 
 template class WeightGemm<float>;
 template class WeightGemm<double>;

@@ -48,10 +48,12 @@ const char* gemm_engine_name(GemmEngine engine);
 // C = op(A) op(B) (accumulate: C +=) for a product over all real tokens (input
 // projection, weight and input gradients): on the packed engine's packed_gemm_full when
 // `scratch` (float32, packed_gemm_full_floats(M, N, K, type) floats) is given, else on gemm().
+// Row maps (packed_gemm.hpp) need the packed engine (a scratch).
 template <typename T>
 void gemm_all_tokens(Op op_a, Op op_b, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda,
                      const T* B, int64_t ldb, bool accumulate, T* C, int64_t ldc, T* scratch,
-                     PackedType type = PackedType::f32);
+                     PackedType type = PackedType::f32, const int64_t* a_rows = nullptr,
+                     const int64_t* b_rows = nullptr);
 
 // C (+)= A * op(W) with the same W for many A. bind() once per call, then run() per step.
 // `pack` (packed engine, float32 only) holds packed_b_floats(K, N, blocks, type) floats;
@@ -64,9 +66,9 @@ class WeightGemm {
   void bind(Op op, const T* W, int64_t ldw, int64_t K, int64_t N, T* pack, int64_t blocks = 1,
             PackedType type = PackedType::f32);
   // C[M, N] = A[M, K] op(W) (accumulate: C +=). a_scratch: packed_a_floats(M, K, type) floats
-  // when bound with a pack, else unused.
-  void run(int64_t M, const T* A, int64_t lda, bool accumulate, T* C, int64_t ldc,
-           T* a_scratch) const;
+  // when bound with a pack, else unused. A row map (packed_gemm.hpp) needs a pack.
+  void run(int64_t M, const T* A, int64_t lda, bool accumulate, T* C, int64_t ldc, T* a_scratch,
+           const int64_t* a_rows = nullptr) const;
   // The packed operand (packed_gemm.hpp's PackedB) when bound with a pack, else null.
   const T* packed() const { return packed_; }
   int64_t blocks() const { return blocks_; }

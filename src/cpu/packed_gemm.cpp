@@ -52,9 +52,10 @@ int64_t full_depth(PackedType type) {
 
 // The kernels of one type (packed_gemm_kernels.hpp).
 struct Kernels {
-  void (*pack_b_panels)(bool, int64_t, int64_t, const float*, int64_t, int64_t, int64_t, float*);
+  void (*pack_b_panels)(bool, int64_t, int64_t, const float*, int64_t, int64_t, int64_t, float*,
+                        const int64_t*);
   void (*pack_a_blocks)(bool, int64_t, int64_t, int64_t, int64_t, const float*, int64_t, int64_t,
-                        int64_t, float*);
+                        int64_t, float*, const int64_t*);
   void (*multiply_panels)(int64_t, int64_t, const float*, const float*, int64_t, int64_t, int64_t,
                           bool, float*, int64_t);
 };
@@ -66,9 +67,12 @@ constexpr Kernels kAmx{&packed_avx512_bf16::pack_b_panels, &packed_avx512_bf16::
                        &packed_amx::multiply_panels};
 const Kernels& kernels(PackedType type) {
   switch (type) {
-    case PackedType::bf16: return kBf16;
-    case PackedType::bf16_amx: return kAmx;
-    case PackedType::f32: break;
+    case PackedType::bf16:
+      return kBf16;
+    case PackedType::bf16_amx:
+      return kAmx;
+    case PackedType::f32:
+      break;
   }
   return kF32;
 }
@@ -90,8 +94,8 @@ void multiply_global(int64_t M, const float* a_packed, const PackedB& B, int64_t
   const Kernels& kern = kernels(B.type);
   for (int64_t g = g0; g < g1;) {
     const int64_t b = g / q_per, q0 = g % q_per, q1 = std::min(q_per, q0 + (g1 - g));
-    kern.multiply_panels(M, B.K, a_packed, B.data + b * block_floats, nb, q0, q1,
-                                   accumulate, C + b * nb, ldc);
+    kern.multiply_panels(M, B.K, a_packed, B.data + b * block_floats, nb, q0, q1, accumulate,
+                         C + b * nb, ldc);
     g += q1 - q0;
   }
 }
@@ -130,7 +134,7 @@ PackedB pack_b(Op op_w, int64_t K, int64_t N, const float* W, int64_t ldw, float
     for (int64_t g = g0; g < g1;) {
       const int64_t b = g / q_per, q0 = g % q_per, q1 = std::min(q_per, q0 + (g1 - g));
       const float* wb = trans ? W + b * nb * ldw : W + b * nb;
-      kern.pack_b_panels(trans, K, nb, wb, ldw, q0, q1, out + b * block_floats);
+      kern.pack_b_panels(trans, K, nb, wb, ldw, q0, q1, out + b * block_floats, nullptr);
       g += q1 - q0;
     }
   };
@@ -149,9 +153,9 @@ PackedB pack_b(Op op_w, int64_t K, int64_t N, const float* W, int64_t ldw, float
 }
 
 void pack_a_columns(int64_t M, int64_t K, const float* A, int64_t lda, int64_t k0, int64_t k1,
-                    float* a_packed, PackedType type) {
+                    float* a_packed, PackedType type, const int64_t* a_rows) {
   const int64_t blocks = (M + kPackedTileRows - 1) / kPackedTileRows;
-  kernels(type).pack_a_blocks(false, M, K, k0, k1, A, lda, 0, blocks, a_packed);
+  kernels(type).pack_a_blocks(false, M, K, k0, k1, A, lda, 0, blocks, a_packed, a_rows);
 }
 
 void multiply_panel_range(int64_t M, const float* a_packed, const PackedB& B, int64_t q0,
@@ -164,7 +168,7 @@ void multiply_panel_range(int64_t M, const float* a_packed, const PackedB& B, in
 }
 
 void packed_gemm(int64_t M, const float* A, int64_t lda, const PackedB& B, bool accumulate,
-                 float* C, int64_t ldc, float* a_scratch) {
+                 float* C, int64_t ldc, float* a_scratch, const int64_t* a_rows) {
   const int64_t K = B.K, N = B.N;
   if (M == 0 || N == 0) return;
   if (K == 0) {
@@ -178,8 +182,8 @@ void packed_gemm(int64_t M, const float* A, int64_t lda, const PackedB& B, bool 
     for (int64_t m0 = 0; m0 < M; m0 += kPackedChunkRows) {
       const int64_t mc = std::min(kPackedChunkRows, M - m0);
       const int64_t blocks = (mc + kPackedTileRows - 1) / kPackedTileRows;
-      kern.pack_a_blocks(false, mc, K, 0, K, A + m0 * lda, lda, split(blocks, t, n),
-                                   split(blocks, t + 1, n), a_scratch);
+      kern.pack_a_blocks(false, mc, K, 0, K, a_rows ? A : A + m0 * lda, lda, split(blocks, t, n),
+                         split(blocks, t + 1, n), a_scratch, a_rows ? a_rows + m0 : nullptr);
       if (n > 1) {
 #pragma omp barrier
       }
@@ -207,7 +211,8 @@ int64_t packed_gemm_full_floats(int64_t M, int64_t N, int64_t K, PackedType type
 
 void packed_gemm_full(Op op_a, Op op_b, int64_t M, int64_t N, int64_t K, const float* A,
                       int64_t lda, const float* B, int64_t ldb, bool accumulate, float* C,
-                      int64_t ldc, float* scratch, PackedType type) {
+                      int64_t ldc, float* scratch, PackedType type, const int64_t* a_rows,
+                      const int64_t* b_rows) {
   if (M == 0 || N == 0) return;
   if (K == 0) {
     if (!accumulate) zero_rows(M, N, C, ldc);
@@ -226,22 +231,24 @@ void packed_gemm_full(Op op_a, Op op_b, int64_t M, int64_t N, int64_t K, const f
     const int64_t p0 = split(panels, t, n), p1 = split(panels, t + 1, n);
     for (int64_t k0 = 0; k0 < K; k0 += depth) {
       const int64_t kc = std::min(depth, K - k0);
-      const float* b_src = trans_b ? B + k0 : B + k0 * ldb;
+      const float* b_src = trans_b ? B + k0 : b_rows ? B : B + k0 * ldb;
       // A shorter last block moves the panels (panel p starts at p * kc * kPackedPanel):
       // nobody may still be reading the previous block's.
       if (n > 1 && k0 > 0) {
 #pragma omp barrier
       }
-      kern.pack_b_panels(trans_b, kc, N, b_src, ldb, p0, p1, b_block);
+      kern.pack_b_panels(trans_b, kc, N, b_src, ldb, p0, p1, b_block,
+                         b_rows && !trans_b ? b_rows + k0 : nullptr);
       for (int64_t m0 = 0; m0 < M; m0 += kPackedFullRows) {
         const int64_t mc = std::min(kPackedFullRows, M - m0);
         const int64_t blocks = (mc + kPackedTileRows - 1) / kPackedTileRows;
-        const float* a_src = trans_a ? A + k0 * lda + m0 : A + m0 * lda + k0;
+        const float* a_src = trans_a ? A + k0 * lda + m0 : a_rows ? A + k0 : A + m0 * lda + k0;
         if (n > 1) {
 #pragma omp barrier
         }
         kern.pack_a_blocks(trans_a, mc, kc, 0, kc, a_src, lda, split(blocks, t, n),
-                           split(blocks, t + 1, n), a_block);
+                           split(blocks, t + 1, n), a_block,
+                           a_rows && !trans_a ? a_rows + m0 : nullptr);
         if (n > 1) {
 #pragma omp barrier
         }

@@ -55,30 +55,37 @@ int64_t packed_a_floats(int64_t max_m, int64_t K, PackedType type = PackedType::
 PackedB pack_b(Op op_w, int64_t K, int64_t N, const float* W, int64_t ldw, float* out,
                int64_t blocks = 1, PackedType type = PackedType::f32);
 
+// Row maps: wherever a row-major left operand A (or a B of Op::N) is read, `a_rows` (`b_rows`)
+// may say where its rows are: row i at A + a_rows[i] * lda (null: in order). The packers
+// then read the rows where the caller keeps them (the tokens of a padded batch in sorted
+// order), instead of a gathered copy.
+
 // C = A * B (accumulate: C += A * B), in B.type. a_scratch holds packed_a_floats(M, K,
-// B.type). Threaded over
-// the panels of B when called outside a parallel region and the product is large enough;
-// inside one it runs on the calling thread. Rows of C do not depend on the thread count.
+// B.type). Threaded over the panels of B when called outside a parallel region and the
+// product is large enough; inside one it runs on the calling thread. Rows of C do not depend
+// on the thread count.
 void packed_gemm(int64_t M, const float* A, int64_t lda, const PackedB& B, bool accumulate,
-                 float* C, int64_t ldc, float* a_scratch);
+                 float* C, int64_t ldc, float* a_scratch, const int64_t* a_rows = nullptr);
 
 // The pieces of packed_gemm for callers that run their own threads, each working on its
 // share (M <= kPackedChunkRows): columns [k0, k1) of A's rows [0, M) into the packed A of an
 // [M, K] operand; and C's columns of panels [q0, q1) of every block of B from a packed A
 // (of B.type). bf16: ranges of k may split a pair (threads write disjoint halves of it).
 void pack_a_columns(int64_t M, int64_t K, const float* A, int64_t lda, int64_t k0, int64_t k1,
-                    float* a_packed, PackedType type = PackedType::f32);
+                    float* a_packed, PackedType type = PackedType::f32,
+                    const int64_t* a_rows = nullptr);
 void multiply_panel_range(int64_t M, const float* a_packed, const PackedB& B, int64_t q0,
                           int64_t q1, bool accumulate, float* C, int64_t ldc);
 
 // C[M, N] (= or +=) op(A) op(B) for operands used once (the all-token products: weight
 // gradients, input gradients): both packed here, block by block of K. op(A) is [M, K]
 // (Op::T: A is [K, M]), op(B) is [K, N] (Op::T: B is [N, K]). scratch holds
-// packed_gemm_full_floats(M, N, K, type). Threaded like packed_gemm.
-int64_t packed_gemm_full_floats(int64_t M, int64_t N, int64_t K,
-                                PackedType type = PackedType::f32);
+// packed_gemm_full_floats(M, N, K, type). Threaded like packed_gemm. Row maps only for
+// operands of Op::N.
+int64_t packed_gemm_full_floats(int64_t M, int64_t N, int64_t K, PackedType type = PackedType::f32);
 void packed_gemm_full(Op op_a, Op op_b, int64_t M, int64_t N, int64_t K, const float* A,
                       int64_t lda, const float* B, int64_t ldb, bool accumulate, float* C,
-                      int64_t ldc, float* scratch, PackedType type = PackedType::f32);
+                      int64_t ldc, float* scratch, PackedType type = PackedType::f32,
+                      const int64_t* a_rows = nullptr, const int64_t* b_rows = nullptr);
 
 }  // namespace rnnx::cpu

@@ -171,7 +171,7 @@ static_assert(kRows == 14, "kTiles lists one tile per height");
 }  // namespace
 
 void pack_b_panels(bool trans, int64_t K, int64_t N, const float* W, int64_t ldw, int64_t p0,
-                   int64_t p1, float* out) {
+                   int64_t p1, float* out, const int64_t* row_map) {
   for (int64_t p = p0; p < p1; ++p) {
     float* panel = out + p * K * kPanel;
     const int64_t n0 = p * kPanel;
@@ -192,7 +192,7 @@ void pack_b_panels(bool trans, int64_t K, int64_t N, const float* W, int64_t ldw
       }
     } else {
       for (int64_t k = 0; k < K; ++k) {
-        const float* src = W + k * ldw + n0;
+        const float* src = W + (row_map ? row_map[k] : k) * ldw + n0;
         for (int64_t h = 0; h < kPanel; h += 16) {
           const int64_t cols = N - n0 - h;
           const __m512 v =
@@ -205,7 +205,7 @@ void pack_b_panels(bool trans, int64_t K, int64_t N, const float* W, int64_t ldw
 }
 
 void pack_a_blocks(bool trans, int64_t M, int64_t K, int64_t k0, int64_t k1, const float* A,
-                   int64_t lda, int64_t b0, int64_t b1, float* out) {
+                   int64_t lda, int64_t b0, int64_t b1, float* out, const int64_t* row_map) {
   const int64_t depth = packed_depth(K);
   const int64_t c0 = k0 / kChunk, c1 = (k1 + kChunk - 1) / kChunk;
   // The chunk's k in [k0, k1), as lanes.
@@ -222,7 +222,7 @@ void pack_a_blocks(bool trans, int64_t M, int64_t K, int64_t k0, int64_t k1, con
         const __mmask16 km = k_lanes(c);
         float* chunk = out + m0 * depth + c * rows * kChunk;
         for (int64_t i = 0; i < rows; ++i) {
-          const float* src = A + (m0 + i) * lda + c * kChunk;
+          const float* src = A + (row_map ? row_map[m0 + i] : m0 + i) * lda + c * kChunk;
           _mm512_mask_storeu_ps(chunk + i * kChunk, km, _mm512_maskz_loadu_ps(km, src));
         }
       }
@@ -284,9 +284,10 @@ void multiply_panels(int64_t M, int64_t K, const float* a_packed, const float* b
 #else  // not x86-64 GCC/Clang: never called (packed_gemm_available() is false)
 
 namespace rnnx::cpu::packed_avx512 {
-void pack_b_panels(bool, int64_t, int64_t, const float*, int64_t, int64_t, int64_t, float*) {}
+void pack_b_panels(bool, int64_t, int64_t, const float*, int64_t, int64_t, int64_t, float*,
+                   const int64_t*) {}
 void pack_a_blocks(bool, int64_t, int64_t, int64_t, int64_t, const float*, int64_t, int64_t,
-                   int64_t, float*) {}
+                   int64_t, float*, const int64_t*) {}
 void multiply_panels(int64_t, int64_t, const float*, const float*, int64_t, int64_t, int64_t, bool,
                      float*, int64_t) {}
 }  // namespace rnnx::cpu::packed_avx512

@@ -188,7 +188,7 @@ static_assert(kRows == 14, "kTiles lists one tile per height");
 }  // namespace
 
 void pack_b_panels(bool trans, int64_t K, int64_t N, const float* W, int64_t ldw, int64_t p0,
-                   int64_t p1, float* out) {
+                   int64_t p1, float* out, const int64_t* row_map) {
   const int64_t KP = packed_depth(K);
   for (int64_t p = p0; p < p1; ++p) {
     int32_t* panel = reinterpret_cast<int32_t*>(out) + p * KP * kPanel;
@@ -218,12 +218,14 @@ void pack_b_panels(bool trans, int64_t K, int64_t N, const float* W, int64_t ldw
       }
     } else {
       for (int64_t kp = 0; kp < (K + 1) / 2; ++kp) {
-        const float* lo = W + 2 * kp * ldw + n0;
         const bool has_hi = 2 * kp + 1 < K;
+        const float* lo = W + (row_map ? row_map[2 * kp] : 2 * kp) * ldw + n0;
+        const float* hi =
+            has_hi ? W + (row_map ? row_map[2 * kp + 1] : 2 * kp + 1) * ldw + n0 : nullptr;
         for (int64_t h = 0; h < kPanel; h += 16) {
           const __mmask16 m = lanes(N - n0 - h);
           const __m512 vlo = _mm512_maskz_loadu_ps(m, lo + h);
-          const __m512 vhi = has_hi ? _mm512_maskz_loadu_ps(m, lo + ldw + h) : _mm512_setzero_ps();
+          const __m512 vhi = has_hi ? _mm512_maskz_loadu_ps(m, hi + h) : _mm512_setzero_ps();
           _mm512_storeu_si512(panel + kp * kPanel + h, interleave_bf16(vlo, vhi));
         }
       }
@@ -232,7 +234,7 @@ void pack_b_panels(bool trans, int64_t K, int64_t N, const float* W, int64_t ldw
 }
 
 void pack_a_blocks(bool trans, int64_t M, int64_t K, int64_t k0, int64_t k1, const float* A,
-                   int64_t lda, int64_t b0, int64_t b1, float* out) {
+                   int64_t lda, int64_t b0, int64_t b1, float* out, const int64_t* row_map) {
   if (k0 >= k1) return;
   const int64_t depth = packed_depth(K);
   // Past K up to the chunk's end is padding: whoever packs k = K - 1 writes zeros there,
@@ -268,7 +270,7 @@ void pack_a_blocks(bool trans, int64_t M, int64_t K, int64_t k0, int64_t k1, con
       }
     } else {
       for (int64_t i = 0; i < rows; ++i) {
-        const float* src = A + (m0 + i) * lda + base;
+        const float* src = A + (row_map ? row_map[m0 + i] : m0 + i) * lda + base;
         const __m512 vlo = _mm512_maskz_loadu_ps(load_lo, src);
         const __m512 vhi = _mm512_maskz_loadu_ps(load_hi, src + 16);
         const __m512i v = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(vhi, vlo));
@@ -325,9 +327,10 @@ void multiply_panels(int64_t M, int64_t K, const float* a_packed, const float* b
 #else  // not x86-64 GCC/Clang: never called (packed_gemm_available() is false)
 
 namespace rnnx::cpu::packed_avx512_bf16 {
-void pack_b_panels(bool, int64_t, int64_t, const float*, int64_t, int64_t, int64_t, float*) {}
+void pack_b_panels(bool, int64_t, int64_t, const float*, int64_t, int64_t, int64_t, float*,
+                   const int64_t*) {}
 void pack_a_blocks(bool, int64_t, int64_t, int64_t, int64_t, const float*, int64_t, int64_t,
-                   int64_t, float*) {}
+                   int64_t, float*, const int64_t*) {}
 void multiply_panels(int64_t, int64_t, const float*, const float*, int64_t, int64_t, int64_t, bool,
                      float*, int64_t) {}
 }  // namespace rnnx::cpu::packed_avx512_bf16

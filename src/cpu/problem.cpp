@@ -14,6 +14,15 @@ Problem::Problem(const PlanContext& c, const Algo& a) : ctx(&c), algo(a) {
   proj = cfg.cell == CellType::lstm && cfg.proj_size > 0;
   bias = cfg.bias;
   rows_in_place = core::rows_in_place(c.shape, c.schedule);
+  if (!rows_in_place) {
+    const core::Schedule& s = c.schedule;
+    caller_rows.resize(static_cast<size_t>(s.tokens));
+    for (int64_t t = 0; t < s.T_eff; ++t) {
+      for (int64_t i = 0; i < s.batch_sizes[t]; ++i) {
+        caller_rows[s.row(t, i)] = core::caller_row(c.shape, s, t, s.sorted_to_orig[i]);
+      }
+    }
+  }
   cell_clip = cfg.cell == CellType::lstm && cfg.cell_clip.enabled;
   proj_clip = proj && cfg.proj_clip.enabled;
   dropout = cfg.dropout;

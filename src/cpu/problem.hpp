@@ -32,6 +32,10 @@ struct Problem {
   // The caller's x, y, dy, dx already are packed sorted rows (core::rows_in_place): used
   // where they are, with no gather or scatter.
   bool rows_in_place;
+  // Otherwise the caller's row of each packed row ([N], core::caller_row): the row map the
+  // packed engine reads x through (forward's input projection, backward's dW_ih), so that
+  // only the other engines gather x.
+  std::vector<int64_t> caller_rows;
   bool cell_clip, proj_clip;
   // ONNX options that change the cell's equations (uses_onnx_cell_math): the time loops run
   // the generic step kernels of onnx_cell.hpp, which keep gate pre-activations in the
