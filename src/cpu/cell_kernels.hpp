@@ -56,6 +56,7 @@ struct LstmForward {
   const T* bias = nullptr;    // [4H] b_ih + b_hh
   const T* hg = nullptr;      // [rows, 4H] h_{t-1} W_hh^T
   T* gates = nullptr;         // [rows, 4H] in: x W_ih^T; out: activated i, f, g, o
+  bool keep_gates = true;     // write the activated gates out (training: backward reads them)
   T* c_state = nullptr;       // [rows, H] in: c_{t-1}; out: c_t (clipped)
   T* c_keep = nullptr;        // optional [rows, H]: c_t kept for backward
   uint8_t* c_pass = nullptr;  // optional [rows, H]: whether the cell clip passes gradient

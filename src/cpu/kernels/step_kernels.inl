@@ -101,10 +101,12 @@ void lstm_forward_tile(const LstmForward<typename V::S>& k, Tile t) {
       const F gf = V::sigmoid(pre(H));
       const F gg = V::tanh(pre(2 * H));
       const F go = V::sigmoid(pre(3 * H));
-      V::store(g + j, gi, n);
-      V::store(g + H + j, gf, n);
-      V::store(g + 2 * H + j, gg, n);
-      V::store(g + 3 * H + j, go, n);
+      if (k.keep_gates) {
+        V::store(g + j, gi, n);
+        V::store(g + H + j, gf, n);
+        V::store(g + 2 * H + j, gg, n);
+        V::store(g + 3 * H + j, go, n);
+      }
       const F c_raw = V::fma(gf, V::load(c + j, n), V::mul(gi, gg));
       F cn = c_raw;
       if (clip.enabled) {
