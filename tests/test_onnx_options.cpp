@@ -71,7 +71,8 @@ TEST(OnnxOptions, NeutralSettingsChangeNothing) {
       Data dn = d;
       dn.w.assign(po.weights_numel(), 0.0);  // peepholes stay zero
       for (const WeightParam& p : pp.weight_layout().params())
-        std::copy_n(d.w.begin() + p.offset, p.numel(), dn.w.begin() + po.weight_layout().find(p.name).offset);
+        std::copy_n(d.w.begin() + p.offset, p.numel(),
+                    dn.w.begin() + po.weight_layout().find(p.name).offset);
       const Results a = run(pp, make_tensors(pp, d)), b = run(po, make_tensors(po, dn));
       for (int64_t i = 0; i < a.y.size(); ++i) EXPECT_NEAR(a.y.get(i), b.y.get(i), 1e-12);
     }
@@ -141,9 +142,9 @@ TEST(OnnxConvert, GateOrdersAndRoundTrip) {
     import_onnx_layer(c, layout, 0, W.data(), R.data(), B.data(), c.peephole ? P.data() : nullptr,
                       flat.data());
     // rnnx gate k comes from ONNX gate onnx_of[k]: LSTM iofc -> ifgo, GRU zrh -> rzn.
-    const std::vector<int64_t> onnx_of =
-        cell == CellType::lstm ? std::vector<int64_t>{0, 2, 3, 1}
-        : cell == CellType::gru ? std::vector<int64_t>{1, 0, 2} : std::vector<int64_t>{0};
+    const std::vector<int64_t> onnx_of = cell == CellType::lstm  ? std::vector<int64_t>{0, 2, 3, 1}
+                                         : cell == CellType::gru ? std::vector<int64_t>{1, 0, 2}
+                                                                 : std::vector<int64_t>{0};
     for (int64_t d = 0; d < D; ++d) {
       const std::string sfx = d ? "_reverse" : "";
       for (int64_t k = 0; k < G; ++k) {
@@ -192,6 +193,40 @@ TEST(OnnxConvert, RefusesWhatTheConfigCannotHold) {
                Error);
 }
 
+// ONNX's alpha/beta lists are consumed in order by the activations that take a value; the
+// others keep ONNX's defaults; names are case-insensitive; leftovers and unknown names are
+// refused, naming the list or the entry.
+TEST(OnnxConvert, ActivationListsAreConsumedInOrder) {
+  const std::vector<Activation> a = onnx_activations(
+      {"leakyrelu", "Sigmoid", "Affine", "HardSigmoid", "Tanh"}, {0.5, 2.0, 0.3}, {1.5});
+  ASSERT_EQ(a.size(), 5u);
+  EXPECT_EQ(a[0].kind, ActivationKind::leaky_relu);
+  EXPECT_EQ(a[0].alpha, 0.5);
+  EXPECT_EQ(a[1].kind, ActivationKind::sigmoid);
+  EXPECT_EQ(a[2].kind, ActivationKind::affine);
+  EXPECT_EQ(a[2].alpha, 2.0);
+  EXPECT_EQ(a[2].beta, 1.5);
+  EXPECT_EQ(a[3].kind, ActivationKind::hard_sigmoid);
+  EXPECT_EQ(a[3].alpha, 0.3);
+  EXPECT_EQ(a[3].beta, default_activation(ActivationKind::hard_sigmoid).beta);  // list ran out
+  EXPECT_EQ(a[4].kind, ActivationKind::tanh);
+  EXPECT_TRUE(onnx_activations({}, {}, {}).empty());
+  auto refused = [](const std::vector<std::string>& names, const std::vector<double>& alpha,
+                    const std::vector<double>& beta, const std::string& message) {
+    try {
+      onnx_activations(names, alpha, beta);
+      ADD_FAILURE() << "expected an error mentioning " << message;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Status::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  };
+  refused({"Tanh", "Elu"}, {1.0, 2.0}, {},
+          "activation_alpha has 2 values but the activations take 1");
+  refused({"Elu"}, {}, {0.5}, "activation_beta has 1 values but the activations take 0");
+  refused({"Tanh", "Swish"}, {}, {}, "activations[1]");
+}
+
 struct BadOnnxConfig {
   const char* name;
   void (*mutate)(Config&);
@@ -202,13 +237,24 @@ TEST(OnnxOptions, InvalidCombinationsAreRefused) {
   const BadOnnxConfig cases[] = {
       {"reverse_and_bidirectional", [](Config& c) { c.reverse = c.bidirectional = true; },
        "bidirectional"},
-      {"peephole_on_gru", [](Config& c) { c.cell = CellType::gru; c.peephole = true; }, "peephole"},
-      {"input_forget_on_rnn", [](Config& c) { c.cell = CellType::rnn_tanh; c.input_forget = true; },
+      {"peephole_on_gru",
+       [](Config& c) {
+         c.cell = CellType::gru;
+         c.peephole = true;
+       },
+       "peephole"},
+      {"input_forget_on_rnn",
+       [](Config& c) {
+         c.cell = CellType::rnn_tanh;
+         c.input_forget = true;
+       },
        "input_forget"},
       {"negative_gate_clip", [](Config& c) { c.gate_clip = -1.0; }, "gate_clip (= -1"},
       {"nan_gate_clip", [](Config& c) { c.gate_clip = std::nan(""); }, "gate_clip"},
       {"two_activations_for_lstm",
-       [](Config& c) { c.activations = {{ActivationKind::tanh}, {ActivationKind::tanh}}; },
+       [](Config& c) {
+         c.activations = {{ActivationKind::tanh}, {ActivationKind::tanh}};
+       },
        "activations has 2 entries"},
   };
   for (const auto& bc : cases) {
@@ -244,7 +290,9 @@ TEST(OnnxOptions, CpuRunsThem) {
        [](Config& c) { c.activations = {{ActivationKind::softsign}}; }, true},
       {"reverse", CellType::lstm, [](Config& c) { c.reverse = true; }, false},
       {"default_activations_spelled_out", CellType::gru,
-       [](Config& c) { c.activations = {{ActivationKind::sigmoid}, {ActivationKind::tanh}}; },
+       [](Config& c) {
+         c.activations = {{ActivationKind::sigmoid}, {ActivationKind::tanh}};
+       },
        false},
   };
   for (const Case& k : cases) {

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "rnnx/config.hpp"
 #include "rnnx/weights.hpp"
@@ -20,5 +22,20 @@ void import_onnx_layer(const Config& config, const WeightLayout& layout, int64_t
 // The inverse: one layer of `flat` as ONNX tensors (any of W, R, B, P may be null to skip).
 void export_onnx_layer(const Config& config, const WeightLayout& layout, int64_t layer,
                        const void* flat, double* W, double* R, double* B, double* P);
+
+// Whether an activation reads a value of ONNX's activation_alpha / activation_beta lists:
+// alpha: Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, HardSigmoid, Elu; beta: Affine,
+// ScaledTanh, HardSigmoid.
+bool onnx_takes_alpha(ActivationKind kind);
+bool onnx_takes_beta(ActivationKind kind);
+
+// ONNX's `activations` attribute with its `activation_alpha` / `activation_beta` lists as
+// rnnx activations: names matched case-insensitively (activation_from_string), each with
+// ONNX's default alpha and beta, then the lists consumed in order by the activations that
+// take them (onnx_takes_alpha, onnx_takes_beta). Throws invalid_argument naming activations[k] for
+// an unknown name and activation_alpha / activation_beta when values are left over.
+std::vector<Activation> onnx_activations(const std::vector<std::string>& names,
+                                         const std::vector<double>& alpha,
+                                         const std::vector<double>& beta);
 
 }  // namespace rnnx

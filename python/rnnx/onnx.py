@@ -18,10 +18,10 @@ GATES = {"lstm": 4, "gru": 3, "rnn": 1}
 # The functions of one direction: LSTM f, g, h; GRU f, g; RNN f.
 ACTIVATIONS_PER_DIRECTION = {"lstm": 3, "gru": 2, "rnn": 1}
 # The activations that read ONNX's activation_alpha / activation_beta lists, which are
-# consumed in order by the activations that take a value (as tools/rnnx/case_file.cpp does).
-TAKES_ALPHA = frozenset({"Affine", "LeakyRelu", "ThresholdedRelu", "ScaledTanh", "HardSigmoid",
-                         "Elu"})
-TAKES_BETA = frozenset({"Affine", "ScaledTanh", "HardSigmoid"})
+# consumed in order by the activations that take a value: rnnx::onnx_takes_alpha / _beta,
+# the one definition every front end uses.
+TAKES_ALPHA = _rnnx.ONNX_TAKES_ALPHA
+TAKES_BETA = _rnnx.ONNX_TAKES_BETA
 DIRECTIONS = ("forward", "reverse", "bidirectional")
 
 
@@ -107,28 +107,13 @@ def onnx_activations(activations, activation_alpha=None, activation_beta=None):
                                          f"{activations!r}")
     alpha = [] if activation_alpha is None else [float(v) for v in activation_alpha]
     beta = [] if activation_beta is None else [float(v) for v in activation_beta]
-    out = []
-    ia = ib = 0
+    names = []
     for k, name in enumerate(activations):
         name = _text(name)
         if not isinstance(name, str):
             raise _rnnx.InvalidArgumentError(f"activations[{k}] must be a name, got {name!r}")
-        try:
-            canonical, a, b = _rnnx.default_activation(name)
-        except _rnnx.InvalidArgumentError as e:
-            raise _rnnx.InvalidArgumentError(f"activations[{k}]: {e}") from None
-        if canonical in TAKES_ALPHA and ia < len(alpha):
-            a, ia = alpha[ia], ia + 1
-        if canonical in TAKES_BETA and ib < len(beta):
-            b, ib = beta[ib], ib + 1
-        out.append((canonical, a, b))
-    if ia < len(alpha):
-        raise _rnnx.InvalidArgumentError(
-            f"activation_alpha has {len(alpha)} values but the activations take {ia}")
-    if ib < len(beta):
-        raise _rnnx.InvalidArgumentError(
-            f"activation_beta has {len(beta)} values but the activations take {ib}")
-    return tuple(out)
+        names.append(name)
+    return tuple(tuple(a) for a in _rnnx.onnx_activations(names, alpha, beta))
 
 
 def _layer_config(family, input_size, hidden_size, bidirectional, bias, peephole, num_layers=1):

@@ -650,6 +650,26 @@ PYBIND11_MODULE(_rnnx, m) {
       "name"_a,
       "(name, alpha, beta) of an ONNX activation with ONNX's default alpha and beta; the name "
       "is matched case-insensitively and returned in ONNX's spelling.");
+  m.def(
+      "onnx_activations",
+      [](const std::vector<std::string>& names, const std::vector<double>& alpha,
+         const std::vector<double>& beta) {
+        return activation_list(rnnx::onnx_activations(names, alpha, beta));
+      },
+      "names"_a, "alpha"_a, "beta"_a,
+      "ONNX's activations with activation_alpha / activation_beta as [(name, alpha, beta)]: "
+      "ONNX's defaults, then the lists consumed in order by the activations that take them.");
+  {
+    // The activations that read a value of those lists, by ONNX name.
+    py::list alpha, beta;
+    for (int k = 0; k <= static_cast<int>(rnnx::ActivationKind::softplus); ++k) {
+      const auto kind = static_cast<rnnx::ActivationKind>(k);
+      if (rnnx::onnx_takes_alpha(kind)) alpha.append(rnnx::to_string(kind));
+      if (rnnx::onnx_takes_beta(kind)) beta.append(rnnx::to_string(kind));
+    }
+    m.attr("ONNX_TAKES_ALPHA") = py::frozenset(alpha);
+    m.attr("ONNX_TAKES_BETA") = py::frozenset(beta);
+  }
   m.def("import_onnx_layer", &import_onnx, "config"_a, "layer"_a, "W"_a, "R"_a, "B"_a = py::none(),
         "P"_a = py::none(), "weights"_a,
         "Writes one layer's ONNX tensors W [D, G*H, I], R [D, G*H, H], B [D, 2*G*H] and "

@@ -9,7 +9,9 @@
 namespace rnnx {
 namespace {
 
-[[noreturn]] void invalid(const std::string& msg) { throw Error(Status::invalid_argument, msg); }
+[[noreturn]] void invalid(const std::string& msg) {
+  throw Error(Status::invalid_argument, msg);
+}
 
 // Copies gate blocks of `rows_per_gate` rows x `cols` between an ONNX tensor (one
 // direction's slice) and a flat parameter, in either direction.
@@ -31,11 +33,11 @@ void move_gates(const Config& c, int64_t gates, int64_t rows_per_gate, int64_t c
 }
 
 template <typename T, bool kImport>
-void convert_layer(const Config& c, const WeightLayout& layout, int64_t layer, double* W,
-                   double* R, double* B, double* P, T* flat) {
+void convert_layer(const Config& c, const WeightLayout& layout, int64_t layer, double* W, double* R,
+                   double* B, double* P, T* flat) {
   if (layer < 0 || layer >= c.num_layers) {
-    invalid("layer (= " + std::to_string(layer) + ") must be in [0, num_layers (= " +
-            std::to_string(c.num_layers) + "))");
+    invalid("layer (= " + std::to_string(layer) +
+            ") must be in [0, num_layers (= " + std::to_string(c.num_layers) + "))");
   }
   if (kImport && B && !c.bias) invalid("B given but the config has bias = false");
   if (kImport && P && !c.peephole) invalid("P given but the config has peephole = false");
@@ -97,6 +99,43 @@ void export_onnx_layer(const Config& config, const WeightLayout& layout, int64_t
     convert_layer<float, false>(config, layout, layer, W, R, B, P,
                                 const_cast<float*>(static_cast<const float*>(flat)));
   }
+}
+
+bool onnx_takes_alpha(ActivationKind k) {
+  return k == ActivationKind::affine || k == ActivationKind::leaky_relu ||
+         k == ActivationKind::thresholded_relu || k == ActivationKind::scaled_tanh ||
+         k == ActivationKind::hard_sigmoid || k == ActivationKind::elu;
+}
+bool onnx_takes_beta(ActivationKind k) {
+  return k == ActivationKind::affine || k == ActivationKind::scaled_tanh ||
+         k == ActivationKind::hard_sigmoid;
+}
+
+std::vector<Activation> onnx_activations(const std::vector<std::string>& names,
+                                         const std::vector<double>& alpha,
+                                         const std::vector<double>& beta) {
+  std::vector<Activation> out;
+  size_t ia = 0, ib = 0;
+  for (size_t k = 0; k < names.size(); ++k) {
+    Activation a;
+    try {
+      a = default_activation(activation_from_string(names[k]));
+    } catch (const Error& e) {
+      invalid("activations[" + std::to_string(k) + "]: " + e.what());
+    }
+    if (onnx_takes_alpha(a.kind) && ia < alpha.size()) a.alpha = alpha[ia++];
+    if (onnx_takes_beta(a.kind) && ib < beta.size()) a.beta = beta[ib++];
+    out.push_back(a);
+  }
+  if (ia < alpha.size()) {
+    invalid("activation_alpha has " + std::to_string(alpha.size()) +
+            " values but the activations take " + std::to_string(ia));
+  }
+  if (ib < beta.size()) {
+    invalid("activation_beta has " + std::to_string(beta.size()) +
+            " values but the activations take " + std::to_string(ib));
+  }
+  return out;
 }
 
 }  // namespace rnnx

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "rnnx/convert.hpp"
 #include "rnnx/error.hpp"
 
 namespace rnnx::tool {
@@ -18,28 +19,33 @@ namespace {
 using nlohmann::json;
 
 // Every key case.json may hold; anything else must be listed in "ignore".
-const std::vector<std::string> kKnownKeys = {"cell",      "input_size",   "hidden_size",
-                                             "proj_size", "num_layers",   "bidirectional",
-                                             "bias",      "batch_first",  "gru_linear_before_reset",
-                                             "cell_clip", "proj_clip",    "clip_nan",
-                                             "dropout",   "seed",         "dropout_counter",
-                                             "training",  "padding_fill", "dtype",
-                                             "ignore",    "direction",    "peephole",
-                                             "gate_clip", "input_forget", "activations",
-                                             "activation_alpha",          "activation_beta",
+const std::vector<std::string> kKnownKeys = {"cell",
+                                             "input_size",
+                                             "hidden_size",
+                                             "proj_size",
+                                             "num_layers",
+                                             "bidirectional",
+                                             "bias",
+                                             "batch_first",
+                                             "gru_linear_before_reset",
+                                             "cell_clip",
+                                             "proj_clip",
+                                             "clip_nan",
+                                             "dropout",
+                                             "seed",
+                                             "dropout_counter",
+                                             "training",
+                                             "padding_fill",
+                                             "dtype",
+                                             "ignore",
+                                             "direction",
+                                             "peephole",
+                                             "gate_clip",
+                                             "input_forget",
+                                             "activations",
+                                             "activation_alpha",
+                                             "activation_beta",
                                              "math"};
-
-// ONNX's activation alpha/beta lists are consumed in order by the activations that take
-// them (LeakyRelu 0.01 and friends keep ONNX's defaults when the list runs out).
-bool takes_alpha(ActivationKind k) {
-  return k == ActivationKind::affine || k == ActivationKind::leaky_relu ||
-         k == ActivationKind::thresholded_relu || k == ActivationKind::scaled_tanh ||
-         k == ActivationKind::hard_sigmoid || k == ActivationKind::elu;
-}
-bool takes_beta(ActivationKind k) {
-  return k == ActivationKind::affine || k == ActivationKind::scaled_tanh ||
-         k == ActivationKind::hard_sigmoid;
-}
 
 class Reader {
  public:
@@ -131,27 +137,19 @@ class Reader {
     return out;
   }
   std::vector<Activation> activations() const {
-    std::vector<Activation> out;
     const json* v = get("activations");
-    if (v == nullptr || v->is_null()) return out;
+    if (v == nullptr || v->is_null()) return {};
     if (!v->is_array()) fail("activations", "must be an array of names, got " + v->dump());
+    std::vector<std::string> names;
     for (const auto& e : *v) {
       if (!e.is_string()) fail("activations", "must be an array of names, got " + v->dump());
-      try {
-        out.push_back(default_activation(activation_from_string(e.get<std::string>())));
-      } catch (const Error& err) {
-        fail("activations", err.what());
-      }
+      names.push_back(e.get<std::string>());
     }
-    const std::vector<double> alpha = numbers("activation_alpha"), beta = numbers("activation_beta");
-    size_t ia = 0, ib = 0;
-    for (auto& a : out) {
-      if (takes_alpha(a.kind) && ia < alpha.size()) a.alpha = alpha[ia++];
-      if (takes_beta(a.kind) && ib < beta.size()) a.beta = beta[ib++];
+    try {
+      return onnx_activations(names, numbers("activation_alpha"), numbers("activation_beta"));
+    } catch (const Error& err) {
+      throw Error(Status::invalid_argument, path_ + ": " + err.what());
     }
-    if (ia < alpha.size()) fail("activation_alpha", "has more values than the activations take");
-    if (ib < beta.size()) fail("activation_beta", "has more values than the activations take");
-    return out;
   }
   Clip clip(const std::string& key) const {
     const json* v = get(key);
@@ -230,7 +228,8 @@ CaseSpec parse_case_text(const std::string& path, const std::string& text) {
   }
   c.peephole = r.boolean("peephole", false);
   c.input_forget = r.boolean("input_forget", false);
-  if (const json* gc = r.get("gate_clip"); gc && !gc->is_null()) c.gate_clip = r.number("gate_clip", *gc);
+  if (const json* gc = r.get("gate_clip"); gc && !gc->is_null())
+    c.gate_clip = r.number("gate_clip", *gc);
   c.activations = r.activations();
   c.bias = r.boolean("bias", true);
   spec.batch_first = r.boolean("batch_first", false);
