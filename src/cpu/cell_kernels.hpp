@@ -85,6 +85,7 @@ struct GruForward {
   const T* b_hn = nullptr;  // [H]
   const T* hg = nullptr;    // [rows, 3H] h_{t-1} W_hh^T
   T* gates = nullptr;       // [rows, 3H] in: x W_ih^T; out: r, z, n
+  bool keep_gates = true;   // write r, z, n out (training: backward reads them)
   T* hn_keep = nullptr;     // optional [rows, H]: h W_hn^T + b_hn, kept for backward
   T* h_state = nullptr;     // [rows, H] in: h_{t-1}; out: h_t
   T* y = nullptr;

@@ -169,9 +169,11 @@ void gru_forward_tile(const GruForward<typename V::S>& k, Tile t) {
       const F hn = V::add(V::load(hg + 2 * H + j, n), V::load(k.b_hn + j, n));
       const F nv = V::tanh(
           V::fma(r, hn, V::add(V::load(g + 2 * H + j, n), V::load(k.bias + 2 * H + j, n))));
-      V::store(g + j, r, n);
-      V::store(g + H + j, z, n);
-      V::store(g + 2 * H + j, nv, n);
+      if (k.keep_gates) {
+        V::store(g + j, r, n);
+        V::store(g + H + j, z, n);
+        V::store(g + 2 * H + j, nv, n);
+      }
       if (hn_keep) V::store(hn_keep + j, hn, n);
       const F h = V::fma(z, V::load(hs + j, n), V::mul(V::sub(one, z), nv));
       V::store(hs + j, h, n);
