@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include "alloc_counter.hpp"
+#include "core/schedule.hpp"
 #include "test_util.hpp"
 
 namespace rnnx_test {
@@ -265,6 +266,40 @@ INSTANTIATE_TEST_SUITE_P(Backends, Buffers, all_backends(), backend_param_name);
 
 // ---------------------------------------------------------------------------------------
 // Accessors, names, moves (reference; the values do not depend on the backend).
+
+// core::rows_in_place says "in place" exactly when gathering the caller's rows into packed
+// sorted order would leave them as they are (the packed layout; full lengths time-major, or
+// one sequence), which is when the cpu backend skips the gather, the scatter and their room.
+TEST(Schedule, RowsInPlaceExactlyWhenTheGatherIsTheIdentity) {
+  struct Case {
+    const char* name;
+    SequenceShape shape;
+  };
+  const std::vector<Case> cases = {
+      {"time-major full", SequenceShape::padded(4, 3)},
+      {"time-major full, lengths given", SequenceShape::padded(4, 3, {4, 4, 4})},
+      {"time-major ragged", SequenceShape::padded(4, 3, {4, 2, 4})},
+      {"time-major sorted ragged", SequenceShape::padded(4, 3, {4, 3, 1})},
+      {"batch-first full", SequenceShape::padded(4, 3, {}, true)},
+      {"batch-first one sequence", SequenceShape::padded(4, 1, {}, true)},
+      {"batch-first one short sequence", SequenceShape::padded(4, 1, {3}, true)},
+      {"time-major one short sequence", SequenceShape::padded(4, 1, {2})},
+      {"packed", SequenceShape::packed({3, 2, 1}, {2, 0, 1})},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const core::Schedule s = core::make_schedule(c.shape);
+    // Row r of the caller's tensor holds r: the gather is the identity iff every packed row
+    // r' gets value r' and the caller's rows cover exactly the real tokens.
+    const int64_t caller_rows = c.shape.layout == Layout::packed ? s.tokens : s.T * s.B;
+    std::vector<double> src(caller_rows), dst(s.tokens, -1.0);
+    for (int64_t r = 0; r < caller_rows; ++r) src[r] = static_cast<double>(r);
+    core::gather_rows(c.shape, s, src.data(), dst.data(), 1);
+    bool identity = caller_rows == s.tokens;
+    for (int64_t r = 0; r < s.tokens; ++r) identity = identity && dst[r] == static_cast<double>(r);
+    EXPECT_EQ(core::rows_in_place(c.shape, s), identity);
+  }
+}
 
 TEST(Plan, TensorSizes) {
   Config c = make_config(CellType::lstm, 17, 34, 2, true, DataType::f32, 5);

@@ -132,6 +132,58 @@ void bulk_input_projection(const Problem& p, const ForwardArgs& a, int64_t l, in
                      X.map_at(r0));
 }
 
+// The step kernels' arguments for the rows [r0, r0 + bs) of a step whose output rows start
+// at y (the same for the per-step and the team loops; LSTMP redirects h afterwards).
+template <typename T>
+RnnForward<T> rnn_forward_args(const Problem& p, const ForwardDirBuffers<T>& db, int64_t bs, T* y,
+                               T* hs) {
+  return {.rows = bs,
+          .H = p.H,
+          .relu = p.cell == CellType::rnn_relu,
+          .bias = db.bias,
+          .hg = db.hg,
+          .y = y,
+          .ld_y = p.DP,
+          .h_state = hs};
+}
+
+template <typename T>
+LstmForward<T> lstm_forward_args(const Problem& p, const ReserveDir<T>& rd,
+                                 const ForwardDirBuffers<T>& db, bool training, int64_t bs,
+                                 int64_t r0, T* gates, const Clamp<T>& cell_clip, T* y, T* hs) {
+  return {.rows = bs,
+          .H = p.H,
+          .bias = db.bias,
+          .hg = db.hg,
+          .gates = gates,
+          .keep_gates = training,
+          .c_state = db.c_state,
+          .c_keep = training ? rd.c + r0 * p.H : nullptr,
+          .c_pass = training && rd.c_pass ? rd.c_pass + r0 * p.H : nullptr,
+          .cell_clip = cell_clip,
+          .h = y,
+          .ld_h = p.DP,
+          .h_state = hs};
+}
+
+// Linear-before-reset GRU.
+template <typename T>
+GruForward<T> gru_forward_args(const Problem& p, const ReserveDir<T>& rd,
+                               const ForwardDirBuffers<T>& db, bool training, int64_t bs,
+                               int64_t r0, T* gates, T* y, T* hs) {
+  return {.rows = bs,
+          .H = p.H,
+          .bias = db.bias,
+          .b_hn = db.bias + p.GH,
+          .hg = db.hg,
+          .gates = gates,
+          .keep_gates = training,
+          .hn_keep = training ? rd.hn + r0 * p.H : nullptr,
+          .h_state = hs,
+          .y = y,
+          .ld_y = p.DP};
+}
+
 // The time loop of one layer and direction, after the bulk input projection.
 template <typename T>
 void forward_time_loop(const Problem& p, const ForwardArgs& a, int64_t l, int64_t d,
@@ -171,35 +223,20 @@ void forward_time_loop(const Problem& p, const ForwardArgs& a, int64_t l, int64_
       case CellType::rnn_tanh:
       case CellType::rnn_relu:
         fw.hh.run(bs, hs, P, false, db.hg, H, ap);
-        step(p, rnn_forward<T>, onnx_rnn_forward<T>, ox,
-             RnnForward<T>{.rows = bs,
-                           .H = H,
-                           .relu = p.cell == CellType::rnn_relu,
-                           .bias = bias,
-                           .hg = db.hg,
-                           .y = y,
-                           .ld_y = DP,
-                           .h_state = hs});
+        step(p, rnn_forward<T>, onnx_rnn_forward<T>, ox, rnn_forward_args(p, db, bs, y, hs));
         break;
       case CellType::lstm: {
         fw.hh.run(bs, hs, P, false, db.hg, GH, ap);
         // With projection h_full goes to the reserve (training) or scratch, then r = h_full
         // W_hr^T lands in y and becomes the state; without, h is the output and the state.
         T* h_full = !p.proj ? nullptr : training ? rd.h_full + r0 * H : db.scratch;
-        step(p, lstm_forward<T>, onnx_lstm_forward<T>, ox,
-             LstmForward<T>{.rows = bs,
-                            .H = H,
-                            .bias = bias,
-                            .hg = db.hg,
-                            .gates = gates,
-                            .keep_gates = training,
-                            .c_state = db.c_state,
-                            .c_keep = training ? rd.c + r0 * H : nullptr,
-                            .c_pass = training && rd.c_pass ? rd.c_pass + r0 * H : nullptr,
-                            .cell_clip = cell_clip,
-                            .h = p.proj ? h_full : y,
-                            .ld_h = p.proj ? H : DP,
-                            .h_state = p.proj ? nullptr : hs});
+        LstmForward<T> kl = lstm_forward_args(p, rd, db, training, bs, r0, gates, cell_clip, y, hs);
+        if (p.proj) {
+          kl.h = h_full;
+          kl.ld_h = H;
+          kl.h_state = nullptr;
+        }
+        step(p, lstm_forward<T>, onnx_lstm_forward<T>, ox, kl);
         if (p.proj) {
           fw.hr.run(bs, h_full, H, false, y, DP, ap);
           proj_forward(ProjForward<T>{.rows = bs,
@@ -216,17 +253,7 @@ void forward_time_loop(const Problem& p, const ForwardArgs& a, int64_t l, int64_
         if (p.gru_lbr) {
           fw.hh.run(bs, hs, P, false, db.hg, GH, ap);
           step(p, gru_forward<T>, onnx_gru_forward<T>, ox,
-               GruForward<T>{.rows = bs,
-                             .H = H,
-                             .bias = bias,
-                             .b_hn = b_hn,
-                             .hg = db.hg,
-                             .gates = gates,
-                             .keep_gates = training,
-                             .hn_keep = training ? rd.hn + r0 * H : nullptr,
-                             .h_state = hs,
-                             .y = y,
-                             .ld_y = DP});
+               gru_forward_args(p, rd, db, training, bs, r0, gates, y, hs));
         } else {
           // r and z first: n needs W_hn (r * h), a second GEMM.
           fw.hh.run(bs, hs, P, false, db.hg, GH, ap);
@@ -328,45 +355,14 @@ void forward_time_loop_team(const Problem& p, const ForwardArgs& a, int64_t l, i
           switch (p.cell) {
             case CellType::rnn_tanh:
             case CellType::rnn_relu:
-              kernels.rnn_forward(RnnForward<T>{.rows = bs,
-                                                .H = H,
-                                                .relu = p.cell == CellType::rnn_relu,
-                                                .bias = db.bias,
-                                                .hg = db.hg,
-                                                .y = y,
-                                                .ld_y = DP,
-                                                .h_state = hs},
-                                  tile);
+              kernels.rnn_forward(rnn_forward_args(p, db, bs, y, hs), tile);
               break;
             case CellType::lstm:
               kernels.lstm_forward(
-                  LstmForward<T>{.rows = bs,
-                                 .H = H,
-                                 .bias = db.bias,
-                                 .hg = db.hg,
-                                 .gates = gates,
-                                 .keep_gates = training,
-                                 .c_state = db.c_state,
-                                 .c_keep = training ? rd.c + r0 * H : nullptr,
-                                 .c_pass = training && rd.c_pass ? rd.c_pass + r0 * H : nullptr,
-                                 .cell_clip = cell_clip,
-                                 .h = y,
-                                 .ld_h = DP,
-                                 .h_state = hs},
-                  tile);
+                  lstm_forward_args(p, rd, db, training, bs, r0, gates, cell_clip, y, hs), tile);
               break;
             case CellType::gru:
-              kernels.gru_forward(GruForward<T>{.rows = bs,
-                                                .H = H,
-                                                .bias = db.bias,
-                                                .b_hn = db.bias + GH,
-                                                .hg = db.hg,
-                                                .gates = gates,
-                                                .keep_gates = training,
-                                                .hn_keep = training ? rd.hn + r0 * H : nullptr,
-                                                .h_state = hs,
-                                                .y = y,
-                                                .ld_y = DP},
+              kernels.gru_forward(gru_forward_args(p, rd, db, training, bs, r0, gates, y, hs),
                                   tile);
               break;
           }
