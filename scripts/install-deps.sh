@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages rnnx builds, tests and benchmarks with. Idempotent.
+# One line per stage on the terminal; apt's own output goes to a log file, shown on failure.
 set -euo pipefail
 packages=(
   build-essential cmake git
-  libgtest-dev libbenchmark-dev
+  libgtest-dev                 # the C++ test suites
   libdnnl-dev                  # oneDNN: float32 GEMMs of the cpu backend, peer in benchmarks
   libopenblas-openmp-dev       # OpenBLAS (OpenMP build): float64 GEMMs
-  nlohmann-json3-dev libcli11-dev libfmt-dev
-  python3 python3-numpy python3-torch   # the PyTorch cross-check (Debian's /usr/bin/python3)
+  nlohmann-json3-dev libcli11-dev          # the rnnx command (JSON case files, flags)
+  python3 python3-numpy python3-torch      # the PyTorch cross-check (Debian's /usr/bin/python3)
   python3-dev pybind11-dev python3-pytest  # the Python bindings and their tests
   python3-onnx libonnx-testdata            # ONNX's own node tests
 )
@@ -15,9 +16,28 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ ${#missing[@]} -gt 0 ]; then
-  SUDO=""
-  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
 fi
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+log=${RNNX_DEPS_LOG:-${TMPDIR:-/tmp}/rnnx-install-deps.log}
+: >"$log"
+stage() {  # stage DESCRIPTION COMMAND...: one line, the command's output to the log
+  local what=$1 start=$SECONDS
+  shift
+  printf 'install-deps: %s ... ' "$what"
+  if "$@" >>"$log" 2>&1; then
+    echo "done ($((SECONDS - start)) s)"
+  else
+    echo "FAILED"
+    echo "install-deps: the last lines of $log:" >&2
+    tail -n 40 "$log" >&2
+    exit 1
+  fi
+}
+echo "install-deps: ${#missing[@]} of ${#packages[@]} packages missing: ${missing[*]}"
+stage "updating the package lists" $SUDO apt-get update -q
+stage "installing (with their dependencies; apt's log: $log)" \
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
