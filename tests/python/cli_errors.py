@@ -2,6 +2,8 @@
 # `rnnx run` on deliberately broken cases: each must be refused with exit status 2 (1 for
 # an unwritable output) and one stderr line `rnnx: error: ...` naming the file or key and
 # the values; and the variants the format allows (.npy 2.0/3.0, mixed dtypes) must run.
+# Also the command line itself: --version, unknown subcommands, each subcommand's errors
+# pointing at its own --help, and what `info` and `run` say of the algorithm's origin.
 """Needs only numpy. Usage: /usr/bin/python3 tests/python/cli_errors.py --rnnx PATH"""
 
 import argparse
@@ -163,8 +165,9 @@ GRU_CHECKS = [
 ]
 
 
-def run(rnnx, args):
-    return subprocess.run([rnnx] + args, capture_output=True, text=True, timeout=120)
+def run(rnnx, args, env=None):
+    return subprocess.run([rnnx] + args, capture_output=True, text=True, timeout=120,
+                          env=None if env is None else {**os.environ, **env})
 
 
 def check_status(name, proc, status, needles):
@@ -226,14 +229,62 @@ def main():
     blocker = os.path.join(root, "a_file")
     open(blocker, "w").write("not a directory")
     for name, argv, status, needles in [
-        ("no_out", ["run", good], 2, ["--out is required"]),
-        ("bad_backend", ["run", good, "--out", root + "/o1", "--backend", "gpu"], 2, ["--backend"]),
+        ("no_out", ["run", good], 2, ["--out is required", "(see rnnx run --help)"]),
+        ("bad_backend", ["run", good, "--out", root + "/o1", "--backend", "gpu"], 2,
+         ["--backend", "(see rnnx run --help)"]),
         ("negative_threads", ["run", good, "--out", root + "/o2", "--threads", "-1"], 2, ["--threads"]),
         ("case_dir_missing", ["run", root + "/nope", "--out", root + "/o3"], 2, ["nope: not a directory"]),
         ("out_is_a_file", ["run", good, "--out", blocker, "--backend", "reference"], 1, ["cannot create the output directory"]),
-        ("no_subcommand", [], 2, ["subcommand"]),
+        ("no_subcommand", [], 2, ["a subcommand is required: info, run or bench", "(see rnnx --help)"]),
+        # A misspelt subcommand or an unknown first option is named, with the subcommands.
+        ("unknown_subcommand", ["frobnicate"], 2,
+         ['unknown subcommand "frobnicate"', "the subcommands are info, run and bench", "(see rnnx --help)"]),
+        ("unknown_option", ["--verbose"], 2, ["unknown option --verbose", "info, run or bench"]),
+        # A subcommand's own error points at that subcommand's help, not the command's.
+        ("run_no_args", ["run"], 2, ["case_dir is required", "(see rnnx run --help)"]),
+        ("bench_no_flags", ["bench"], 2, ["is required", "(see rnnx bench --help)"]),
+        ("bench_bad_value", ["bench", "--input", "x"], 2, ["--input", "(see rnnx bench --help)"]),
+        ("info_bad_flag", ["info", "--verbose"], 2, ["--verbose", "(see rnnx info --help)"]),
     ]:
         report(name, check_status(name, run(args.rnnx, argv), status, needles))
+
+    # --version prints the library's version (the one `rnnx info` reports), nothing else.
+    info = json.loads(run(args.rnnx, ["info", "--json"]).stdout)
+    proc = run(args.rnnx, ["--version"])
+    report("version", [] if proc.returncode == 0 and proc.stdout == f"rnnx {info['version']}\n"
+           and not proc.stderr else [f"status {proc.returncode}, stdout {proc.stdout!r}, "
+                                     f"stderr {proc.stderr!r}, expected 'rnnx {info['version']}'"])
+
+    # Whether the cpu plan's algorithm came from the search or the heuristic, in `rnnx info`
+    # (the probe's) and `rnnx run`: "/tuned" at the end of impl_name() means the search.
+    def choice_problems(env, expect_choice):
+        problems = []
+        j = run(args.rnnx, ["info", "--json"], env)
+        cpu = json.loads(j.stdout)["backends"]["cpu"]
+        if not cpu["available"]:
+            return []  # a build without the cpu backend: nothing to say
+        searched = cpu["detail"].endswith("/tuned")
+        if cpu.get("choice") != ("search" if searched else "heuristic"):
+            problems.append(f"info --json: choice {cpu.get('choice')!r} for {cpu['detail']!r}")
+        if expect_choice and cpu.get("choice") != expect_choice:
+            problems.append(f"info --json: choice {cpu.get('choice')!r}, expected {expect_choice!r}")
+        text = run(args.rnnx, ["info"], env).stdout
+        want = "chosen by the search" if searched else "from the heuristic"
+        if want not in text:
+            problems.append(f"info does not say {want!r}: {text!r}")
+        p = run(args.rnnx, ["run", good, "--out", root + "/o_choice", "--backend", "cpu"], env)
+        if p.returncode != 0 or not ("(algorithm chosen by the search" in p.stdout
+                                     or "(algorithm from the heuristic" in p.stdout):
+            problems.append(f"run says nothing of the choice: {p.returncode} {p.stdout!r} {p.stderr!r}")
+        if expect_choice == "heuristic" and "RNNX_AUTOTUNE=0" not in p.stdout:
+            problems.append(f"run does not name RNNX_AUTOTUNE=0: {p.stdout!r}")
+        return problems
+
+    report("choice_default", choice_problems(None, None))
+    report("choice_autotune_off", choice_problems({"RNNX_AUTOTUNE": "0"}, "heuristic"))
+    p = run(args.rnnx, ["run", good, "--out", root + "/o_ref", "--backend", "reference"])
+    report("choice_reference", [] if p.returncode == 0 and "algorithm" not in p.stdout
+           else [f"the reference backend chooses nothing: {p.stdout!r} {p.stderr!r}"])
 
     shutil.rmtree(root, ignore_errors=True)
     print(f"{passed} passed, {failed} failed")

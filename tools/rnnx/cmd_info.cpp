@@ -2,7 +2,8 @@
 // building a tiny plan on each, so "available" means a plan really builds), the CPU ISA
 // detected and used, the GEMM engine, the math mode (whether float32 GEMMs can run in bf16
 // and what RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION selects), the default thread count and the
-// algorithm search. Text or --json.
+// algorithm search, and whether the cpu probe's algorithm came from the search or the
+// heuristic. Text or --json.
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -18,11 +19,13 @@ namespace {
 struct BackendProbe {
   Backend backend;
   bool available = false;
-  std::string detail;  // the impl name of the probe plan, or why it could not be built
+  std::string detail;   // the impl name of the probe plan, or why it could not be built
+  std::string problem;  // the probe's problem name
+  ChoiceOrigin origin;
 };
 
 BackendProbe probe(Backend backend) {
-  BackendProbe p{backend, false, {}};
+  BackendProbe p{backend, false, {}, {}, {}};
   Config config;  // the smallest LSTM: enough to make the backend build a plan
   config.input_size = 1;
   config.hidden_size = 1;
@@ -30,6 +33,8 @@ BackendProbe probe(Backend backend) {
     Plan plan(config, SequenceShape::padded(1, 1), PlanOptions{backend, 0});
     p.available = true;
     p.detail = plan.impl_name();
+    p.problem = plan.problem_name();
+    p.origin = choice_origin(p.detail);
   } catch (const Error& e) {
     p.detail = std::string(to_string(e.code())) + ": " + e.what();
   }
@@ -39,9 +44,9 @@ BackendProbe probe(Backend backend) {
 // Math mode allow_conversion on this machine: the bf16 GEMM kernel, and what the
 // environment variable selects for configs left at from_environment.
 struct MathProbe {
-  std::string bf16_gemm;    // amx-bf16, avx512-bf16, none, or the error
-  const char* env_value;    // null when unset
-  std::string selected;     // fp32, allow_conversion, or "invalid: <message>"
+  std::string bf16_gemm;  // amx-bf16, avx512-bf16, none, or the error
+  const char* env_value;  // null when unset
+  std::string selected;   // fp32, allow_conversion, or "invalid: <message>"
 };
 
 MathProbe probe_math() {
@@ -72,7 +77,12 @@ int run_info(bool as_json) {
     j["compiler"] = build.compiler;
     j["sanitizers"] = build.sanitizers;
     for (const auto& p : probes) {
-      j["backends"][to_string(p.backend)] = {{"available", p.available}, {"detail", p.detail}};
+      auto& b = j["backends"][to_string(p.backend)];
+      b = {{"available", p.available}, {"detail", p.detail}};
+      if (!p.origin.key.empty()) {
+        b["probe"] = p.problem;
+        b["choice"] = p.origin.key;
+      }
     }
     j["cpu_isa_detected"] = cpu_isa_detected();
     j["cpu_isa_used"] = cpu_isa_used();
@@ -93,16 +103,21 @@ int run_info(bool as_json) {
   for (const auto& p : probes) {
     std::printf("backend:   %-9s %s (%s)\n", to_string(p.backend),
                 p.available ? "available" : "not available", p.detail.c_str());
+    if (!p.origin.key.empty()) {
+      // The probe is a toy problem: its choice says nothing about another problem's.
+      std::printf("           probe %s: %s; each problem gets its own\n", p.problem.c_str(),
+                  p.origin.text.c_str());
+    }
   }
   std::printf("cpu isa:   detected %s, used %s\n", cpu_isa_detected(), cpu_isa_used());
   std::printf("gemm:      %s\n", build.gemm_engine);
   const bool bf16 = math.bf16_gemm == "amx-bf16" || math.bf16_gemm == "avx512-bf16";
-  std::printf("math:      allow_conversion runs float32 GEMMs %s\n",
-              bf16 ? ("in bf16 on " + math.bf16_gemm +
-                      (math.bf16_gemm == "amx-bf16" ? " (AMX tiles)" : " (vdpbf16ps)"))
-                         .c_str()
-                   : ("in float32: no AVX512-BF16 within the ISA cap (" + math.bf16_gemm + ")")
-                         .c_str());
+  std::printf(
+      "math:      allow_conversion runs float32 GEMMs %s\n",
+      bf16 ? ("in bf16 on " + math.bf16_gemm +
+              (math.bf16_gemm == "amx-bf16" ? " (AMX tiles)" : " (vdpbf16ps)"))
+                 .c_str()
+           : ("in float32: no AVX512-BF16 within the ISA cap (" + math.bf16_gemm + ")").c_str());
   std::printf("           RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION %s selects %s\n",
               math.env_value ? ("= \"" + std::string(math.env_value) + "\"").c_str() : "unset",
               math.selected.c_str());
@@ -117,6 +132,24 @@ int run_info(bool as_json) {
 }
 
 }  // namespace
+
+ChoiceOrigin choice_origin(const std::string& impl_name) {
+  if (impl_name.rfind("cpu:", 0) != 0) return {};
+  const std::string tuned = "/tuned";
+  if (impl_name.size() >= tuned.size() &&
+      impl_name.compare(impl_name.size() - tuned.size(), tuned.size(), tuned) == 0) {
+    return {"search", "algorithm chosen by the search, which measured the candidates"};
+  }
+  bool search_on = true;
+  try {
+    search_on = autotune_enabled();
+  } catch (const Error&) {
+    // A bad RNNX_AUTOTUNE fails the plan itself, so no plan name reaches this.
+  }
+  return {"heuristic", search_on ? "algorithm from the heuristic: a single candidate, or no "
+                                   "tokens to measure"
+                                 : "algorithm from the heuristic: RNNX_AUTOTUNE=0"};
+}
 
 Command add_info_command(CLI::App& parent) {
   auto as_json = std::make_shared<bool>(false);

@@ -232,8 +232,10 @@ class CaseRunner {
         ++written;
       }
     }
-    std::printf("rnnx run: %s on %s, %s: wrote %d files to %s\n", plan.problem_name().c_str(),
-                plan.impl_name().c_str(),
+    const std::string impl = plan.impl_name();
+    const ChoiceOrigin origin = choice_origin(impl);
+    std::printf("rnnx run: %s on %s%s, %s: wrote %d files to %s\n", plan.problem_name().c_str(),
+                impl.c_str(), origin.text.empty() ? "" : (" (" + origin.text + ")").c_str(),
                 backward ? "training forward + backward"
                          : (training ? "training forward" : "inference forward"),
                 written, opts_.out_dir.c_str());

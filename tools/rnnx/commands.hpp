@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <string>
 
 namespace rnnx::tool {
 
@@ -16,5 +17,13 @@ struct Command {
 Command add_info_command(CLI::App& parent);
 Command add_run_command(CLI::App& parent);
 Command add_bench_command(CLI::App& parent);
+
+// Where a plan's algorithm came from, read off its impl_name(): a cpu plan's name ends in
+// "/tuned" when the algorithm search chose (docs/cpu.md), else it took the heuristic.
+struct ChoiceOrigin {
+  std::string key;   // "search", "heuristic", or "" for a backend that chooses nothing
+  std::string text;  // for people, e.g. "algorithm from the heuristic: RNNX_AUTOTUNE=0"
+};
+ChoiceOrigin choice_origin(const std::string& impl_name);
 
 }  // namespace rnnx::tool
