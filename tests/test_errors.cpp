@@ -135,7 +135,7 @@ std::vector<PlanCase> plan_cases() {
       // Padded shapes.
       {"T_0", bad, {"max_seq_len (= 0)"}, shape(S::padded(0, 3))},
       {"T_negative", bad, {"max_seq_len (= -2)"}, shape(S::padded(-2, 3))},
-      {"B_0", bad, {"batch (= 0)"}, shape(S::padded(5, 0))},
+      {"B_negative", bad, {"batch (= -1)"}, shape(S::padded(5, -1))},
       {"lengths_size_not_B", bad, {"lengths", "2", "batch", "3"}, shape(S::padded(5, 3, {5, 2}))},
       {"lengths_negative", bad, {"lengths[1] (= -1)"}, shape(S::padded(5, 3, {5, -1, 4}))},
       {"lengths_above_T", bad, {"lengths[2] (= 9)", "(= 5)"}, shape(S::padded(5, 3, {5, 2, 9}))},

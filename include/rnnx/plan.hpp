@@ -10,6 +10,10 @@
 // allocates nothing; with workspace == nullptr the plan uses (and keeps) its own.
 // Every tensor must be aligned to its element size; workspace and reserve to 8 bytes
 // (64 recommended: sub-buffers are carved at 64-byte offsets from the base).
+// An empty batch (B = 0, as torch.nn.LSTM accepts) is a no-op: its sequence and state
+// tensors have no elements and may be null ("required" means: when it has elements), its
+// workspaces are 0 bytes, its reserve only the header that ties backward to the forward,
+// and backward zeroes dweights when overwriting and leaves it alone when accumulating.
 // A plan may be executed by one thread at a time.
 #pragma once
 

@@ -233,8 +233,9 @@ RNNX_API rnnx_status_t rnnx_config_get_activations(rnnx_config_t config, rnnx_ac
 /* Plain values; the arrays belong to the caller and are copied by rnnx_plan_create.
  * struct_size must be set to sizeof(rnnx_sequence_desc_t) (the helpers below do it), so
  * that later versions can add fields at the end.
- *   padded (TIME_MAJOR, BATCH_FIRST): max_seq_len T >= 1, batch B >= 1, lengths [B] in
- *     0..T in any order, or NULL for all T. batch_sizes, num_steps, sorted_indices ignored.
+ *   padded (TIME_MAJOR, BATCH_FIRST): max_seq_len T >= 1, batch B >= 0 (0: an empty
+ *     batch, a no-op), lengths [B] in 0..T in any order, or NULL for all T. batch_sizes,
+ *     num_steps, sorted_indices ignored.
  *   PACKED: batch_sizes [num_steps], non-increasing and >= 1; sorted_indices
  *     [batch_sizes[0]] (sorted position -> original batch index) or NULL for the identity.
  *     max_seq_len, batch and lengths ignored (T = num_steps, B = batch_sizes[0]). */

@@ -268,7 +268,7 @@ class _RnnxModule:
                 raise invalid(f"PackedSequence data must be 2-D, got {x.dim()}-D")
             bs = batch_sizes.tolist()
             si = None if sorted_indices is None else sorted_indices.tolist()
-            batch = bs[0]
+            batch = bs[0] if bs else 0  # no steps: the plan refuses it, naming batch_sizes
             shape_key = _runtime.shape_key_packed(bs, si)
             y_shape = (x.shape[0], 0)
             batch_first = False

@@ -86,6 +86,11 @@ void require(const void* p, const char* name) {
   if (p == nullptr) invalid(std::string(name) + " is null");
 }
 
+// A tensor of no elements (every sequence tensor of an empty batch) may be null.
+void require(const void* p, int64_t numel, const char* name) {
+  if (numel > 0) require(p, name);
+}
+
 }  // namespace
 
 struct Plan::State {
@@ -180,11 +185,17 @@ int64_t Plan::h_numel() const { return state_->ctx.h_numel(); }
 int64_t Plan::c_numel() const { return state_->ctx.c_numel(); }
 int64_t Plan::weights_numel() const { return weight_layout().numel(); }
 
+// An empty batch (B = 0) runs nothing, so it needs no workspace and keeps only the
+// reserve's header: the fingerprint that ties its backward to its training forward.
 size_t Plan::forward_workspace_size(bool training) const {
-  return state_->impl->forward_workspace_size(training);
+  return batch() == 0 ? 0 : state_->impl->forward_workspace_size(training);
 }
-size_t Plan::backward_workspace_size() const { return state_->impl->backward_workspace_size(); }
-size_t Plan::reserve_size() const { return sizeof(ReserveHeader) + state_->impl->reserve_size(); }
+size_t Plan::backward_workspace_size() const {
+  return batch() == 0 ? 0 : state_->impl->backward_workspace_size();
+}
+size_t Plan::reserve_size() const {
+  return sizeof(ReserveHeader) + (batch() == 0 ? 0 : state_->impl->reserve_size());
+}
 std::string Plan::impl_name() const { return state_->impl->name(); }
 
 std::string Plan::problem_name() const {
@@ -202,9 +213,9 @@ std::string Plan::problem_name() const {
 
 void Plan::forward(const ForwardArgs& in) {
   const bool lstm = config().cell == CellType::lstm;
-  require(in.x, "forward: x");
+  require(in.x, x_numel(), "forward: x");
   require(in.weights, "forward: weights");
-  require(in.y, "forward: y");
+  require(in.y, y_numel(), "forward: y");
   if (!lstm && in.c0) invalid(std::string("forward: c0 given but cell is ") + to_string(config().cell));
   if (!lstm && in.cy) invalid(std::string("forward: cy given but cell is ") + to_string(config().cell));
   const size_t elem = static_cast<size_t>(dtype_size(config().dtype));
@@ -237,7 +248,7 @@ void Plan::forward(const ForwardArgs& in) {
     args.reserve_size = 0;
   }
   core::ThreadScope threads(state_->ctx.options.num_threads);
-  state_->impl->forward(args, ws);
+  if (batch() != 0) state_->impl->forward(args, ws);
   if (in.training) {
     ReserveHeader header{};
     header.magic = kReserveMagic;
@@ -249,7 +260,7 @@ void Plan::forward(const ForwardArgs& in) {
 
 void Plan::backward(const BackwardArgs& in) {
   const bool lstm = config().cell == CellType::lstm;
-  require(in.x, "backward: x");
+  require(in.x, x_numel(), "backward: x");
   require(in.weights, "backward: weights");
   require(in.reserve, "backward: reserve");
   const size_t elem = static_cast<size_t>(dtype_size(config().dtype));
@@ -278,6 +289,14 @@ void Plan::backward(const BackwardArgs& in) {
   args.reserve = static_cast<const char*>(in.reserve) + sizeof(ReserveHeader);
   args.reserve_size = in.reserve_size - sizeof(ReserveHeader);
   void* ws = state_->workspace(in.workspace, in.workspace_size, backward_workspace_size(), "backward");
+  if (batch() == 0) {
+    // No sequence contributes: overwritten weight gradients are zero, accumulated ones
+    // keep what they hold; dx, dh0 and dc0 have no elements.
+    if (in.dweights != nullptr && in.weight_grad_mode == GradMode::overwrite) {
+      std::memset(in.dweights, 0, static_cast<size_t>(weights_numel()) * elem);
+    }
+    return;
+  }
   core::ThreadScope threads(state_->ctx.options.num_threads);
   state_->impl->backward(args, ws, header->dropout_counter);
 }

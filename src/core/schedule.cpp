@@ -34,7 +34,9 @@ Schedule padded_schedule(const SequenceShape& shape) {
   s.T = shape.max_seq_len;
   s.B = shape.batch;
   if (s.T < 1) invalid("max_seq_len (= " + std::to_string(s.T) + ") must be at least 1");
-  if (s.B < 1) invalid("batch (= " + std::to_string(s.B) + ") must be at least 1");
+  // B = 0 is an empty batch (the last shard of a data-parallel step): a valid no-op, as in
+  // torch.nn.LSTM; T = 0 stays refused, as in torch ("sequence length ... larger than 0").
+  if (s.B < 0) invalid("batch (= " + std::to_string(s.B) + ") must be at least 0");
   checked_mul(s.T, s.B, "max_seq_len * batch");
   std::vector<int64_t> lengths = shape.lengths;
   if (lengths.empty()) {

@@ -2,7 +2,8 @@
  * rnnx.h alone (LSTM with projection, 2 layers, bidirectional, ragged batch-first; GRU
  * packed; RNN-ReLU float32), then every error path: each null argument, invalid config
  * values, bad shapes, buffers too small, unknown weight names, LSTM-only tensors for other
- * cells, versioned structs, destroy(NULL), and the thread-local last-error message.
+ * cells, versioned structs, destroy(NULL), the thread-local last-error message, and the
+ * empty batch (B = 0) as a no-op.
  * Math mode: round trip, refusal of bad values (setter and environment variable), and a
  * cross-check with ALLOW_CONVERSION under the bf16 tolerance.
  * Prints one line per check and "N passed, N failed"; exits non-zero on any failure. */
@@ -1111,8 +1112,13 @@ static void test_bad_shapes(void) {
   expect_bad_shape(c, &d, RNNX_STATUS_INVALID_ARGUMENT, "lengths[0] (= -1)", "a negative length");
   d = rnnx_sequence_desc_padded(0, 4, too_long, 0);
   expect_bad_shape(c, &d, RNNX_STATUS_INVALID_ARGUMENT, "max_seq_len (= 0)", "T = 0");
-  d = rnnx_sequence_desc_padded(6, 0, NULL, 0);
-  expect_bad_shape(c, &d, RNNX_STATUS_INVALID_ARGUMENT, "batch (= 0)", "B = 0");
+  d = rnnx_sequence_desc_padded(6, -1, NULL, 0);
+  expect_bad_shape(c, &d, RNNX_STATUS_INVALID_ARGUMENT, "batch (= -1)", "B = -1");
+  d = rnnx_sequence_desc_padded(0, 0, NULL, 0);
+  expect_bad_shape(c, &d, RNNX_STATUS_INVALID_ARGUMENT, "max_seq_len (= 0)", "T = 0, B = 0");
+  d = rnnx_sequence_desc_packed(NULL, 0, NULL);
+  expect_bad_shape(c, &d, RNNX_STATUS_INVALID_ARGUMENT, "batch_sizes is empty",
+                   "packed without steps");
   d = rnnx_sequence_desc_padded(INT64_C(1) << 40, INT64_C(1) << 40, too_long, 0);
   expect_bad_shape(c, &d, RNNX_STATUS_INVALID_ARGUMENT, "overflows", "T * B that overflows");
   d = rnnx_sequence_desc_padded(6, 4, NULL, 0);
@@ -1326,6 +1332,112 @@ static void test_execution_errors(void) {
   free(reserve);
 }
 
+static const char* empty_label(const char* label, char* buf, const char* check) {
+  snprintf(buf, 192, "%s: %s", label, check);
+  return buf;
+}
+
+/* An empty batch (B = 0) is a valid no-op on both backends and in both padded layouts:
+ * empty tensors (NULL), no workspace, a header-only reserve that still ties the backward to
+ * its training forward; overwritten weight gradients become 0, accumulated ones are kept,
+ * and nothing else is written. */
+static void test_empty_batch(void) {
+  static const rnnx_backend_t backends[2] = {RNNX_BACKEND_REFERENCE, RNNX_BACKEND_CPU};
+  const float kSentinel = 12345.0f;
+  int k, batch_first;
+  for (k = 0; k < 2; ++k) {
+    for (batch_first = 0; batch_first < 2; ++batch_first) {
+      rnnx_config_t c = lstmp_config(RNNX_DTYPE_FLOAT32);
+      rnnx_sequence_desc_t d = rnnx_sequence_desc_padded(4, 0, NULL, batch_first);
+      rnnx_plan_t p = NULL;
+      int64_t x_n = -1, y_n = -1, h_n = -1, c_n = -1, w_n = 0, b_n = -1, tokens = -1, i;
+      size_t fws = 1, fws_inf = 1, bws = 1, reserve_size = 0;
+      float *w, *dw, *kept, one_y = kSentinel, one_hy = kSentinel, one_dx = kSentinel;
+      char* reserve;
+      char label[64], what[192];
+      int ok;
+      rnnx_forward_args_t fa = rnnx_forward_args_init();
+      rnnx_backward_args_t ba = rnnx_backward_args_init();
+
+      snprintf(label, sizeof label, "empty batch (%s, %s)", k ? "cpu" : "reference",
+               batch_first ? "batch-first" : "time-major");
+      CHECK_OK(rnnx_plan_create(&p, c, &d, backends[k], 0));
+      rnnx_config_destroy(c);
+      if (p == NULL) continue;
+      CHECK_OK(rnnx_plan_get_batch(p, &b_n));
+      CHECK_OK(rnnx_plan_get_tokens(p, &tokens));
+      rnnx_plan_get_x_numel(p, &x_n);
+      rnnx_plan_get_y_numel(p, &y_n);
+      rnnx_plan_get_h_numel(p, &h_n);
+      rnnx_plan_get_c_numel(p, &c_n);
+      rnnx_plan_get_weights_numel(p, &w_n);
+      CHECK_OK(rnnx_plan_get_workspace_size(p, RNNX_PHASE_FORWARD_INFERENCE, &fws_inf));
+      CHECK_OK(rnnx_plan_get_workspace_size(p, RNNX_PHASE_FORWARD_TRAINING, &fws));
+      CHECK_OK(rnnx_plan_get_workspace_size(p, RNNX_PHASE_BACKWARD, &bws));
+      CHECK_OK(rnnx_plan_get_reserve_size(p, &reserve_size));
+      ok = b_n == 0 && tokens == 0 && x_n == 0 && y_n == 0 && h_n == 0 && c_n == 0 && w_n > 0;
+      report(ok, empty_label(label, what, "B, tokens, sequence and state numel 0, weights > 0"),
+             "a size is wrong");
+      report(fws_inf == 0 && fws == 0 && bws == 0 && reserve_size > 0 && reserve_size <= 64,
+             empty_label(label, what, "no workspace, a reserve of at most its 64-byte header"),
+             "a workspace or reserve size is wrong");
+
+      w = (float*)calloc((size_t)w_n, sizeof(float));
+      dw = (float*)malloc((size_t)w_n * sizeof(float));
+      kept = (float*)malloc((size_t)w_n * sizeof(float));
+      reserve = (char*)calloc(reserve_size, 1);
+      for (i = 0; i < w_n; ++i) dw[i] = kept[i] = (float)i * 0.25f;
+
+      /* Inference with NULL x and y, then a backward: refused, the reserve is unmarked. */
+      fa.weights = w;
+      CHECK_OK(rnnx_plan_forward(p, &fa));
+      ba.weights = w;
+      ba.dweights = dw;
+      ba.weight_grad_mode = RNNX_GRAD_MODE_ACCUMULATE;
+      ba.reserve = reserve;
+      ba.reserve_size = reserve_size;
+      CHECK(rnnx_plan_backward(p, &ba), RNNX_STATUS_INVALID_ARGUMENT,
+            "reserve was not written by a training forward of this plan");
+      /* NULL stays refused where the tensor has elements. */
+      fa.weights = NULL;
+      CHECK(rnnx_plan_forward(p, &fa), RNNX_STATUS_INVALID_ARGUMENT, "forward: weights is null");
+      fa.weights = w;
+      fa.training = 1;
+      CHECK(rnnx_plan_forward(p, &fa), RNNX_STATUS_INVALID_ARGUMENT,
+            "forward (training): reserve is null");
+
+      /* Training forward into one-element sentinels (non-NULL but empty tensors). */
+      fa.y = &one_y;
+      fa.hy = &one_hy;
+      fa.reserve = reserve;
+      fa.reserve_size = reserve_size;
+      CHECK_OK(rnnx_plan_forward(p, &fa));
+      report(one_y == kSentinel && one_hy == kSentinel,
+             empty_label(label, what, "training forward writes nothing"), "y or hy changed");
+
+      /* Accumulate keeps dweights; overwrite zeroes it; dx is not written. */
+      ba.dx = &one_dx;
+      CHECK_OK(rnnx_plan_backward(p, &ba));
+      report(memcmp(dw, kept, (size_t)w_n * sizeof(float)) == 0 && one_dx == kSentinel,
+             empty_label(label, what, "accumulate keeps dweights, dx untouched"),
+             "dweights or dx changed");
+      ba.weight_grad_mode = RNNX_GRAD_MODE_OVERWRITE;
+      ba.dx = NULL;
+      CHECK_OK(rnnx_plan_backward(p, &ba));
+      ok = 1;
+      for (i = 0; i < w_n; ++i) ok = ok && dw[i] == 0.0f;
+      report(ok, empty_label(label, what, "overwrite zeroes dweights"),
+             "a dweights entry is not 0");
+
+      rnnx_plan_destroy(p);
+      free(w);
+      free(dw);
+      free(kept);
+      free(reserve);
+    }
+  }
+}
+
 /* c0, cy, dcy, dc0 belong to LSTM; given to a GRU plan they are refused. */
 static void test_lstm_only_tensors(void) {
   rnnx_config_t c = NULL;
@@ -1529,6 +1641,7 @@ int main(void) {
   test_invalid_config();
   test_bad_shapes();
   test_execution_errors();
+  test_empty_batch();
   test_lstm_only_tensors();
   test_last_error();
   printf("%d passed, %d failed\n", g_passed, g_failed);
