@@ -106,6 +106,24 @@ inline Problem make_problem(const Config& c, LayoutKind layout, int64_t T, int64
   return p;
 }
 
+// A long-tail ragged batch of B sequences up to T: most short, a few long, some empty, in
+// shuffled order (a fixed pattern, so the problem names are stable).
+inline std::vector<int64_t> medium_long_tail_lengths(int64_t B, int64_t T) {
+  std::vector<int64_t> l(B);
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t k = (b * 17) % B;  // a permutation of 0..B-1 (17 is prime to 41 and 48)
+    l[b] = k < 3 ? 0 : k < B / 2 ? 1 + k % 4 : k < B - 4 ? 3 + k % (T / 2) : T - k % 3;
+  }
+  return l;
+}
+
+// Lengths spread evenly over 1..T (uniform ragged), shuffled.
+inline std::vector<int64_t> medium_uniform_lengths(int64_t B, int64_t T) {
+  std::vector<int64_t> l(B);
+  for (int64_t b = 0; b < B; ++b) l[b] = 1 + ((b * 17) % B) * T / B;
+  return l;
+}
+
 inline std::vector<Problem> cpu_vs_reference_problems() {
   std::vector<Problem> out;
   using LK = LayoutKind;
@@ -153,6 +171,19 @@ inline std::vector<Problem> cpu_vs_reference_problems() {
       c.padding_fill = s.fill;
       out.push_back(make_problem(c, s.layout, s.T, s.B, s.lengths, s.data, s.mode));
     }
+  }
+  // Medium problems, every cell: sizes at which the fast paths all run together, which
+  // the small ones above never reach: 40+ active rows (past the in-loop input projection's
+  // 32-row threshold, several 14-row tiles and a ragged last one), team loops with rows
+  // for both threads, the split input projection, several layers in both directions, and
+  // a long-tail ragged batch whose active rows fall step by step to 1 (zeros included).
+  for (const CellVariant& v : cell_variants()) {
+    Config c = config_for(v, 40, 64, 2, true, true);
+    out.push_back(make_problem(c, LK::time_major, 20, 48, medium_long_tail_lengths(48, 20), all, OW,
+                               true, "_medium"));
+    c = config_for(v, 24, 72, 3, false, true);
+    out.push_back(make_problem(c, LK::batch_first, 12, 41, medium_uniform_lengths(41, 12), dy_only,
+                               ACC, true, "_medium"));
   }
 
   // Dropout between layers (training), fixed seed and counter, every cell.

@@ -560,6 +560,58 @@ TEST_P(Invariants, DifferentPlansRunConcurrently) {
   }
 }
 
+// At medium sizes (problems.hpp says which fast paths they reach) a sequence alone still
+// equals itself inside a long-tail ragged batch of 48, at any position, the reversed batch
+// gives the reversed results, and NaN padding changes nothing. The oracle's invariants
+// are checked at the small sizes above; here only the fast backends.
+TEST_P(Invariants, MediumRaggedBatchSequencesAreIndependent) {
+  if (GetParam().backend == Backend::reference)
+    GTEST_SKIP() << "medium sizes exercise the fast backends' paths; the reference's "
+                    "invariants are checked at small sizes";
+  const int64_t T = 20, B = 48;
+  const std::vector<int64_t> lengths = medium_long_tail_lengths(B, T);
+  std::vector<Config> cs;
+  Config lstmp = make_config(CellType::lstm, 40, 64, 2, true, GetParam().dtype, 21);
+  lstmp.cell_clip = {true, -0.5, 0.55};
+  cs.push_back(lstmp);
+  cs.push_back(make_config(CellType::gru, 40, 64, 2, true, GetParam().dtype));
+  // The longest, empty, length-1 and middle sequences, first and last positions.
+  std::vector<int64_t> picks = {0, B - 1};
+  for (int64_t want : {T, int64_t{0}, int64_t{1}, T / 2}) {
+    int64_t best = 0;
+    for (int64_t b = 0; b < B; ++b)
+      if (std::abs(lengths[b] - want) < std::abs(lengths[best] - want)) best = b;
+    picks.push_back(best);
+  }
+  std::vector<int64_t> reversed(B);
+  for (int64_t b = 0; b < B; ++b) reversed[b] = B - 1 - b;
+  for (const Config& c : cs) {
+    SCOPED_TRACE(short_name(c));
+    Plan batch = plan(c, SequenceShape::padded(T, B, lengths));
+    const Data d = make_data(c, lengths, 31);
+    const Results rb = run(batch, make_tensors(batch, d, kNaN, kNaN), backward());
+    const Results r0 = run(batch, make_tensors(batch, d), backward());
+    EXPECT_TRUE(identical("y", r0.y, rb.y));
+    EXPECT_TRUE(identical("dx", r0.dx, rb.dx));
+    EXPECT_TRUE(identical("dweights", r0.dw, rb.dw));
+    const Geometry gb = geometry_of(batch.shape());
+    const double tf = 2 * tolerance(c, T, B, false), tb = 2 * tolerance(c, T, B, true);
+    for (int64_t b : picks) {
+      SCOPED_TRACE("batch position " + std::to_string(b) + ", length " +
+                   std::to_string(lengths[b]));
+      Plan alone = plan(c, SequenceShape::padded(T, 1, {lengths[b]}));
+      const Results ra = run(alone, make_tensors(alone, select(c, d, {b}), 1e30, 1e30), backward());
+      expect_sequence_equal(c, gb, rb, b, geometry_of(alone.shape()), ra, 0, tf, tb);
+    }
+    const Data dr = select(c, d, reversed);
+    Plan rev = plan(c, SequenceShape::padded(T, B, dr.lengths));
+    const Results rr = run(rev, make_tensors(rev, dr, kNaN, kNaN), backward());
+    for (int64_t k = 0; k < B; ++k)
+      expect_sequence_equal(c, gb, rb, reversed[k], geometry_of(rev.shape()), rr, k, tf, tb);
+    EXPECT_TRUE(near("dweights", rr.dw, rb.dw, tb));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, Invariants, all_backends(), backend_param_name);
 
 }  // namespace

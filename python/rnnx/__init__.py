@@ -14,8 +14,10 @@ try:
 except ImportError as e:  # pragma: no cover - depends on how the package was found
     raise ImportError(
         "rnnx: the compiled extension rnnx._rnnx was not found next to this package "
-        f"({__path__[0]}). Build the project with CMake and use PYTHONPATH=<build>/python, "
-        "or install it (docs/python.md).") from e
+        f"({__path__[0]}): this build or install holds only the pure-Python files. Build the "
+        "extension (cmake --build <build> --target rnnx_python, or the whole project), then "
+        "use PYTHONPATH=<build>/python or cmake --install <build> again (docs/python.md). "
+        f"The import failed with: {e}") from e
 
 from ._rnnx import (Config, Error, InternalError, InvalidArgumentError, OutOfMemoryError, Plan,
                     UnsupportedError, WeightParam, __version__, build_info)

@@ -58,7 +58,8 @@ std::map<std::string, fs::path> list_case_files(const fs::path& dir, const CaseS
     if (p.extension() != ".npy" || !entry.is_regular_file()) continue;
     const std::string stem = p.stem().string(), name = p.filename().string();
     if (spec.ignores(name) || spec.ignores(stem)) continue;
-    if (contains(kInputFiles, stem) || contains(kOnnxWeightFiles, stem) || looks_like_weight(stem)) {
+    if (contains(kInputFiles, stem) || contains(kOnnxWeightFiles, stem) ||
+        looks_like_weight(stem)) {
       files[stem] = p;
     } else if (!contains(kOutputFiles, stem) && stem.rfind("grad_", 0) != 0) {
       invalid((dir / name).string() +
@@ -321,7 +322,8 @@ class CaseRunner {
     const Config& c = spec_.config;
     for (const auto& [stem, path] : files_) {
       if (looks_like_weight(stem)) {
-        invalid(path.string() + ": a case gives its weights either as ONNX's W/R/B/P or by "
+        invalid(path.string() +
+                ": a case gives its weights either as ONNX's W/R/B/P or by "
                 "PyTorch's names, not both");
       }
     }
@@ -342,7 +344,8 @@ class CaseRunner {
     const std::vector<double> R = load("R", {D, GH, c.hidden_size});
     const std::vector<double> B = load("B", {D, 2 * GH});
     const std::vector<double> P = load("P", {D, 3 * c.hidden_size});
-    if (W.empty() || R.empty()) invalid((dir_ / "W.npy").string() + ": ONNX weights need both W.npy and R.npy");
+    if (W.empty() || R.empty())
+      invalid((dir_ / "W.npy").string() + ": ONNX weights need both W.npy and R.npy");
     import_onnx_layer(c, layout, 0, W.data(), R.data(), B.empty() ? nullptr : B.data(),
                       P.empty() ? nullptr : P.data(), flat.data());
     return flat;
