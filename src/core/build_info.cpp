@@ -14,7 +14,10 @@ BuildInfo build_info() {
   info.version = RNNX_VERSION_STRING;
   info.build_type = RNNX_BUILD_TYPE;
   info.compiler = "g++ " __VERSION__;
-  info.gemm_engine = "packed-avx512, else onednn-sgemm (float32), openblas-dgemm (float64)";
+  // On AVX-512 machines both float32 engines are candidates of the algorithm search.
+  info.gemm_engine =
+      "float32 packed-avx512 or onednn-sgemm (the search measures both; "
+      "only onednn-sgemm without AVX-512), float64 openblas-dgemm";
 #if defined(__SANITIZE_ADDRESS__)
   info.sanitizers = true;
 #else
@@ -23,6 +26,8 @@ BuildInfo build_info() {
   return info;
 }
 
-int max_threads() { return omp_get_max_threads(); }
+int max_threads() {
+  return omp_get_max_threads();
+}
 
 }  // namespace rnnx
