@@ -547,23 +547,10 @@ inline bool derivative_jumps(const Config& c) {
   return false;
 }
 
+// The bound every backend is held to (rnnx::error_bound, include/rnnx/error_bound.hpp):
+// one definition for the C++ and Python tests and the PyTorch cross-check.
 inline double tolerance(const Config& c, int64_t T, int64_t B, bool backward) {
-  constexpr double kActivationUlps = 8, kBiases = 2, kSafety = 2;
-  const double eps = c.dtype == DataType::f32 ? std::numeric_limits<float>::epsilon()
-                                              : std::numeric_limits<double>::epsilon();
-  const double I_l = static_cast<double>(std::max(c.input_size, out_width(c)));
-  const double P = static_cast<double>(c.output_size());
-  const double proj = c.proj_size > 0 ? static_cast<double>(c.hidden_size) : 0.0;
-  const double steps = static_cast<double>(T + c.num_layers);
-  double depth = (I_l + P + kBiases + proj + kActivationUlps) * steps;
-  if (backward) {
-    depth += static_cast<double>(gates_per_cell(c.cell) * c.hidden_size) * steps +
-             static_cast<double>(T * B);
-  }
-  const double tol = kSafety * depth * eps;
-  if (!converts_to_bf16(c)) return tol;
-  constexpr double kBf16Product = 1.0 / 256, kLambda = 6;
-  return tol + kLambda * std::sqrt(depth / static_cast<double>(c.hidden_size)) * kBf16Product;
+  return rnnx::error_bound(c, T, B, backward, converts_to_bf16(c));
 }
 
 // |got - want| <= atol + rtol*|want| with rtol = tol and atol = tol * max(1, max|want|):

@@ -5,6 +5,7 @@
 #include "rnnx/config.hpp"
 #include "rnnx/convert.hpp"
 #include "rnnx/error.hpp"
+#include "rnnx/error_bound.hpp"
 #include "rnnx/plan.hpp"
 #include "rnnx/sequence.hpp"
 #include "rnnx/version.hpp"

@@ -239,3 +239,15 @@ def test_low_level_plan_and_buffer_checks():
         rnnx.Config(cell="conv", input_size=1, hidden_size=1)
     with pytest.raises(rnnx.InvalidArgumentError, match="sizes|overflow|too large"):
         rnnx.Plan.padded(rnnx.Config(cell="lstm", input_size=1 << 40, hidden_size=1 << 20), 1 << 20, 1 << 20)
+
+
+def test_error_bound_is_exposed_with_the_library_formula():
+    # rnnx.error_bound is the C++ rnnx::error_bound (one definition): float32 bounds above
+    # float64's, gradients above forward values, bf16 products above both.
+    c32 = rnnx.Config(cell="lstm", input_size=16, hidden_size=32, num_layers=2)
+    c64 = rnnx.Config(cell="lstm", input_size=16, hidden_size=32, num_layers=2,
+                      dtype="float64")
+    f = rnnx.error_bound(c32, 10, 4)
+    assert 0 < rnnx.error_bound(c64, 10, 4) < f * 1e-8
+    assert rnnx.error_bound(c32, 10, 4, backward=True) > f
+    assert rnnx.error_bound(c32, 10, 4, bf16_products=True) > 100 * f

@@ -1,0 +1,22 @@
+// The accuracy rnnx promises: a bound on how far a backend's results may lie from the exact
+// values of the equations (docs/math.md), as a fraction of each tensor's scale. Every test
+// of rnnx (C++, Python, the PyTorch and ONNX cross-checks) holds the backends to it.
+#pragma once
+
+#include <cstdint>
+
+#include "rnnx/config.hpp"
+
+namespace rnnx {
+
+// max |got - exact| <= bound * (max(1, max |exact|) + |exact|), elementwise, for a problem
+// with `max_seq_len` steps and `batch` sequences: forward results (y, hy, cy) when
+// `backward` is false, gradients (dx, dh0, dc0, dweights) when true. `bf16_products`: the
+// matrix products run on bf16-rounded operands (math mode allow_conversion on a machine
+// that converts); the bound then adds bf16's rounding, which holds in the 2-norm sense for
+// random data but not elementwise where a derivative jumps (ReLU at 0, clamps at their
+// bounds). docs/math.md derives the formula.
+double error_bound(const Config& config, int64_t max_seq_len, int64_t batch, bool backward,
+                   bool bf16_products = false);
+
+}  // namespace rnnx
