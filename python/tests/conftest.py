@@ -1,5 +1,5 @@
 """Shared fixtures for the rnnx Python tests: make sure the package under test is the one
-the build assembled (ctest sets RNNX_EXPECT_BUILD_TREE), and tolerance formulas."""
+the build assembled (ctest sets RNNX_EXPECT_BUILD_TREE), and the tolerance rule."""
 
 import os
 
@@ -23,11 +23,23 @@ def _package_location():
         assert here == os.path.realpath(expected), f"testing rnnx from {here}, not {expected}"
 
 
-EPS = {np.float32: np.finfo(np.float32).eps, np.float64: np.finfo(np.float64).eps}
+def tolerance(config, T, B, backward=False):
+    """The bound for comparing rnnx with another implementation of the same equations
+    (PyTorch, ONNX's equations, the reference backend): rnnx.error_bound, the library's one
+    definition (include/rnnx/error_bound.hpp), for each side, so twice it. `config` is an
+    rnnx.Config (a module's .config) or the keyword arguments of one."""
+    if isinstance(config, dict):
+        config = rnnx.Config(**config)
+    return 2.0 * rnnx.error_bound(config, T, B, backward)
 
 
-def tolerance(dtype, depth):
-    """Absolute tolerance for values of magnitude ~1 computed by two implementations that
-    each accumulate `depth` rounded terms: each side's error is at most ~depth * eps in the
-    worst case; 4x covers both sides and the activations' own rounding."""
-    return 4.0 * depth * EPS[np.dtype(dtype).type]
+def assert_near(got, want, tol, what=""):
+    """The rule of the C++ tests' near(): |got - want| <= tol * (max(1, max |want|) + |want|),
+    the absolute part relative to the tensor's scale (an element small after cancellation
+    carries the rounding of its large terms)."""
+    got = np.asarray(got.detach().numpy() if hasattr(got, "detach") else got, np.float64)
+    want = np.asarray(want.detach().numpy() if hasattr(want, "detach") else want, np.float64)
+    assert got.shape == want.shape, f"{what}: shape {got.shape} vs {want.shape}"
+    finite = want[np.isfinite(want)]
+    scale = max(1.0, float(np.abs(finite).max()) if finite.size else 1.0)
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * scale, err_msg=what)

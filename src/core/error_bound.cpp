@@ -8,15 +8,38 @@
 
 namespace rnnx {
 
+// The bound on a backend's distance from the exact result (the reference computes in
+// double and rounds each result once), from the accumulation depth:
+//   A dot product of depth K computed in precision eps has error <= K*eps*sum|terms|
+//   (Higham, Accuracy and Stability, 3.1); here every term is O(1): |w| <= 1/sqrt(H),
+//   |x|, |h| <= 1, and sum|terms| <= K/sqrt(H) <= K, so K*eps bounds each step.
+//   Forward, per step: one pre-activation of depth I_l + P' (I_l = max(I, D*P') over the
+//   layers), plus the two biases, the projection (depth H), and the activation functions
+//   (a vectorised exp/tanh may be off by a few ulp: counted as kActivationUlps terms).
+//   Errors made at one step are carried along the sequence and up the layers; with the
+//   weights above the recurrence is non-expanding on average (spectral radius of
+//   W_hh ~ 1/sqrt(3)), so the step errors add up over at most T + L steps.
+//   Backward adds, per step, dh = W_hh^T da and dx = W_ih^T da (depth G*H), carried
+//   back the same T + L steps, and the weight gradients sum over all B*T tokens.
+// kSafety = 2 covers the O(1) amplification the sum above ignores. For float32 this is
+// ~1e-4..1e-3 relative, far below what a wrong equation gives (>= 1e-2), and far above
+// what a correct kernel shows (~1e-6); for float64 it is ~1e-12.
+//
+// Math mode allow_conversion (float32 with bf16 GEMMs; resolved_math_mode, so also through
+// RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION=1): each operand of a product is rounded to bf16,
+// relative error <= 2^-9 each, so each product carries a relative error <= 2^-8
+// (kBf16Product); the sums stay float32 (the bound above still applies on top). Unlike
+// the accumulation's, these errors do not compound along a sum: a dot product's error is
+// <= 2^-8 * sum|terms|, and since rounding to nearest makes them unbiased and independent
+// they add like a random walk, |error| <= lambda * sqrt(n) * 2^-8 * max|term| over the n
+// terms that reach a result (Higham and Mary, "A new approach to probabilistic rounding
+// error analysis", 2019: probability >= 1 - 2 exp(-lambda^2 / 2); lambda = 6 gives 3e-8
+// per element). n is the depth above (every term of every step that reaches a result,
+// and the B*T tokens of a weight gradient) and |term| <= 1/sqrt(H) (|w| <= 1/sqrt(H),
+// |x|, |h| <= 1). This is ~1e-1 for the tests' problems, where a float32 run is held to
+// ~1e-4: loose enough for bf16's ~1e-2 worst element, still far below a wrong equation's
+// O(1).
 double error_bound(const Config& c, int64_t T, int64_t B, bool backward, bool bf16_products) {
-  // Each output element is a chain of rounded sums. Per layer and step a gate
-  // pre-activation sums the input (max(I, D*P') terms for any layer), the recurrent state
-  // (P'), two biases and, with projection, the H terms of r = W_hr h; the activations add
-  // a few ulps each (8 covers the float32 approximations' 2.5 ulp, twice per cell, and
-  // the state update). Errors carry over from step to step and from layer to layer:
-  // T + L steps deep. Backward also sums the gradient of every gate back into h (G*H per
-  // step) and, for the weight gradients, over every real token (T*B). kSafety covers the
-  // constants of the first-order analysis.
   constexpr double kActivationUlps = 8, kBiases = 2, kSafety = 2;
   const double eps = c.dtype == DataType::f32 ? std::numeric_limits<float>::epsilon()
                                               : std::numeric_limits<double>::epsilon();
@@ -32,9 +55,6 @@ double error_bound(const Config& c, int64_t T, int64_t B, bool backward, bool bf
   }
   const double bound = kSafety * depth * eps;
   if (!bf16_products || c.dtype != DataType::f32) return bound;
-  // bf16 keeps 8 significant bits: each product is off by up to 2^-8 relative, with
-  // random signs, so a sum of n of them is off by about sqrt(n) * 2^-8 times the scale of
-  // one term (~1/sqrt(H) for PyTorch's initialisation); kLambda standard deviations.
   constexpr double kBf16Product = 1.0 / 256, kLambda = 6;
   return bound + kLambda * std::sqrt(depth / static_cast<double>(c.hidden_size)) * kBf16Product;
 }

@@ -5,8 +5,10 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
 #include <string>
@@ -233,6 +235,19 @@ class CaseRunner {
                   dw.data() + p.offset * es);
         ++written;
       }
+    }
+    {  // The accuracy rnnx promises for these results (rnnx::error_bound), for checkers.
+      const bool bf16 =
+          c.dtype == DataType::f32 && resolved_math_mode(c) == MathMode::allow_conversion;
+      const int64_t T = plan.max_seq_len(), B = plan.batch();
+      nlohmann::json j;
+      j["forward"] = error_bound(c, T, B, false, bf16);
+      if (backward) j["backward"] = error_bound(c, T, B, true, bf16);
+      j["bf16_products"] = bf16;
+      std::ofstream f(out / "error_bound.json");
+      f << j.dump(2) << "\n";
+      if (!f) throw Error(Status::internal, (out / "error_bound.json").string() + ": cannot write");
+      ++written;
     }
     const std::string impl = plan.impl_name();
     const ChoiceOrigin origin = choice_origin(impl);
