@@ -11,6 +11,7 @@ packages=(
   python3 python3-numpy python3-torch      # the PyTorch cross-check (Debian's /usr/bin/python3)
   python3-dev pybind11-dev python3-pytest  # the Python bindings and their tests
   python3-onnx libonnx-testdata            # ONNX's own node tests
+  fortunes python3-tqdm python3-matplotlib # the main job's data, progress bar and plot
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -124,8 +124,8 @@ TEST(Autotune, SpaceFollowsTheEnvironment) {
   EXPECT_EQ(cpu::algo_space(context(c64, p.shape, 2)).candidates.size(), 2u);
   // Every choosing variable refuses a value it does not know, naming itself and the value,
   // and so does building a plan.
-  for (const char* variable : {"RNNX_CPU_INPUT_PROJECTION", "RNNX_CPU_GEMM",
-                               "RNNX_CPU_TIME_LOOP", "RNNX_CPU_DIRECTIONS"}) {
+  for (const char* variable : {"RNNX_CPU_INPUT_PROJECTION", "RNNX_CPU_GEMM", "RNNX_CPU_TIME_LOOP",
+                               "RNNX_CPU_DIRECTIONS"}) {
     SCOPED_TRACE(variable);
     ScopedEnv e(variable, "sideways");
     const std::string want = std::string(variable) + " (= \"sideways\")";
@@ -156,8 +156,8 @@ TEST(Autotune, SearchesRemembersAndCanBeTurnedOff) {
   {
     ScopedEnv off("RNNX_AUTOTUNE", "0");
     Plan plan(p.cfg, p.shape, o);
-    EXPECT_EQ(plan.impl_name(), std::string("cpu:") + cpu_isa_used() + "/" +
-                                    cpu::algo_name(space.heuristic, true))
+    EXPECT_EQ(plan.impl_name(),
+              std::string("cpu:") + cpu_isa_used() + "/" + cpu::algo_name(space.heuristic, true))
         << "RNNX_AUTOTUNE=0: the heuristic, not marked tuned";
     EXPECT_FALSE(core::autotune_lookup(cpu::autotune_key(context(p.cfg, p.shape, 2))))
         << "nothing searched, nothing stored";
@@ -184,6 +184,44 @@ TEST(Autotune, SearchesRemembersAndCanBeTurnedOff) {
             cpu::autotune_key(context(p.cfg, p.shape, 2)));
   EXPECT_NE(cpu::autotune_key(context(p.cfg, p.shape, 1)),
             cpu::autotune_key(context(p.cfg, p.shape, 2)));
+}
+
+// A long problem is measured with its lengths scaled to 32 steps (the rows of each step in
+// the same proportions): it shares its key, and so its choice, with that short problem, in
+// every layout; building its plan searches (here through the packed layout's branch too).
+TEST(Autotune, LongProblemsAreMeasuredShortened) {
+  RNNX_SKIP_UNLESS_AVAILABLE(Backend::cpu);
+  FreshCache fresh;
+  ScopedEnv on("RNNX_AUTOTUNE", nullptr);
+  const Config cfg = make_config(CellType::gru, 5, 24, 1, true, DataType::f32);
+  const std::vector<int64_t> lengths = {256, 0, 100, 17, 1, 255};
+  const std::vector<int64_t> scaled = {32, 0, 13, 3, 1, 32};  // ceil(len * 32 / 256)
+  for (bool batch_first : {false, true}) {
+    EXPECT_EQ(
+        cpu::autotune_key(context(cfg, SequenceShape::padded(300, 6, lengths, batch_first), 2)),
+        cpu::autotune_key(context(cfg, SequenceShape::padded(32, 6, scaled, batch_first), 2)));
+  }
+  // Packed: batch_sizes of the lengths sorted (256, 255, 100, 17, 1, 0), and of the scaled.
+  std::vector<int64_t> long_sizes(256, 0), short_sizes(32, 0);
+  for (int64_t len : {256, 255, 100, 17, 1}) {
+    for (int64_t t = 0; t < len; ++t) ++long_sizes[static_cast<size_t>(t)];
+  }
+  for (int64_t len : {32, 32, 13, 3, 1}) {
+    for (int64_t t = 0; t < len; ++t) ++short_sizes[static_cast<size_t>(t)];
+  }
+  const std::vector<int64_t> order = {4, 0, 2, 1, 3};
+  EXPECT_EQ(cpu::autotune_key(context(cfg, SequenceShape::packed(long_sizes, order), 2)),
+            cpu::autotune_key(context(cfg, SequenceShape::packed(short_sizes, order), 2)));
+  // Different proportions of rows per step: a different key.
+  EXPECT_NE(cpu::autotune_key(context(cfg, SequenceShape::padded(256, 6, {}), 2)),
+            cpu::autotune_key(context(cfg, SequenceShape::padded(300, 6, lengths), 2)));
+  for (const SequenceShape& shape :
+       {SequenceShape::padded(300, 6, lengths), SequenceShape::packed(long_sizes, order)}) {
+    Plan plan(cfg, shape, backend_options(Backend::cpu, 2));
+    const std::string name = plan.impl_name();
+    EXPECT_EQ(name.substr(name.size() - 6), "/tuned") << name;
+    EXPECT_TRUE(core::autotune_lookup(cpu::autotune_key(context(cfg, shape, 2))));
+  }
 }
 
 TEST(Autotune, UnknownSwitchValueIsRefused) {
@@ -312,8 +350,8 @@ TEST_P(EveryCandidate, MatchesTheReference) {
     core::autotune_store(cpu::autotune_key(ctx), cpu::algo_name(a, f32));
     {
       // A single candidate is the heuristic, taken without a search.
-      const std::string want = "/" + cpu::algo_name(a, f32) +
-                               (space.candidates.size() > 1 ? "/tuned" : "");
+      const std::string want =
+          "/" + cpu::algo_name(a, f32) + (space.candidates.size() > 1 ? "/tuned" : "");
       Plan plan(p.cfg, p.shape, backend_options(Backend::cpu));
       const std::string name = plan.impl_name();
       ASSERT_GE(name.size(), want.size());

@@ -7,6 +7,7 @@ are kept and handed out again instead of being allocated per call.
 
 import collections
 import threading
+import time
 
 import numpy as np
 
@@ -70,11 +71,12 @@ class ReservePool:
             fitting = [b for b in list(self._free) if b.nbytes >= nbytes]
             if fitting:
                 buf = min(fitting, key=lambda b: b.nbytes)
-                try:
-                    self._free.remove(buf)
-                    return buf
-                except ValueError:
-                    pass
+                # Found by identity: list.remove would compare arrays elementwise (an
+                # error or a warning, and a new buffer instead of the free one).
+                for i, b in enumerate(self._free):
+                    if b is buf:
+                        del self._free[i]
+                        return buf
             while len(self._free) >= self._keep:
                 self._free.pop(0)
         return aligned_bytes(nbytes)
@@ -109,6 +111,9 @@ class Engine:
         self.num_threads = int(num_threads)
         self.cache_size = int(cache_size)
         self.plans_built = 0  # for tests: how many plans this engine has built
+        # Seconds each of the last 10,000 builds took (a build whose problem is new runs the
+        # algorithm search): what a stream of batches with changing lengths pays for plans.
+        self.plan_build_seconds = collections.deque(maxlen=10_000)
         self._plans = collections.OrderedDict()
         self._configs = {}
         self._workspace = None
@@ -134,6 +139,7 @@ class Engine:
             if plan is not None:
                 self._plans.move_to_end(key)
                 return plan
+        start = time.perf_counter()
         if shape_key[0] == "padded":
             _, T, B, lengths, batch_first = shape_key
             plan = _rnnx.Plan.padded(config, T, B, None if lengths is None else list(lengths),
@@ -143,8 +149,10 @@ class Engine:
             plan = _rnnx.Plan.packed(config, list(batch_sizes),
                                      None if sorted_indices is None else list(sorted_indices),
                                      self.backend, self.num_threads)
+        seconds = time.perf_counter() - start
         with self.lock:
             self.plans_built += 1
+            self.plan_build_seconds.append(seconds)
             self._plans[key] = plan
             while len(self._plans) > self.cache_size:
                 self._plans.popitem(last=False)

@@ -423,6 +423,12 @@ class _RnnxModule:
         """How many plans this module has built (each shape once, then cached)."""
         return self._rnnx_engine.plans_built
 
+    @property
+    def rnnx_plan_build_seconds(self):
+        """Seconds each of the last 10,000 plan builds took (those that ran the algorithm
+        search take far longer than the others)."""
+        return list(self._rnnx_engine.plan_build_seconds)
+
 
 class LSTM(_RnnxModule, torch.nn.LSTM):
     """torch.nn.LSTM on rnnx. Extras: cell_clip=(lo, hi), proj_clip=(lo, hi) (with proj_size),

@@ -179,20 +179,61 @@ long quarter_octave(int64_t n) {
   return std::lround(4.0 * std::log2(std::max<int64_t>(n, 1)));
 }
 
-}  // namespace
+// The most steps a search runs. The candidates differ in what a step costs (the step
+// GEMM's engine, the input projection's split, team loops, concurrent directions) and in
+// work that follows the tokens; scaling every length by the same factor keeps how many rows
+// each step has, in the same proportions, so the shortened problem ranks the candidates as
+// the long one does, at a fraction of the cost. A stream of batches whose lengths change
+// every step (a training job) then pays little for its searches.
+constexpr int64_t kSearchSteps = 32;
 
-std::string autotune_key(const PlanContext& ctx) {
-  const Config& c = ctx.config;
+// The problem a search measures: the plan's own, with lengths scaled to at most
+// kSearchSteps steps (rounded up, so that no sequence vanishes; 0 stays 0).
+PlanContext search_context(const PlanContext& ctx) {
   const core::Schedule& s = ctx.schedule;
+  if (s.T_eff <= kSearchSteps) return ctx;
+  std::vector<int64_t> lengths(static_cast<size_t>(s.B));
+  for (int64_t i = 0; i < s.B; ++i) {
+    const int64_t len = s.sorted_lengths[static_cast<size_t>(i)];
+    lengths[static_cast<size_t>(s.sorted_to_orig[static_cast<size_t>(i)])] =
+        (len * kSearchSteps + s.T_eff - 1) / s.T_eff;
+  }
+  SequenceShape shape;
+  if (ctx.shape.layout == Layout::packed) {
+    // Scaling keeps the order, so the caller's sorted_indices still hold.
+    std::vector<int64_t> batch_sizes(static_cast<size_t>(kSearchSteps), 0);
+    for (int64_t len : lengths) {
+      for (int64_t t = 0; t < len; ++t) ++batch_sizes[static_cast<size_t>(t)];
+    }
+    shape = SequenceShape::packed(std::move(batch_sizes), ctx.shape.sorted_indices);
+  } else {
+    shape = SequenceShape::padded(kSearchSteps, s.B, std::move(lengths),
+                                  ctx.shape.layout == Layout::batch_first);
+  }
+  core::Schedule schedule = core::make_schedule(shape);
+  return PlanContext{ctx.config,  std::move(shape), std::move(schedule),
+                     ctx.weights, ctx.options,      ctx.math};
+}
+
+// The key of a problem as search_context() shortened it.
+std::string key_of(const PlanContext& probe) {
+  const Config& c = probe.config;
+  const core::Schedule& s = probe.schedule;
   std::ostringstream k;
   k << "rnnx-" << build_info().version << " cpu " << (c.dtype == DataType::f32 ? "f32" : "f64")
     << " cell=" << static_cast<int>(c.cell) << " lbr=" << c.gru_linear_before_reset
     << " I=" << c.input_size << " H=" << c.hidden_size << " P=" << c.proj_size
     << " L=" << c.num_layers << " D=" << c.num_directions() << " bias=" << c.bias
-    << " onnx=" << uses_onnx_options(c) << " bf16=" << (ctx.math == MathMode::allow_conversion)
+    << " onnx=" << uses_onnx_options(c) << " bf16=" << (probe.math == MathMode::allow_conversion)
     << " B=" << s.B << " T~" << quarter_octave(s.T_eff) << " tokens~" << quarter_octave(s.tokens)
-    << " threads=" << plan_threads(ctx) << " isa=" << cpu_isa_used();
+    << " threads=" << plan_threads(probe) << " isa=" << cpu_isa_used();
   return k.str();
+}
+
+}  // namespace
+
+std::string autotune_key(const PlanContext& ctx) {
+  return key_of(search_context(ctx));
 }
 
 template <typename T>
@@ -200,12 +241,13 @@ AlgoChoice choose_algo(const PlanContext& ctx, const AlgoSpace& space) {
   if (space.candidates.size() < 2 || !core::autotune_enabled() || ctx.schedule.tokens == 0) {
     return {space.heuristic, false};
   }
-  const std::string key = autotune_key(ctx);
+  const PlanContext probe = search_context(ctx);
+  const std::string key = key_of(probe);
   Algo cached;
   if (auto text = core::autotune_lookup(key)) {
     if (parse_algo(*text, &cached) && is_candidate(space, cached)) return {cached, true};
   }
-  const Algo chosen = search<T>(ctx, space);
+  const Algo chosen = search<T>(probe, space);
   core::autotune_store(key, algo_name(chosen, sizeof(T) == sizeof(float)));
   return {chosen, true};
 }

@@ -20,14 +20,15 @@ struct AlgoChoice {
 // (engine, time loop, directions, input projection) is changed and kept when a training
 // forward + backward on synthetic data of the plan's own shape runs at least 3% faster, in
 // a first and in a second, paired measurement of both (each the best of two runs after one
-// warm-up; one run when a run takes over 0.2 s).
+// warm-up; one run when a run takes over 0.2 s). A problem of more than 32 steps is
+// measured with its lengths scaled down to 32 steps (autotune.cpp, search_context).
 template <typename T>
 AlgoChoice choose_algo(const PlanContext& ctx, const AlgoSpace& space);
 
 // The key a problem's choice is stored under: every value that can change which algorithm
 // is fastest (dimensions, cell, math mode, batch, threads, ISA, rnnx version; steps and
-// real tokens to a quarter octave), but not the exact lengths, so that the batches of an
-// epoch with different lengths share one search.
+// real tokens, of the problem the search measures, to a quarter octave), but not the exact
+// lengths, so that the batches of an epoch with different lengths share one search.
 std::string autotune_key(const PlanContext& ctx);
 
 }  // namespace rnnx::cpu

@@ -1,7 +1,7 @@
-// The README's demo: a 2-layer bidirectional LSTM with projection (LSTMP) over a ragged
-// batch. Prints what the plan chose, a few results, checks that one sequence gives the
-// same result alone as inside the batch, and times the ragged batch against the same
-// batch padded to full length (the work should follow the real tokens).
+// A 2-layer bidirectional LSTM with projection (LSTMP) over a ragged batch, in C++. Prints
+// what the plan chose, a few results, checks that one sequence gives the same result alone
+// as inside the batch, and times the ragged batch against the same batch padded to full
+// length (the work should follow the real tokens).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
