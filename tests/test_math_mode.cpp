@@ -1,8 +1,9 @@
 // Math mode allow_conversion (Config::math, RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION): the
 // variable's parsing and refusal, the per-config setting overriding it, float64 ignoring
 // it, the plan fingerprint, the cpu backend against the reference with bf16 GEMMs on the
-// whole problem list (bf16 tolerance of test_util.hpp), float32 unchanged when it is off,
-// smaller workspaces, and the fallback when the ISA cap drops below avx512-bf16.
+// whole problem list (bf16 bounds of test_util.hpp, elementwise and in norm), float32
+// unchanged when it is off, smaller workspaces, and the fallback when the ISA cap drops
+// below avx512-bf16.
 #include <gtest/gtest.h>
 
 #include <cstdlib>

@@ -524,6 +524,12 @@ inline double tolerance(const Config& c, int64_t T, int64_t B, bool backward) {
   return rnnx::error_bound(c, T, B, backward, converts_to_bf16(c));
 }
 
+// The bound of a converting run in norm (rnnx::norm_error_bound, benchdnn's comparison of
+// bf16 results): what the whole tensor may be off by, where tolerance() bounds each element.
+inline double norm_tolerance(const Config& c, int64_t T, int64_t B, bool backward) {
+  return rnnx::norm_error_bound(c, T, B, backward);
+}
+
 // |got - want| <= atol + rtol*|want| with rtol = tol and atol = tol * max(1, max|want|):
 // the absolute part is relative to the tensor's scale, because an element that is small
 // after cancellation carries the rounding error of its large terms. NaN matches NaN and
@@ -580,6 +586,70 @@ inline ::testing::AssertionResult near_values(const std::string& what,
                                               const std::vector<double>& got,
                                               const std::vector<double>& want, double tol) {
   return near(what, Buf::from(DataType::f64, got), Buf::from(DataType::f64, want), tol);
+}
+
+// benchdnn's norm check: ||got - want||_2 / max(||want||_2, tiny) <= bound over the finite
+// elements of `want`; a non-finite element must match exactly, as in near(). `base` (the
+// initial content of accumulated weight gradients, or empty) is taken off both, so that
+// what the run added is compared, not what the caller passed in.
+inline ::testing::AssertionResult near_in_norm(const std::string& what, const Buf& got,
+                                               const Buf& want, double bound,
+                                               const std::vector<double>& base = {}) {
+  if (got.present() != want.present() || got.size() != want.size()) {
+    return ::testing::AssertionFailure()
+           << what << ": present " << got.present() << " vs " << want.present() << ", size "
+           << got.size() << " vs " << want.size();
+  }
+  double diff2 = 0.0, want2 = 0.0;
+  int64_t mismatched = 0;
+  for (int64_t i = 0; i < want.size(); ++i) {
+    const double off = base.empty() ? 0.0 : base[i];
+    const double a = got.get(i), b = want.get(i);
+    if (!std::isfinite(b) || !std::isfinite(a)) {
+      if (!(std::isnan(a) && std::isnan(b)) && a != b) ++mismatched;
+      continue;
+    }
+    diff2 += (a - b) * (a - b);
+    want2 += (b - off) * (b - off);
+  }
+  const double err =
+      std::sqrt(diff2) / std::max(std::sqrt(want2), std::numeric_limits<double>::min());
+  static const bool show = std::getenv("RNNX_TEST_SHOW_MARGIN") != nullptr;
+  if (show)
+    std::fprintf(stderr, "norm margin %-10s %.3g (%.3g of %.3g)\n", what.c_str(), err / bound, err,
+                 bound);
+  if (mismatched == 0 && err <= bound) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << what << ": relative 2-norm error " << err << " (bound " << bound << ", " << err / bound
+         << " of it), " << mismatched << " non-finite elements differ";
+}
+
+// Every result tensor both runs have, in norm: forward results within `bound_fwd`,
+// gradients within `bound_bwd`; `dw_base` as near_in_norm's `base` for the weight gradients.
+// The tensors named in `left_out` are not compared; those that fail are named in `failed`.
+inline ::testing::AssertionResult results_near_in_norm(
+    const Results& got, const Results& want, double bound_fwd, double bound_bwd,
+    const std::vector<double>& dw_base = {}, const std::vector<std::string>& left_out = {},
+    std::vector<std::string>* failed = nullptr) {
+  std::ostringstream os;
+  auto cmp = [&](const std::string& name, const Buf& a, const Buf& b, double bound,
+                 const std::vector<double>& base = {}) {
+    if (!a.present() && !b.present()) return;
+    if (std::find(left_out.begin(), left_out.end(), name) != left_out.end()) return;
+    const ::testing::AssertionResult r = near_in_norm(name, a, b, bound, base);
+    if (r) return;
+    os << "\n  " << r.message();
+    if (failed) failed->push_back(name);
+  };
+  cmp("y", got.y, want.y, bound_fwd);
+  cmp("hy", got.hy, want.hy, bound_fwd);
+  cmp("cy", got.cy, want.cy, bound_fwd);
+  cmp("dx", got.dx, want.dx, bound_bwd);
+  cmp("dh0", got.dh0, want.dh0, bound_bwd);
+  cmp("dc0", got.dc0, want.dc0, bound_bwd);
+  cmp("dweights", got.dw, want.dw, bound_bwd, dw_base);
+  if (os.str().empty()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "in norm:" << os.str();
 }
 
 // Compares every result tensor both runs have.

@@ -20,14 +20,15 @@ except ImportError as e:  # pragma: no cover - depends on how the package was fo
         f"The import failed with: {e}") from e
 
 from ._rnnx import (Config, Error, InternalError, InvalidArgumentError, OutOfMemoryError, Plan,
-                    UnsupportedError, WeightParam, __version__, build_info, error_bound)
+                    UnsupportedError, WeightParam, __version__, build_info, error_bound,
+                    norm_error_bound)
 from .modules import GRU, LSTM, RNN
 from .onnx import onnx_to_state_dict, state_dict_to_onnx
 
 __all__ = [
     "Config", "Plan", "WeightParam", "Error", "InvalidArgumentError", "UnsupportedError",
     "InternalError", "OutOfMemoryError", "RNN", "LSTM", "GRU", "build_info", "error_bound",
-    "onnx_to_state_dict", "state_dict_to_onnx", "__version__",
+    "norm_error_bound", "onnx_to_state_dict", "state_dict_to_onnx", "__version__",
 ]
 
 

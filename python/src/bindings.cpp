@@ -675,6 +675,11 @@ PYBIND11_MODULE(_rnnx, m) {
         "The accuracy rnnx promises (include/rnnx/error_bound.hpp): max |got - exact| <= "
         "bound * (max(1, max |exact|) + |exact|), for forward results or, with backward=True, "
         "gradients.");
+  m.def("norm_error_bound", &rnnx::norm_error_bound, "config"_a, "max_seq_len"_a, "batch"_a,
+        "backward"_a = false,
+        "The accuracy in norm of a run with bf16 products, math mode allow_conversion "
+        "(include/rnnx/error_bound.hpp): ||got - exact||_2 / max(||exact||_2, tiny) <= bound "
+        "over a whole tensor, for forward results or, with backward=True, gradients.");
   m.def("import_onnx_layer", &import_onnx, "config"_a, "layer"_a, "W"_a, "R"_a, "B"_a = py::none(),
         "P"_a = py::none(), "weights"_a,
         "Writes one layer's ONNX tensors W [D, G*H, I], R [D, G*H, H], B [D, 2*G*H] and "

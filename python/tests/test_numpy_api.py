@@ -250,3 +250,10 @@ def test_error_bound_is_exposed_with_the_library_formula():
     assert 0 < rnnx.error_bound(c64, 10, 4) < f * 1e-8
     assert rnnx.error_bound(c32, 10, 4, backward=True) > f
     assert rnnx.error_bound(c32, 10, 4, bf16_products=True) > 100 * f
+    # rnnx.norm_error_bound, bf16 in norm: 2 * 2^-8 * sqrt(n) over the n products in
+    # sequence (T + L forward, 2 (T + L) + 1 backward) plus the float32 bound.
+    assert rnnx.norm_error_bound(c32, 10, 4) == pytest.approx(
+        2 / 256 * np.sqrt(12) + f, rel=1e-12)
+    assert rnnx.norm_error_bound(c32, 10, 4, backward=True) == pytest.approx(
+        2 / 256 * 5 + rnnx.error_bound(c32, 10, 4, backward=True), rel=1e-12)
+    assert rnnx.norm_error_bound(c64, 10, 4) == rnnx.error_bound(c64, 10, 4)

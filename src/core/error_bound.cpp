@@ -1,5 +1,6 @@
-// The accuracy bound of include/rnnx/error_bound.hpp: accumulation depth x the unit
-// roundoff of the type, plus bf16's rounding when the products convert.
+// The accuracy bounds of include/rnnx/error_bound.hpp: accumulation depth x the unit
+// roundoff of the type, plus bf16's rounding when the products convert; elementwise
+// (error_bound) and, for bf16, in norm (norm_error_bound).
 #include "rnnx/error_bound.hpp"
 
 #include <algorithm>
@@ -57,6 +58,40 @@ double error_bound(const Config& c, int64_t T, int64_t B, bool backward, bool bf
   if (!bf16_products || c.dtype != DataType::f32) return bound;
   constexpr double kBf16Product = 1.0 / 256, kLambda = 6;
   return bound + kLambda * std::sqrt(depth / static_cast<double>(c.hidden_size)) * kBf16Product;
+}
+
+// The bound in norm of a converting run (benchdnn compares bf16 results by the relative
+// 2-norm of the difference, not element by element):
+//   A product a*b of two operands rounded to bf16 (8-bit significand: unit roundoff
+//   u = 2^-8, round to nearest even) has a relative error |d| <= 2u (+u^2). In a sum of
+//   such terms the d are unbiased and independent, so over a tensor the error's 2-norm is
+//   at most 2u times the 2-norm of the terms, and where the terms have random signs (no
+//   systematic cancellation) that is the 2-norm of the result: one product costs a
+//   relative 2-norm error <= 2u, whatever the length K of its sums (the random walk's
+//   sqrt(K) is the result's own). Products passed through one after another add
+//   independent errors of that size, carried by a recurrence that is non-expanding (as
+//   above), so a result that passes through n of them is off by <= 2u * sqrt(n) in norm.
+//   n counts the products in sequence, the same T + L steps as the depth above:
+//     forward, per step and layer one product into the gates (W_ih x and W_hh h feed one
+//     sum) and, with a projection, W_hr h: n = (T + L) * (1 + [P > 0]);
+//     backward, the forward's n (the saved activations carry its error), as many again
+//     back through W_hh^T (and W_hr^T), and the weight gradients' product over the
+//     tokens: n = 2 * (T + L) * (1 + [P > 0]) + 1.
+//   No safety factor on top: 2u is each term's worst case, about three times its rms.
+//   error_bound's float32 part (~1e-4) is added so that the bound never falls below the
+//   float32 accumulation's rounding.
+// Where a derivative jumps (ReLU at 0, a clamp at its bound) the smoothness this assumes
+// breaks only for the arguments that bf16's error moves across the jump: each such flip
+// switches one gradient element by its whole size, which is little of a large tensor's
+// norm and may be much of a small one's (tests/problems.hpp tells those cases apart).
+double norm_error_bound(const Config& c, int64_t T, int64_t B, bool backward) {
+  const double accumulation = error_bound(c, T, B, backward, false);
+  if (c.dtype != DataType::f32) return accumulation;
+  constexpr double kBf16Roundoff = 1.0 / 256;  // 2^-8
+  const double per_step = c.proj_size > 0 ? 2.0 : 1.0;
+  const double forward = static_cast<double>(T + c.num_layers) * per_step;
+  const double n = backward ? 2.0 * forward + 1.0 : forward;
+  return 2.0 * kBf16Roundoff * std::sqrt(n) + accumulation;
 }
 
 }  // namespace rnnx
