@@ -27,12 +27,13 @@ namespace rnnx {
 // what a correct kernel shows (~1e-6); for float64 it is ~1e-12.
 //
 // Math mode allow_conversion (float32 with bf16 GEMMs; resolved_math_mode, so also through
-// RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION=1): each operand of a product is rounded to bf16,
-// relative error <= 2^-9 each, so each product carries a relative error <= 2^-8
-// (kBf16Product); the sums stay float32 (the bound above still applies on top). Unlike
-// the accumulation's, these errors do not compound along a sum: a dot product's error is
-// <= 2^-8 * sum|terms|, and since rounding to nearest makes them unbiased and independent
-// they add like a random walk, |error| <= lambda * sqrt(n) * 2^-8 * max|term| over the n
+// RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION=1): each operand of a product is rounded to bf16
+// (8-bit significand: relative error <= u = 2^-8 each), so each product carries a relative
+// error <= 2u = 2^-7 (kBf16Product); the sums stay float32 (the bound above still applies
+// on top). Unlike the accumulation's, these errors do not compound along a sum: a dot
+// product's error is <= 2^-7 * sum|terms|, and since rounding to nearest makes them
+// unbiased and independent they add like a random walk,
+// |error| <= lambda * sqrt(n) * 2^-7 * max|term| over the n
 // terms that reach a result (Higham and Mary, "A new approach to probabilistic rounding
 // error analysis", 2019: probability >= 1 - 2 exp(-lambda^2 / 2); lambda = 6 gives 3e-8
 // per element). n is the depth above (every term of every step that reaches a result,
@@ -56,7 +57,7 @@ double error_bound(const Config& c, int64_t T, int64_t B, bool backward, bool bf
   }
   const double bound = kSafety * depth * eps;
   if (!bf16_products || c.dtype != DataType::f32) return bound;
-  constexpr double kBf16Product = 1.0 / 256, kLambda = 6;
+  constexpr double kBf16Product = 1.0 / 128, kLambda = 6;  // 2u, u = 2^-8
   return bound + kLambda * std::sqrt(depth / static_cast<double>(c.hidden_size)) * kBf16Product;
 }
 
