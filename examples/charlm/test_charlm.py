@@ -4,6 +4,7 @@ it samples, --compare times every variant, bad flags and data get clear messages
 data-parallel ranks train the parameters one process trains on the combined batches."""
 
 import os
+import socket
 import subprocess
 import sys
 
@@ -109,11 +110,17 @@ def test_two_ranks_train_what_one_process_trains(tmp_path):
     process on the whole batches: the same parameters after several steps (dropout off)."""
     common = TINY + ["--steps", "6", "--dropout", "0", "--evals", "0", "--samples", "0",
                      "--no-plot"]
-    env = dict(os.environ, OMP_NUM_THREADS="1")
+    # Loopback by address, not by name: a machine may resolve neither localhost nor its
+    # own hostname (a fresh chroot does not), and gloo binds to what the name gives.
+    env = dict(os.environ, OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
     script = os.path.join(HERE, "train.py")
-    subprocess.run([sys.executable, os.path.join(HERE, "torchrun.py"), "--standalone",
-                    "--nproc_per_node=2", script, "--ddp", "--out", str(tmp_path / "ddp"),
-                    *common], check=True, env=env, timeout=240)
+    subprocess.run([sys.executable, os.path.join(HERE, "torchrun.py"), "--nnodes=1",
+                    "--nproc_per_node=2", "--master_addr=127.0.0.1", f"--master_port={port}",
+                    script, "--ddp", "--out", str(tmp_path / "ddp"), *common],
+                   check=True, env=env, timeout=240)
     subprocess.run([sys.executable, script, "--out", str(tmp_path / "one"), *common],
                    check=True, env=env, timeout=240)
     ddp = torch.load(tmp_path / "ddp" / "charlm.pt")["state_dict"]
