@@ -94,7 +94,7 @@ def plan_overhead(build_seconds, steps, train_seconds):
     return text
 
 
-def plot(hist, unigram, rows, path):
+def plot(hist, unigram, rows, path, lstm="rnnx.torch.LSTM"):
     """Training and validation bits/char against real tokens seen; tokens/s per variant."""
     import matplotlib
     matplotlib.use("Agg")
@@ -109,7 +109,7 @@ def plot(hist, unigram, rows, path):
     ax.axhline(unigram, color="grey", ls="--", lw=1, label=f"unigram baseline {unigram:.2f}")
     ax.set_xlabel("real tokens seen")
     ax.set_ylabel("bits per character")
-    ax.set_title("character LM on fortunes, rnnx LSTM")
+    ax.set_title(f"character LM on fortunes, {lstm}")
     ax.legend()
     ax.grid(alpha=0.3)
     if rows:

@@ -309,8 +309,8 @@ def run(args):
         import compare
         summary.rows = compare.run(args, train_pieces, len(vocab), threads, log)
     if dist.main and not args.no_plot:
-        summary.plot = report.plot(hist, unigram, summary.rows,
-                                   os.path.join(args.out, "charlm.png"))
+        summary.plot = report.plot(hist, unigram, summary.rows, os.path.join(args.out, "charlm.png"),
+                                   "rnnx.torch.LSTM" if args.rnn == "rnnx" else "torch.nn.LSTM")
         log(f"plot: {summary.plot}")
     dist.close()
     return summary
