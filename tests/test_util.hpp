@@ -624,6 +624,19 @@ inline ::testing::AssertionResult near_in_norm(const std::string& what, const Bu
          << " of it), " << mismatched << " non-finite elements differ";
 }
 
+// Calls f(name, got's tensor, want's tensor, whether it is a gradient) for each result
+// tensor of a run, in one order: y, hy, cy, then dx, dh0, dc0, dweights.
+template <typename F>
+void for_each_result(const Results& got, const Results& want, F&& f) {
+  f("y", got.y, want.y, false);
+  f("hy", got.hy, want.hy, false);
+  f("cy", got.cy, want.cy, false);
+  f("dx", got.dx, want.dx, true);
+  f("dh0", got.dh0, want.dh0, true);
+  f("dc0", got.dc0, want.dc0, true);
+  f("dweights", got.dw, want.dw, true);
+}
+
 // Every result tensor both runs have, in norm: forward results within `bound_fwd`,
 // gradients within `bound_bwd`; `dw_base` as near_in_norm's `base` for the weight gradients.
 // The tensors named in `left_out` are not compared; those that fail are named in `failed`.
@@ -632,22 +645,16 @@ inline ::testing::AssertionResult results_near_in_norm(
     const std::vector<double>& dw_base = {}, const std::vector<std::string>& left_out = {},
     std::vector<std::string>* failed = nullptr) {
   std::ostringstream os;
-  auto cmp = [&](const std::string& name, const Buf& a, const Buf& b, double bound,
-                 const std::vector<double>& base = {}) {
+  for_each_result(got, want, [&](const char* name, const Buf& a, const Buf& b, bool backward) {
     if (!a.present() && !b.present()) return;
     if (std::find(left_out.begin(), left_out.end(), name) != left_out.end()) return;
-    const ::testing::AssertionResult r = near_in_norm(name, a, b, bound, base);
+    const bool dw = &a == &got.dw;
+    const ::testing::AssertionResult r = near_in_norm(name, a, b, backward ? bound_bwd : bound_fwd,
+                                                      dw ? dw_base : std::vector<double>{});
     if (r) return;
     os << "\n  " << r.message();
     if (failed) failed->push_back(name);
-  };
-  cmp("y", got.y, want.y, bound_fwd);
-  cmp("hy", got.hy, want.hy, bound_fwd);
-  cmp("cy", got.cy, want.cy, bound_fwd);
-  cmp("dx", got.dx, want.dx, bound_bwd);
-  cmp("dh0", got.dh0, want.dh0, bound_bwd);
-  cmp("dc0", got.dc0, want.dc0, bound_bwd);
-  cmp("dweights", got.dw, want.dw, bound_bwd, dw_base);
+  });
   if (os.str().empty()) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << "in norm:" << os.str();
 }
@@ -655,17 +662,10 @@ inline ::testing::AssertionResult results_near_in_norm(
 // Compares every result tensor both runs have.
 inline void expect_results_near(const Results& got, const Results& want, double tol_fwd,
                                 double tol_bwd, const std::string& where = "") {
-  auto cmp = [&](const char* name, const Buf& a, const Buf& b, double tol) {
+  for_each_result(got, want, [&](const char* name, const Buf& a, const Buf& b, bool backward) {
     if (!a.present() && !b.present()) return;
-    EXPECT_TRUE(near(where + name, a, b, tol));
-  };
-  cmp("y", got.y, want.y, tol_fwd);
-  cmp("hy", got.hy, want.hy, tol_fwd);
-  cmp("cy", got.cy, want.cy, tol_fwd);
-  cmp("dx", got.dx, want.dx, tol_bwd);
-  cmp("dh0", got.dh0, want.dh0, tol_bwd);
-  cmp("dc0", got.dc0, want.dc0, tol_bwd);
-  cmp("dweights", got.dw, want.dw, tol_bwd);
+    EXPECT_TRUE(near(where + name, a, b, backward ? tol_bwd : tol_fwd));
+  });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -718,7 +718,7 @@ inline std::string cpu_isa_not_available() {
     if ((backend) == ::rnnx::Backend::cpu && !::rnnx_test::cpu_backend_available())    \
       GTEST_SKIP() << "cpu backend not built yet (every cpu plan throws unsupported)"; \
     if ((backend) == ::rnnx::Backend::cpu) {                                           \
-      const std::string isa_skip = ::rnnx_test::cpu_isa_not_available();              \
+      const std::string isa_skip = ::rnnx_test::cpu_isa_not_available();               \
       if (!isa_skip.empty()) GTEST_SKIP() << isa_skip;                                 \
     }                                                                                  \
   } while (0)
