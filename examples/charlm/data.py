@@ -138,7 +138,9 @@ class Batch:
 
 
 def collate(pieces):
-    T = max(len(p) for p in pieces)
+    """The pieces as a padded batch; no pieces (a data-parallel rank's share of a batch
+    smaller than the number of ranks) gives an empty batch of one step."""
+    T = max((len(p) for p in pieces), default=1)
     inputs = torch.full((T, len(pieces)), BOUNDARY, dtype=torch.int64)
     targets = torch.full((T, len(pieces)), IGNORE, dtype=torch.int64)
     for b, p in enumerate(pieces):
