@@ -1,10 +1,15 @@
 // `rnnx bench`: times one problem given by flags in the modes infer, train and fwdbwd for
 // one or more thread counts. Every buffer is allocated once and touched before timing
 // (first touch costs ~0.3 GB/s on our VMs, PERF-NOTES.md); warm-up runs precede the
-// timed ones. One line per measurement, text or JSON (docs/bench.md).
+// timed ones. One line per measurement, text or JSON (docs/bench.md). Ctrl-C ends it at
+// once (status 130 in a shell), leaving only whole lines (docs/bench.md, "Interrupting").
+#include <pthread.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -149,6 +154,70 @@ class Buffer {
   size_t bytes_ = 0;
 };
 
+// --- Ctrl-C ---------------------------------------------------------------------------
+// A finished measurement is printed and flushed as one line at once, so everything that
+// finished is already out when SIGINT comes: the handler says so and ends the process. It
+// does so from the bench's own thread, never from an OpenMP or oneDNN worker that happened
+// to take the signal: that thread is the one that writes stdout and the algorithm search's
+// cache file, and a thread running a handler is not inside a write() (a pipe write of one
+// line is all or nothing, a file write is not cut short by SIGINT), so neither can be left
+// with half a line; a process killed while that thread was in a file write() could be.
+// It ends by SIGINT itself, not exit(130): the shell still reports 130 (128 + SIGINT), and
+// a shell loop or make running it sees the interrupt and stops too.
+pthread_t g_bench_thread;
+volatile std::sig_atomic_t g_measurements_done = 0;
+
+void on_interrupt(int) {
+  if (!pthread_equal(pthread_self(), g_bench_thread)) {
+    pthread_kill(g_bench_thread, SIGINT);  // async-signal-safe (a tgkill)
+    return;
+  }
+  // Only async-signal-safe calls from here: the number is formatted by hand.
+  char msg[128] = "\nrnnx: interrupted after ";
+  size_t n = std::strlen(msg);
+  char digits[24];
+  size_t nd = 0;
+  for (long v = g_measurements_done; nd == 0 || v > 0; v /= 10) digits[nd++] = char('0' + v % 10);
+  while (nd > 0) msg[n++] = digits[--nd];
+  const char tail[] = " finished measurement(s), each printed whole above\n";
+  std::memcpy(msg + n, tail, sizeof tail);
+  n += sizeof tail - 1;
+  [[maybe_unused]] const ssize_t written = write(STDERR_FILENO, msg, n);
+  // Die of the default action: no stdio flush, so a line not yet flushed is dropped, not torn.
+  signal(SIGINT, SIG_DFL);
+  sigset_t sigint;
+  sigemptyset(&sigint);
+  sigaddset(&sigint, SIGINT);
+  pthread_sigmask(SIG_UNBLOCK, &sigint, nullptr);  // blocked while its handler runs
+  raise(SIGINT);
+  _exit(128 + SIGINT);  // not reached
+}
+
+// Installs on_interrupt for the bench's lifetime, unless SIGINT is ignored (a background job
+// of a non-interactive shell), which stays so.
+class InterruptGuard {
+ public:
+  InterruptGuard() {
+    g_bench_thread = pthread_self();
+    g_measurements_done = 0;
+    struct sigaction action {};
+    action.sa_handler = on_interrupt;
+    sigemptyset(&action.sa_mask);
+    if (sigaction(SIGINT, nullptr, &old_) == 0 && old_.sa_handler != SIG_IGN) {
+      installed_ = sigaction(SIGINT, &action, nullptr) == 0;
+    }
+  }
+  ~InterruptGuard() {
+    if (installed_) sigaction(SIGINT, &old_, nullptr);
+  }
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+
+ private:
+  struct sigaction old_ {};
+  bool installed_ = false;
+};
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -183,6 +252,7 @@ Config make_config(const BenchOptions& o) {
 }
 
 int run_bench(const BenchOptions& o) {
+  const InterruptGuard interrupt_guard;
   const std::vector<Mode> modes = parse_modes(o.modes);
   const std::vector<int> thread_counts = parse_threads(o.threads);
   if (o.repeat < 1) invalid("--repeat (= " + std::to_string(o.repeat) + ") must be >= 1");
@@ -368,6 +438,7 @@ int run_bench(const BenchOptions& o) {
             mib(rs_used).c_str(), err_text.c_str());
       }
       std::fflush(stdout);
+      g_measurements_done = g_measurements_done + 1;
     }
         }
       }
