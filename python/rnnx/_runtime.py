@@ -6,6 +6,7 @@ are kept and handed out again instead of being allocated per call.
 """
 
 import collections
+import operator
 import threading
 import time
 
@@ -37,6 +38,31 @@ def invalid(message):
     return _rnnx.InvalidArgumentError(message)
 
 
+def seed_arg(value):
+    """A dropout seed as an int in [0, 2**64), the binding's uint64."""
+    try:
+        seed = operator.index(value)
+    except TypeError:
+        raise TypeError(f"seed must be an integer, got {value!r} "
+                        f"({type(value).__name__})") from None
+    if not 0 <= seed < 2 ** 64:
+        raise invalid(f"seed (= {seed}) must be in [0, 2**64)")
+    return seed
+
+
+def count_arg(value, name):
+    """A count argument (num_threads, ...) as an int >= 0, checked when the module is built
+    rather than at its first call. Floats are refused, not truncated, as torch.nn does."""
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {value!r} "
+                        f"({type(value).__name__})") from None
+    if n < 0:
+        raise invalid(f"{name} (= {n}) must be >= 0")
+    return n
+
+
 def resolve_backend(config, backend):
     """The backend a module runs `config` on. None or 'auto': 'cpu', or 'reference' when the
     cpu backend refuses the config (no config today: it runs ONNX's options too). An explicit
@@ -44,6 +70,11 @@ def resolve_backend(config, backend):
     first call. The cpu backend decides by the config alone, so a plan for one step of one
     sequence is enough to ask it."""
     if backend not in (None, "auto", "cpu"):
+        if not isinstance(backend, str):
+            raise TypeError(f"backend must be a string or None, got {backend!r}")
+        # A misspelt name, or a backend that cannot run the config, is refused now rather
+        # than at the first call; a plan for one step of one sequence costs next to nothing.
+        _rnnx.Plan.padded(config, 1, 1, backend=backend)
         return backend
     if not config.uses_onnx_options:
         return "cpu"
@@ -108,7 +139,7 @@ class Engine:
 
     def __init__(self, backend="cpu", num_threads=0, cache_size=32):
         self.backend = backend
-        self.num_threads = int(num_threads)
+        self.num_threads = count_arg(num_threads, "num_threads")
         self.cache_size = int(cache_size)
         self.plans_built = 0  # for tests: how many plans this engine has built
         # Seconds each of the last 10,000 builds took (a build whose problem is new runs the
@@ -187,16 +218,79 @@ def shape_key_packed(batch_sizes, sorted_indices):
     return ("packed", tuple(batch_sizes), None if sorted_indices is None else tuple(sorted_indices))
 
 
+_INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+
+
 def as_index_list(values, name):
-    """lengths / batch_sizes / sorted_indices from a list, NumPy array or torch tensor."""
-    if hasattr(values, "detach"):  # torch tensor, without importing torch here
-        values = values.detach().cpu().numpy()
-    arr = np.asarray(values)
+    """lengths / batch_sizes / sorted_indices from a list, NumPy array or torch tensor, as
+    Python ints. Floats are accepted when they hold whole numbers (torch's own lengths are
+    often float tensors); anything else, and values outside int64 (which the binding would
+    refuse with an opaque overload error), raises rnnx.InvalidArgumentError naming `name`."""
+    try:
+        if hasattr(values, "detach"):  # torch tensor, without importing torch here
+            values = values.detach().cpu().numpy()
+        arr = np.asarray(values)
+    except Exception as e:  # a meta tensor, a ragged list, ...
+        raise invalid(f"{name} must be a 1-D sequence of integers; converting "
+                      f"{type(values).__name__} failed: {e}") from None
     if arr.ndim != 1:
         raise invalid(f"{name} must be 1-D, got shape {tuple(arr.shape)}")
-    if arr.size and arr.dtype.kind not in "iu":
-        if arr.dtype.kind == "f" and np.all(arr == np.floor(arr)):
-            arr = arr.astype(np.int64)
-        else:
-            raise invalid(f"{name} must hold integers, got dtype {arr.dtype}")
-    return [int(v) for v in arr]
+    if arr.size == 0:
+        return []
+    if arr.dtype.kind == "f":
+        bad = ~np.isfinite(arr) | (arr != np.floor(arr)) | (arr < _INT64_MIN) | (arr >= 2.0 ** 63)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise invalid(f"{name} must hold integers, but {name}[{i}] (= {float(arr[i])}) is "
+                          "not a whole number in int64's range")
+        return [int(v) for v in arr]
+    if arr.dtype.kind == "O":
+        # Python ints too large for int64 land here; so do None and strings.
+        for i, v in enumerate(arr):
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+                raise invalid(f"{name} must hold integers, got {name}[{i}] = {v!r}")
+    elif arr.dtype.kind not in "iu":
+        raise invalid(f"{name} must hold integers, got dtype {arr.dtype}")
+    out = [int(v) for v in arr]
+    for i, v in enumerate(out):
+        if not _INT64_MIN <= v <= _INT64_MAX:
+            raise invalid(f"{name} must hold integers in int64's range, but {name}[{i}] = {v}")
+    return out
+
+
+# Array kinds a float computation may take by conversion: bool, signed, unsigned, float.
+# Complex would lose its imaginary part (NumPy only warns), and strings, objects and dates
+# would be parsed or reinterpreted as numbers.
+_REAL_KINDS = "biuf"
+
+
+def as_real_array(value, name, dtype):
+    """value (a NumPy array, a torch tensor, nested lists) as a C-contiguous array of
+    `dtype`, converted with one copy when needed; rnnx.InvalidArgumentError naming `name`
+    for anything that is not real-valued numbers."""
+    if hasattr(value, "detach"):  # torch tensor, without importing torch here
+        t = value.detach()
+        if getattr(t, "layout", None) is not None and str(t.layout) != "torch.strided":
+            raise invalid(f"{name} must be a dense (strided) tensor, got layout {t.layout}")
+        if t.is_complex():
+            raise invalid(f"{name} has dtype {t.dtype}; a real (floating-point) array is needed")
+        try:
+            t = t.cpu().resolve_neg().resolve_conj()
+            # NumPy has no bfloat16; float32 holds every bfloat16 exactly.
+            if str(t.dtype) == "torch.bfloat16":
+                t = t.float()
+            value = t.numpy()
+        except Exception as e:  # a meta tensor, ...
+            raise invalid(f"{name}: cannot read a {t.dtype} tensor ({e})") from None
+    try:
+        arr = np.asarray(value)
+    except Exception as e:  # ragged nested lists
+        raise invalid(f"{name} must be an array of numbers; converting {type(value).__name__} "
+                      f"failed: {e}") from None
+    if arr.dtype.kind not in _REAL_KINDS:
+        what = "" if arr.dtype.kind != "O" else f" ({type(value).__name__})"
+        raise invalid(f"{name} has dtype {arr.dtype}{what}; a real (bool, integer or "
+                      f"floating-point) array is needed")
+    # asarray, not ascontiguousarray: that one turns a 0-d array into 1-d, which would make
+    # the caller's shape message wrong.
+    return np.asarray(arr, dtype=dtype, order="C")

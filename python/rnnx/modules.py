@@ -10,6 +10,7 @@ options (reverse, peephole, gate_clip, input_forget, activations) and `from_onnx
 
 import collections
 import math as _pymath
+import operator
 
 import numpy as np
 
@@ -22,18 +23,24 @@ _DTYPES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}
 
 
 def _dtype_name(dtype):
-    dt = np.dtype(dtype)
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise _rnnx.UnsupportedError(f"dtype {dtype!r} is not a NumPy dtype (np.float32 or "
+                                     "np.float64)") from None
     if dt not in _DTYPES:
         raise _rnnx.UnsupportedError(f"dtype {dt} is not supported (float32 or float64)")
     return _DTYPES[dt]
 
 
-def _to_array(value, name):
-    if value is None:
-        return None
-    if hasattr(value, "detach"):  # torch tensor
-        value = value.detach().cpu().numpy()
-    return np.asarray(value)
+def _size_arg(value, name):
+    """A size argument as an int. Like torch.nn, a float (2.5, or even 2.0) is refused
+    rather than truncated, so a computed size that went wrong is not silently rounded."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {value!r} "
+                        f"({type(value).__name__})") from None
 
 
 def _clip_arg(clip, name):
@@ -71,15 +78,17 @@ class _Recurrent:
                  reverse=False, peephole=False, gate_clip=0.0, input_forget=False,
                  activations=None, direction=None, math="from_environment"):
         self.batch_first = bool(batch_first)
-        self.dtype = np.dtype(dtype)
+        self.dtype = np.dtype(_dtype_name(dtype))
         bidirectional, reverse = _direction_args(direction, bidirectional, reverse)
         kwargs = dict(
-            cell=cell, input_size=int(input_size), hidden_size=int(hidden_size),
-            proj_size=int(proj_size), num_layers=int(num_layers), bidirectional=bidirectional,
+            cell=cell, input_size=_size_arg(input_size, "input_size"),
+            hidden_size=_size_arg(hidden_size, "hidden_size"),
+            proj_size=_size_arg(proj_size, "proj_size"),
+            num_layers=_size_arg(num_layers, "num_layers"), bidirectional=bidirectional,
             bias=bool(bias), gru_linear_before_reset=bool(gru_linear_before_reset),
             cell_clip=_clip_arg(cell_clip, "cell_clip"), proj_clip=_clip_arg(proj_clip, "proj_clip"),
-            clip_nan=clip_nan, dropout=float(dropout), seed=int(seed),
-            dtype=_dtype_name(self.dtype), padding_fill=float(padding_fill), reverse=reverse,
+            clip_nan=clip_nan, dropout=float(dropout), seed=_runtime.seed_arg(seed),
+            dtype=_DTYPES[self.dtype], padding_fill=float(padding_fill), reverse=reverse,
             peephole=bool(peephole), gate_clip=float(gate_clip), input_forget=bool(input_forget),
             activations=activations, math=str(math))
         config = _rnnx.Config(**kwargs)  # parses and checks everything, activations included
@@ -139,6 +148,9 @@ class _Recurrent:
         """Load from a mapping name -> array (NumPy arrays or torch tensors, e.g. a torch.nn
         module's state_dict()). `prefix` is stripped from the keys ('lstm.' for a submodule).
         With strict, missing and unexpected keys are errors."""
+        if not hasattr(state_dict, "items"):
+            raise invalid(f"load_state_dict: state_dict must be a mapping name -> array, got "
+                          f"{type(state_dict).__name__}")
         own = self.params
         given = {}
         for key, value in state_dict.items():
@@ -154,7 +166,7 @@ class _Recurrent:
         for name, value in given.items():
             if name not in own:
                 continue
-            arr = _to_array(value, name)
+            arr = _runtime.as_real_array(value, f"load_state_dict: {name}", self.dtype)
             if tuple(arr.shape) != own[name].shape:
                 raise invalid(f"load_state_dict: {name} has shape {tuple(arr.shape)}, "
                               f"expected {own[name].shape}")
@@ -268,7 +280,7 @@ class _Recurrent:
         def state(v, name):
             if v is None:
                 return None
-            v = _to_array(v, name)
+            v = _runtime.as_real_array(v, name, self.dtype)
             if v.ndim != 3:
                 raise invalid(f"{name} must be 3-D, got shape {v.shape}")
             return np.swapaxes(v, 0, 1) if layout1 else v
@@ -295,7 +307,7 @@ class _Recurrent:
     def _check_state(self, value, name, batch, width):
         if value is None:
             return None
-        arr = np.ascontiguousarray(_to_array(value, name), dtype=self.dtype)
+        arr = _runtime.as_real_array(value, name, self.dtype)
         want = self._state_shape(batch, width)
         if arr.shape != want:
             raise invalid(f"{name} has shape {arr.shape}, expected {want} "
@@ -305,7 +317,7 @@ class _Recurrent:
     def _prepare(self, x, lengths, batch_first, batch_sizes, sorted_indices):
         """x as a dense array of the module's dtype, the plan, and the output shape."""
         c = self.config
-        x = np.ascontiguousarray(_to_array(x, "x"), dtype=self.dtype)
+        x = _runtime.as_real_array(x, "x", self.dtype)
         if batch_sizes is not None:
             if lengths is not None:
                 raise invalid("give either lengths (padded x) or batch_sizes (packed x), not both")
@@ -407,7 +419,7 @@ class _Recurrent:
             raise invalid(f"backward: dcy given but the cell is {c.cell}")
         batch = s["batch"]
         if dy is not None:
-            dy = np.ascontiguousarray(_to_array(dy, "dy"), dtype=self.dtype)
+            dy = _runtime.as_real_array(dy, "dy", self.dtype)
             if dy.shape != s["y_shape"]:
                 raise invalid(f"dy has shape {dy.shape}, expected the shape of y {s['y_shape']}")
         dhy = self._check_state(dhy, "dhy", batch, c.output_size)
@@ -438,6 +450,9 @@ class _Recurrent:
     def plan_for(self, x_shape, lengths=None, batch_first=None):
         """The cached plan for a padded x of this shape (built if needed)."""
         batch_first = self.batch_first if batch_first is None else bool(batch_first)
+        if len(x_shape) != 3:
+            raise invalid(f"x_shape must be 3-D [T, B, input_size] (or [B, T, input_size] with "
+                          f"batch_first), got {tuple(x_shape)}")
         T, B = (x_shape[1], x_shape[0]) if batch_first else (x_shape[0], x_shape[1])
         lens = None if lengths is None else _runtime.as_index_list(lengths, "lengths")
         return self._engine.plan(self.config, self._config_key,

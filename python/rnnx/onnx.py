@@ -42,7 +42,10 @@ def _to_numpy(a, name):
     if a is None:
         return None
     if hasattr(a, "detach"):  # torch tensor
-        a = a.detach().cpu().numpy()
+        a = a.detach().cpu().resolve_neg().resolve_conj()
+        if str(a.dtype) == "torch.bfloat16":  # NumPy has none; float32 holds it exactly
+            a = a.float()
+        a = a.numpy()
     a = np.asarray(a)
     if a.dtype.kind != "f":
         raise _rnnx.InvalidArgumentError(f"{name} must be floating point, got dtype {a.dtype}")

@@ -62,7 +62,18 @@ def _run_forward(call, x, h0, c0, flat):
 
 
 def _dense(t):
-    return None if t is None else t.contiguous()
+    """t as a plain dense tensor NumPy can view: contiguous (expanded, transposed and
+    step-sliced tensors are copied) with torch's lazy negation/conjugation bits applied
+    (.numpy() refuses a tensor that carries them). Differentiable, so gradients still
+    reach the caller's tensor."""
+    return None if t is None else t.resolve_conj().resolve_neg().contiguous()
+
+
+def _check_tensor(t, name):
+    if not isinstance(t, torch.Tensor):
+        raise invalid(f"{name} must be a tensor, got {type(t).__name__}")
+    if t.layout != torch.strided:
+        raise invalid(f"{name} must be a dense (strided) tensor, got layout {t.layout}")
 
 
 class _RnnxFunction(torch.autograd.Function):
@@ -133,19 +144,21 @@ class _RnnxModule:
         self.padding_fill = float(padding_fill)
         # None: drawn from torch's generator at the first call that applies dropout, so
         # torch.manual_seed makes runs reproducible; an int fixes the masks outright.
-        self.seed = None if seed is None else int(seed)
+        self.seed = None if seed is None else _runtime.seed_arg(seed)
         self.dropout_calls = 0  # dropout counter: each training call gets a new mask
         if self.peephole:
             self._rnnx_add_peepholes()
-        self._rnnx_num_threads = int(num_threads)
+        self._rnnx_num_threads = _runtime.count_arg(num_threads, "num_threads")
         self._rnnx_layouts = {}
         self._rnnx_flat = None
         # The engine needs the backend, and the backend (None: cpu, or reference when cpu
         # refuses an ONNX option) needs the config; the first config is built without one.
         self._rnnx_engine = _runtime.Engine("cpu", num_threads)
-        # Refuse a bad configuration now rather than at the first forward.
-        cfg, _, _ = self._rnnx_config(
-            self._flat_weights[0].dtype if self._flat_weights else torch.float32, 0.0)
+        # Refuse a bad configuration now rather than at the first forward. A module built in
+        # a dtype rnnx cannot run (dtype=torch.bfloat16) is checked as float32: like torch.nn,
+        # it may be built so and converted with .float() before it runs.
+        dtype = self._flat_weights[0].dtype if self._flat_weights else torch.float32
+        cfg, _, _ = self._rnnx_config(dtype if dtype in _DTYPES else torch.float32, 0.0)
         self._rnnx_backend = _runtime.resolve_backend(cfg, backend)
         self._rnnx_engine = _runtime.Engine(self._rnnx_backend, num_threads)
         self._rnnx_ready = True
@@ -175,7 +188,9 @@ class _RnnxModule:
 
     def _rnnx_config(self, dtype, dropout):
         if dtype not in _DTYPES:
-            raise _rnnx.UnsupportedError(f"rnnx runs float32 and float64, not {dtype}")
+            raise _rnnx.UnsupportedError(
+                f"rnnx.torch.{type(self).__name__} runs float32 and float64; its parameters are "
+                f"{dtype} (convert the module with .float() or .double())")
         cfg, key = self._rnnx_engine.config(
             cell=_CELLS[self.mode], input_size=int(self.input_size),
             hidden_size=int(self.hidden_size), proj_size=int(self.proj_size),
@@ -264,10 +279,24 @@ class _RnnxModule:
             if lengths is not None:
                 raise invalid("lengths= is for padded input; a PackedSequence carries its own")
             x, batch_sizes, sorted_indices, unsorted_indices = input
+            _check_tensor(x, "PackedSequence data")
             if x.dim() != 2:
                 raise invalid(f"PackedSequence data must be 2-D, got {x.dim()}-D")
-            bs = batch_sizes.tolist()
-            si = None if sorted_indices is None else sorted_indices.tolist()
+            bs = _runtime.as_index_list(batch_sizes, "PackedSequence batch_sizes")
+            si = (None if sorted_indices is None
+                  else _runtime.as_index_list(sorted_indices, "PackedSequence sorted_indices"))
+            if x.shape[0] != sum(bs):
+                raise invalid(f"PackedSequence data dim 0 (= {x.shape[0]}) must equal "
+                              f"sum(batch_sizes) (= {sum(bs)})")
+            if (si is not None and unsorted_indices is not None
+                    and sorted(si) == list(range(len(si)))):  # else the plan names si's fault
+                # The final states come back in sorted_indices' inverse order; an
+                # unsorted_indices that disagrees would put them in another order than torch.
+                ui = _runtime.as_index_list(unsorted_indices, "PackedSequence unsorted_indices")
+                if len(ui) != len(si) or any(not 0 <= u < len(si) or si[u] != i
+                                             for i, u in enumerate(ui)):
+                    raise invalid(f"PackedSequence unsorted_indices {ui} is not the inverse "
+                                  f"permutation of sorted_indices {si}")
             batch = bs[0] if bs else 0  # no steps: the plan refuses it, naming batch_sizes
             shape_key = _runtime.shape_key_packed(bs, si)
             y_shape = (x.shape[0], 0)
@@ -276,6 +305,7 @@ class _RnnxModule:
             x = input
             if not isinstance(x, torch.Tensor):
                 raise invalid(f"input must be a tensor or a PackedSequence, got {type(x).__name__}")
+            _check_tensor(x, "input")
             if x.dim() not in (2, 3):
                 raise invalid(f"input must be 3-D (batched) or 2-D (unbatched), got {x.dim()}-D")
             batch_first = bool(self.batch_first)
@@ -295,12 +325,20 @@ class _RnnxModule:
                           f"(= {self.input_size})")
         weights = list(self._flat_weights)
         dtype = weights[0].dtype
+        if dtype not in _DTYPES:
+            self._rnnx_config(dtype, 0.0)  # raises, naming the parameters' dtype
         if x.dtype != dtype:
             raise invalid(f"input dtype {x.dtype} does not match the parameters' dtype {dtype}")
         for name, w in zip(self._flat_weights_names, weights):
             if w.dtype != dtype or w.device.type != "cpu":
                 raise invalid(f"parameter {name} is {w.dtype} on {w.device}; all must be "
                               f"{dtype} on cpu")
+        # A parameter reassigned with another shape (of the same or another size) would
+        # otherwise be read in rnnx's layout regardless, or broadcast into it: a wrong answer.
+        # Checked before the dropout counter advances (the layout does not depend on dropout).
+        for w, p in zip(weights, self._rnnx_config(dtype, 0.0)[2]):
+            if tuple(w.shape) != p.shape:
+                raise invalid(f"parameter {p.name} has shape {tuple(w.shape)}, expected {p.shape}")
 
         D = 2 if self.bidirectional else 1
         P = self.proj_size if self.proj_size > 0 else self.hidden_size
@@ -333,7 +371,7 @@ class _RnnxModule:
         call.c_shape = c_shape
         call.dtype = dtype
 
-        x = x.contiguous()
+        x = _dense(x)
         if needs_grad:
             outs = _RnnxFunction.apply(call, x, h0, c0, *weights)
         else:
@@ -369,6 +407,7 @@ class _RnnxModule:
             if t is None:
                 out.append(None)
                 continue
+            _check_tensor(t, name)
             want_dim = 2 if unbatched else 3
             if t.dim() != want_dim:
                 raise invalid(f"{name} must be {want_dim}-D for {'un' if unbatched else ''}batched "
@@ -382,7 +421,7 @@ class _RnnxModule:
                 raise invalid(f"{name} dtype {t.dtype} does not match the parameters' dtype {dtype}")
             if t.device.type != "cpu":
                 raise _rnnx.UnsupportedError(f"rnnx.torch runs on CPU tensors; {name} is on {t.device}")
-            out.append(t.contiguous())
+            out.append(_dense(t))
         return out[0], out[1]
 
     def extra_repr(self):
