@@ -38,6 +38,27 @@ def invalid(message):
     return _rnnx.InvalidArgumentError(message)
 
 
+def real_arg(value, name):
+    """A real-valued argument (padding_fill, gate_clip, dropout) as a float; float() alone
+    would say "could not convert string to float" without naming the argument."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a real number, got {value!r} "
+                        f"({type(value).__name__})") from None
+
+
+def clip_arg(clip, name):
+    """cell_clip / proj_clip: None or a pair (lo, hi) of real numbers."""
+    if clip is None:
+        return None
+    try:
+        lo, hi = clip
+    except (TypeError, ValueError):
+        raise invalid(f"{name} must be None or a pair (lo, hi), got {clip!r}") from None
+    return (real_arg(lo, f"{name} lo"), real_arg(hi, f"{name} hi"))
+
+
 def seed_arg(value):
     """A dropout seed as an int in [0, 2**64), the binding's uint64."""
     try:

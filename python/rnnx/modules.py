@@ -37,20 +37,13 @@ def _size_arg(value, name):
     """A size argument as an int. Like torch.nn, a float (2.5, or even 2.0) is refused
     rather than truncated, so a computed size that went wrong is not silently rounded."""
     try:
-        return operator.index(value)
+        n = operator.index(value)
     except TypeError:
         raise TypeError(f"{name} must be an integer, got {value!r} "
                         f"({type(value).__name__})") from None
-
-
-def _clip_arg(clip, name):
-    if clip is None:
-        return None
-    try:
-        lo, hi = clip
-    except (TypeError, ValueError):
-        raise invalid(f"{name} must be None or a pair (lo, hi), got {clip!r}") from None
-    return (float(lo), float(hi))
+    if not -2 ** 63 <= n < 2 ** 63:  # the binding's int64 would refuse it without a name
+        raise invalid(f"{name} (= {n}) is outside int64's range")
+    return n
 
 
 def _direction_args(direction, bidirectional, reverse):
@@ -86,10 +79,12 @@ class _Recurrent:
             proj_size=_size_arg(proj_size, "proj_size"),
             num_layers=_size_arg(num_layers, "num_layers"), bidirectional=bidirectional,
             bias=bool(bias), gru_linear_before_reset=bool(gru_linear_before_reset),
-            cell_clip=_clip_arg(cell_clip, "cell_clip"), proj_clip=_clip_arg(proj_clip, "proj_clip"),
-            clip_nan=clip_nan, dropout=float(dropout), seed=_runtime.seed_arg(seed),
-            dtype=_DTYPES[self.dtype], padding_fill=float(padding_fill), reverse=reverse,
-            peephole=bool(peephole), gate_clip=float(gate_clip), input_forget=bool(input_forget),
+            cell_clip=_runtime.clip_arg(cell_clip, "cell_clip"),
+            proj_clip=_runtime.clip_arg(proj_clip, "proj_clip"), clip_nan=str(clip_nan),
+            dropout=_runtime.real_arg(dropout, "dropout"), seed=_runtime.seed_arg(seed),
+            dtype=_DTYPES[self.dtype], padding_fill=_runtime.real_arg(padding_fill, "padding_fill"),
+            reverse=reverse, peephole=bool(peephole),
+            gate_clip=_runtime.real_arg(gate_clip, "gate_clip"), input_forget=bool(input_forget),
             activations=activations, math=str(math))
         config = _rnnx.Config(**kwargs)  # parses and checks everything, activations included
         # Kept parsed, as a tuple of (name, alpha, beta): the engine caches configs by these

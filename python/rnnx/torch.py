@@ -127,7 +127,7 @@ class _RnnxModule:
         self.math = str(math)
         self.reverse = bool(reverse)
         self.peephole = bool(peephole)
-        self.gate_clip = float(gate_clip)
+        self.gate_clip = _runtime.real_arg(gate_clip, "gate_clip")
         self.input_forget = bool(input_forget)
         self.activations = None
         if activations is not None:
@@ -137,11 +137,11 @@ class _RnnxModule:
                                   bidirectional=bool(self.bidirectional),
                                   activations=activations).activations
             self.activations = tuple(parsed) or None
-        self.cell_clip = None if cell_clip is None else tuple(float(v) for v in cell_clip)
-        self.proj_clip = None if proj_clip is None else tuple(float(v) for v in proj_clip)
-        self.clip_nan = clip_nan
+        self.cell_clip = _runtime.clip_arg(cell_clip, "cell_clip")
+        self.proj_clip = _runtime.clip_arg(proj_clip, "proj_clip")
+        self.clip_nan = str(clip_nan)  # the binding names a bad one; None would be a TypeError
         self.gru_linear_before_reset = bool(gru_linear_before_reset)
-        self.padding_fill = float(padding_fill)
+        self.padding_fill = _runtime.real_arg(padding_fill, "padding_fill")
         # None: drawn from torch's generator at the first call that applies dropout, so
         # torch.manual_seed makes runs reproducible; an int fixes the masks outright.
         self.seed = None if seed is None else _runtime.seed_arg(seed)

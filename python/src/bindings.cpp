@@ -437,6 +437,13 @@ py::tuple export_onnx(const rnnx::Config& c, int64_t layer, const py::object& fl
   return py::make_tuple(W, R, B ? py::object(*B) : py::none(), P ? py::object(*P) : py::none());
 }
 
+// The bounds are formulas in the sizes: a negative size gave 0 or NaN, a bound that any
+// comparison passes (or none does), rather than an error.
+void check_bound_sizes(int64_t max_seq_len, int64_t batch) {
+  if (max_seq_len < 0) invalid("max_seq_len (= " + std::to_string(max_seq_len) + ") must be >= 0");
+  if (batch < 0) invalid("batch (= " + std::to_string(batch) + ") must be >= 0");
+}
+
 // ---- plan -------------------------------------------------------------------------------
 
 // A Plan may be executed by one thread at a time; the GIL is released while it runs, so
@@ -670,16 +677,27 @@ PYBIND11_MODULE(_rnnx, m) {
     m.attr("ONNX_TAKES_ALPHA") = py::frozenset(alpha);
     m.attr("ONNX_TAKES_BETA") = py::frozenset(beta);
   }
-  m.def("error_bound", &rnnx::error_bound, "config"_a, "max_seq_len"_a, "batch"_a,
-        "backward"_a = false, "bf16_products"_a = false,
-        "The accuracy rnnx promises (include/rnnx/error_bound.hpp): max |got - exact| <= "
-        "bound * (max(1, max |exact|) + |exact|), for forward results or, with backward=True, "
-        "gradients.");
-  m.def("norm_error_bound", &rnnx::norm_error_bound, "config"_a, "max_seq_len"_a, "batch"_a,
-        "backward"_a = false,
-        "The accuracy in norm of a run with bf16 products, math mode allow_conversion "
-        "(include/rnnx/error_bound.hpp): ||got - exact||_2 / max(||exact||_2, tiny) <= bound "
-        "over a whole tensor, for forward results or, with backward=True, gradients.");
+  m.def(
+      "error_bound",
+      [](const rnnx::Config& c, int64_t max_seq_len, int64_t batch, bool backward,
+         bool bf16_products) {
+        check_bound_sizes(max_seq_len, batch);
+        return rnnx::error_bound(c, max_seq_len, batch, backward, bf16_products);
+      },
+      "config"_a, "max_seq_len"_a, "batch"_a, "backward"_a = false, "bf16_products"_a = false,
+      "The accuracy rnnx promises (include/rnnx/error_bound.hpp): max |got - exact| <= "
+      "bound * (max(1, max |exact|) + |exact|), for forward results or, with backward=True, "
+      "gradients.");
+  m.def(
+      "norm_error_bound",
+      [](const rnnx::Config& c, int64_t max_seq_len, int64_t batch, bool backward) {
+        check_bound_sizes(max_seq_len, batch);
+        return rnnx::norm_error_bound(c, max_seq_len, batch, backward);
+      },
+      "config"_a, "max_seq_len"_a, "batch"_a, "backward"_a = false,
+      "The accuracy in norm of a run with bf16 products, math mode allow_conversion "
+      "(include/rnnx/error_bound.hpp): ||got - exact||_2 / max(||exact||_2, tiny) <= bound "
+      "over a whole tensor, for forward results or, with backward=True, gradients.");
   m.def("import_onnx_layer", &import_onnx, "config"_a, "layer"_a, "W"_a, "R"_a, "B"_a = py::none(),
         "P"_a = py::none(), "weights"_a,
         "Writes one layer's ONNX tensors W [D, G*H, I], R [D, G*H, H], B [D, 2*G*H] and "

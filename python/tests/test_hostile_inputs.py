@@ -293,6 +293,11 @@ def _refused_cases():
          r"unsorted_indices \[0, 1\] is not the inverse permutation of sorted_indices \[1, 0\]"),
         ("packed_sorted_repeats", "LSTM", {}, lambda m: m(_bad_packed(4, [2, 2], [0, 0])),
          Invalid, "sorted_indices is not a permutation"),
+        # torch.nn drops the extra rows of h_0 here without a word (it index_selects h_0 by
+        # sorted_indices); rnnx refuses the shape, as torch does for padded input.
+        ("packed_unsorted_h0_batch", "GRU", {},
+         lambda m: m(pack_padded_sequence(x()[:, :2], [2, 4], enforce_sorted=False), h()),
+         Invalid, r"h_0 has shape \(1, 3, 4\), expected \(1, 2, 4\)"),
         ("packed_3d_data", "LSTM", {},
          lambda m: m(PackedSequence(rand(2, 2, I), torch.tensor([2]))), Invalid,
          "PackedSequence data must be 2-D, got 3-D"),
@@ -581,15 +586,20 @@ def test_numpy_reassigned_weights_are_checked_by_the_binding():
     (dict(dtype="torch.float64"), Unsupported, "dtype 'torch.float64' is not a NumPy dtype"),
     (dict(input_size=2.5), TypeError, r"input_size must be an integer, got 2.5 \(float\)"),
     (dict(hidden_size="4"), TypeError, "hidden_size must be an integer, got '4'"),
+    (dict(hidden_size=2 ** 64), Invalid, r"hidden_size \(= 18446744073709551616\) is outside"),
     (dict(num_layers=0), Invalid, r"num_layers \(= 0\) must be >= 1"),
     (dict(seed=-1), Invalid, r"seed \(= -1\) must be in \[0, 2\*\*64\)"),
     (dict(num_threads=-1), Invalid, r"num_threads \(= -1\) must be >= 0"),
     (dict(num_threads="2"), TypeError, "num_threads must be an integer, got '2'"),
     (dict(backend="gpu"), Invalid, "backend 'gpu' is not one of"),
     (dict(backend=1), TypeError, "backend must be a string or None, got 1"),
-], ids=["float16", "int32", "dtype_string", "float_size", "string_size", "no_layers",
+    (dict(cell_clip=("a", 1)), TypeError, "cell_clip lo must be a real number, got 'a'"),
+    (dict(proj_clip=5), Invalid, r"proj_clip must be None or a pair \(lo, hi\), got 5"),
+    (dict(padding_fill="x"), TypeError, "padding_fill must be a real number, got 'x'"),
+    (dict(clip_nan=None), Invalid, "clip_nan 'None' is not one of: propagate, replace"),
+], ids=["float16", "int32", "dtype_string", "float_size", "string_size", "huge_size", "no_layers",
         "negative_seed", "negative_threads", "string_threads", "unknown_backend",
-        "backend_not_a_string"])
+        "backend_not_a_string", "clip_string", "clip_not_a_pair", "fill_string", "clip_nan_none"])
 def test_numpy_constructor_arguments(kw, exc, pattern):
     args = dict(input_size=I, hidden_size=H)
     args.update(kw)
@@ -620,9 +630,23 @@ def test_numpy_loads_a_bfloat16_state_dict():
     (dict(backend="gpu"), Invalid, "backend 'gpu' is not one of"),
     (dict(seed="x"), TypeError, "seed must be an integer, got 'x'"),
     (dict(seed=-1), Invalid, r"seed \(= -1\) must be in \[0, 2\*\*64\)"),
+    (dict(cell_clip=(None, 1)), TypeError, "cell_clip lo must be a real number, got None"),
+    (dict(padding_fill=[0]), TypeError, r"padding_fill must be a real number, got \[0\]"),
+    (dict(clip_nan=None), Invalid, "clip_nan 'None' is not one of"),
 ], ids=["negative_threads", "float_threads", "unknown_backend", "string_seed",
-        "negative_seed"])
+        "negative_seed", "clip_none", "fill_list", "clip_nan_none"])
 def test_torch_constructor_arguments(kw, exc, pattern):
     """Refused when the module is built, not at its first call."""
     with pytest.raises(exc, match=pattern):
         rt.LSTM(I, H, **kw)
+
+
+def test_error_bounds_refuse_negative_sizes():
+    """The bounds are formulas in the sizes; a negative one gave 0 or NaN."""
+    cfg = rnnx.Config(cell="lstm", input_size=I, hidden_size=H)
+    for f in (rnnx.error_bound, rnnx.norm_error_bound):
+        with pytest.raises(Invalid, match=r"max_seq_len \(= -1\) must be >= 0"):
+            f(cfg, -1, 1)
+        with pytest.raises(Invalid, match=r"batch \(= -5\) must be >= 0"):
+            f(cfg, T, -5)
+        assert f(cfg, T, B) > 0
