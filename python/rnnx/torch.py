@@ -93,8 +93,20 @@ class _RnnxFunction(torch.autograd.Function):
         return (y, hy, cy) if call.lstm else (y, hy)
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
     def backward(ctx, dy, dhy, dcy=None):
+        # Autograd runs backward with grad mode on only for create_graph=True. rnnx's
+        # backward is not differentiable, and once_differentiable guards only when dy itself
+        # requires grad (not for y.sum()), so the gradients would come back without a graph
+        # and a gradient penalty built on them would silently add nothing: refuse instead.
+        if torch.is_grad_enabled():
+            raise _rnnx.UnsupportedError(
+                "rnnx.torch: double backward (create_graph=True through an rnnx "
+                "LSTM/GRU/RNN) is not supported; its gradients would carry no graph")
+        return _RnnxFunction._backward(ctx, dy, dhy, dcy)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def _backward(ctx, dy, dhy, dcy=None):
         call = ctx.call
         x, h0, c0, *weights = ctx.saved_tensors
         needs = ctx.needs_input_grad  # (call, x, h0, c0, *weights)

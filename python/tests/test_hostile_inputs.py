@@ -396,6 +396,21 @@ def test_torch_parameters_of_mixed_dtype_and_bad_state_dicts():
 
 
 @needs_torch
+def test_torch_double_backward_is_refused():
+    """rnnx's backward is not differentiable. Gradients taken with create_graph=True would
+    carry no graph, so a gradient penalty on them would add nothing without a word."""
+    torch.manual_seed(1)
+    _, ours = make_pair("GRU")
+    x = rand(T, B, I).requires_grad_()
+    y, _ = ours(x)
+    with pytest.raises(Unsupported, match="double backward .*create_graph=True"):
+        torch.autograd.grad(y.sum(), x, create_graph=True)
+    # Without create_graph the same graph still gives its gradients.
+    (g,) = torch.autograd.grad(y.sum(), x)
+    assert g.shape == x.shape and not g.requires_grad
+
+
+@needs_torch
 def test_torch_lengths_in_every_container_agree():
     """lengths as a list, tuple, NumPy array of any integer type, an int or float tensor, or
     whole-number floats: the same plan and bit-identical results."""
