@@ -188,7 +188,7 @@ class _Recurrent:
                               f"it cannot be passed as well")
         clip = a.get("clip")
         if clip is not None:
-            if not float(clip) > 0:
+            if not _runtime.real_arg(clip, "clip") > 0:
                 raise invalid(f"clip (= {clip}) must be > 0 (ONNX's gate clip threshold)")
             kw["gate_clip"] = float(clip)
         layout = int(a.get("layout") or 0)
@@ -285,7 +285,10 @@ class _Recurrent:
         hx = (h0, state(initial_c, "initial_c")) if lstm else h0
         if not lstm and initial_c is not None:
             raise invalid(f"initial_c given but the cell is {c.cell}")
-        y, hy = self.forward(X, lengths=sequence_lens, hx=hx, batch_first=layout1)
+        # Converted here so that a bad value is reported under ONNX's name for it.
+        lengths = (None if sequence_lens is None
+                   else _runtime.as_index_list(sequence_lens, "sequence_lens"))
+        y, hy = self.forward(X, lengths=lengths, hx=hx, batch_first=layout1)
         y = y.reshape(y.shape[:2] + (c.num_directions, c.hidden_size))
         Y = y if layout1 else y.transpose(0, 2, 1, 3)
         states = hy if lstm else (hy,)

@@ -566,6 +566,26 @@ def test_numpy_refuses_with_a_message(name, kind, call, exc, pattern):
         call(np_module(kind))
 
 
+def test_numpy_onnx_entry_points_name_their_arguments():
+    W, R = np_rand(1, 4 * H, I), np_rand(1, 4 * H, H)
+    with pytest.raises(TypeError, match="clip must be a real number, got 'x'"):
+        rnnx.LSTM.from_onnx(W, R, clip="x")
+    with pytest.raises(Invalid, match="W must be floating point, got dtype complex128"):
+        rnnx.LSTM.from_onnx(W + 1j, R)
+    m = rnnx.LSTM.from_onnx(W, R)
+    X = np_rand(T, B, I)
+    with pytest.raises(Invalid, match=r"sequence_lens\[1\] \(= 2.5\)"):
+        m.onnx_forward(X, sequence_lens=[T, 2.5, 1])
+    with pytest.raises(Invalid, match=r"initial_h must be 3-D, got shape \(3, 4\)"):
+        m.onnx_forward(X, initial_h=np.zeros((B, H)))
+    with pytest.raises(Invalid, match="initial_c has dtype complex128"):
+        m.onnx_forward(X, initial_c=np.zeros((1, B, H)) * 1j)
+    if torch is not None:  # W as a bfloat16 tensor (NumPy has no bfloat16) converts exactly
+        Wb = torch.from_numpy(W).to(torch.bfloat16)
+        np.testing.assert_array_equal(rnnx.LSTM.from_onnx(Wb, R).to_onnx()[0],
+                                      Wb.float().numpy())
+
+
 def test_numpy_backward_refuses_bad_gradients():
     m = np_module()
     y, _ = m.forward(np_rand(T, B, I), training=True)
