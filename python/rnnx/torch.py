@@ -345,12 +345,6 @@ class _RnnxModule:
             if w.dtype != dtype or w.device.type != "cpu":
                 raise invalid(f"parameter {name} is {w.dtype} on {w.device}; all must be "
                               f"{dtype} on cpu")
-        # A parameter reassigned with another shape (of the same or another size) would
-        # otherwise be read in rnnx's layout regardless, or broadcast into it: a wrong answer.
-        # Checked before the dropout counter advances (the layout does not depend on dropout).
-        for w, p in zip(weights, self._rnnx_config(dtype, 0.0)[2]):
-            if tuple(w.shape) != p.shape:
-                raise invalid(f"parameter {p.name} has shape {tuple(w.shape)}, expected {p.shape}")
 
         D = 2 if self.bidirectional else 1
         P = self.proj_size if self.proj_size > 0 else self.hidden_size
@@ -362,17 +356,24 @@ class _RnnxModule:
         needs_grad = torch.is_grad_enabled() and (
             x.requires_grad or any(t is not None and t.requires_grad for t in (h0, c0))
             or any(w.requires_grad for w in weights))
-        counter = 0
-        if apply_dropout:
-            if self.seed is None:
-                self.seed = int(torch.empty((), dtype=torch.int64).random_().item())
-            counter = self.dropout_calls
-            self.dropout_calls += 1
+        if apply_dropout and self.seed is None:
+            self.seed = int(torch.empty((), dtype=torch.int64).random_().item())
         cfg, cfg_key, params = self._rnnx_config(dtype, self.dropout if apply_dropout else 0.0)
+        # A parameter reassigned with another shape (of the same or another size) would
+        # otherwise be read in rnnx's layout regardless, or broadcast into it: a wrong answer.
+        for w, p in zip(weights, params):
+            if tuple(w.shape) != p.shape:
+                raise invalid(f"parameter {p.name} has shape {tuple(w.shape)}, expected {p.shape}")
 
         call = _Call()
         call.engine = self._rnnx_engine
         call.plan = self._rnnx_engine.plan(cfg, cfg_key, shape_key)
+        # The counter advances only for a call that gets this far: a refused one (bad
+        # lengths, a bad parameter) leaves the masks of later calls as they were.
+        counter = 0
+        if apply_dropout:
+            counter = self.dropout_calls
+            self.dropout_calls += 1
         call.params = params
         call.training = bool(needs_grad or apply_dropout)
         call.counter = counter

@@ -411,6 +411,25 @@ def test_torch_double_backward_is_refused():
 
 
 @needs_torch
+def test_torch_refused_call_leaves_dropout_counter():
+    """A refused call draws no dropout mask: the next good call gets the mask it would
+    have had without it."""
+    torch.manual_seed(1)
+    _, ours = make_pair("LSTM", num_layers=2, dropout=0.5)
+    ours.train()
+    x = rand(T, B, I)
+    ours(x)
+    for bad in (dict(lengths=[T + 1, 1, 1]), dict(hx=(rand(2, B + 1, H), rand(2, B, H)))):
+        with pytest.raises(Invalid):
+            ours(x, **bad)
+    assert ours.dropout_calls == 1
+    ours.weight_hh_l1 = torch.nn.Parameter(rand(H, H))
+    with pytest.raises(Invalid, match="weight_hh_l1 has shape"):
+        ours(x)
+    assert ours.dropout_calls == 1
+
+
+@needs_torch
 def test_torch_lengths_in_every_container_agree():
     """lengths as a list, tuple, NumPy array of any integer type, an int or float tensor, or
     whole-number floats: the same plan and bit-identical results."""
