@@ -22,36 +22,13 @@ namespace {
 using cpu::Algo;
 using cpu::AlgoSpace;
 
-// Sets (or unsets, value == nullptr) an environment variable for a scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    if (value) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (had_) {
-      setenv(name_.c_str(), old_.c_str(), 1);
-    } else {
-      unsetenv(name_.c_str());
-    }
-  }
-
- private:
-  std::string name_, old_;
-  bool had_ = false;
-};
-
-// The cache starts and ends empty in memory, so tests do not see each other's choices.
+// The cache starts and ends empty in memory, so tests do not see each other's choices;
+// and every search keeps its choice, however busy the machine that runs the tests is (the
+// fallback on interference has its own test).
 struct FreshCache {
   FreshCache() { core::autotune_clear_memory(); }
   ~FreshCache() { core::autotune_clear_memory(); }
+  ScopedEnv keep{"RNNX_AUTOTUNE_SPREAD", "1e9"};
 };
 
 PlanContext context(const Config& c, const SequenceShape& s, int threads) {
@@ -184,6 +161,38 @@ TEST(Autotune, SearchesRemembersAndCanBeTurnedOff) {
             cpu::autotune_key(context(p.cfg, p.shape, 2)));
   EXPECT_NE(cpu::autotune_key(context(p.cfg, p.shape, 1)),
             cpu::autotune_key(context(p.cfg, p.shape, 2)));
+}
+
+// A search whose repeated measurements disagree by more than RNNX_AUTOTUNE_SPREAD (here
+// a factor below 1, which every pair of measurements exceeds) measured the machine's load,
+// not the candidates: the plan gets the heuristic and nothing is remembered. The factor
+// must be a number > 0.
+TEST(Autotune, SearchUnderInterferenceKeepsNothing) {
+  RNNX_SKIP_UNLESS_AVAILABLE(Backend::cpu);
+  FreshCache fresh;
+  const Problem p = open_problem();
+  const PlanOptions o = backend_options(Backend::cpu, 2);
+  const AlgoSpace space = cpu::algo_space(context(p.cfg, p.shape, 2));
+  ASSERT_GE(space.candidates.size(), 2u);
+  {
+    ScopedEnv disturbed("RNNX_AUTOTUNE_SPREAD", "0.5");
+    Plan plan(p.cfg, p.shape, o);
+    EXPECT_EQ(plan.impl_name(),
+              std::string("cpu:") + cpu_isa_used() + "/" + cpu::algo_name(space.heuristic, true));
+    EXPECT_FALSE(core::autotune_lookup(cpu::autotune_key(context(p.cfg, p.shape, 2))));
+  }
+  for (const char* bad : {"wide", "0", "-2", "1.5x"}) {
+    ScopedEnv e("RNNX_AUTOTUNE_SPREAD", bad);
+    try {
+      Plan plan(p.cfg, p.shape, o);
+      ADD_FAILURE() << "RNNX_AUTOTUNE_SPREAD=" << bad << " was accepted";
+    } catch (const Error& err) {
+      EXPECT_EQ(err.code(), Status::invalid_argument);
+      EXPECT_NE(std::string(err.what()).find(std::string("RNNX_AUTOTUNE_SPREAD (= \"") + bad),
+                std::string::npos)
+          << err.what();
+    }
+  }
 }
 
 // A long problem is measured with its lengths scaled to 32 steps (the rows of each step in

@@ -8,7 +8,6 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <optional>
 #include <string>
 
 #include "problems.hpp"
@@ -18,31 +17,6 @@ namespace rnnx_test {
 namespace {
 
 constexpr const char* kVar = "RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION";
-
-// Sets (or with nullopt unsets) the variable for one scope, restoring it after.
-class EnvScope {
- public:
-  EnvScope(const char* name, std::optional<std::string> value) : name_(name) {
-    const char* old = std::getenv(name);
-    if (old) old_ = old;
-    if (value) {
-      setenv(name, value->c_str(), 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~EnvScope() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 Config f32_lstm() {
   return make_config(CellType::lstm, 24, 40, 1, false, DataType::f32);
@@ -67,19 +41,19 @@ bool bf16_machine() {
 TEST(MathMode, EnvironmentValues) {
   Config c = f32_lstm();
   {
-    EnvScope env(kVar, std::nullopt);
+    ScopedEnv env(kVar, nullptr);
     EXPECT_EQ(resolved_math_mode(c), MathMode::fp32);
   }
   {
-    EnvScope env(kVar, "");
+    ScopedEnv env(kVar, "");
     EXPECT_EQ(resolved_math_mode(c), MathMode::fp32);
   }
   {
-    EnvScope env(kVar, "0");
+    ScopedEnv env(kVar, "0");
     EXPECT_EQ(resolved_math_mode(c), MathMode::fp32);
   }
   {
-    EnvScope env(kVar, "1");
+    ScopedEnv env(kVar, "1");
     EXPECT_EQ(resolved_math_mode(c), MathMode::allow_conversion);
     // The per-config setting overrides the variable.
     c.math = MathMode::fp32;
@@ -94,14 +68,14 @@ TEST(MathMode, EnvironmentValues) {
     EXPECT_EQ(gemm_of(p.impl_name()), "openblas-dgemm") << p.impl_name();
   }
   {
-    EnvScope env(kVar, std::nullopt);
+    ScopedEnv env(kVar, nullptr);
     c.math = MathMode::allow_conversion;
     EXPECT_EQ(resolved_math_mode(c), MathMode::allow_conversion);
   }
 }
 
 TEST(MathMode, BadEnvironmentValueIsRefused) {
-  EnvScope env(kVar, "yes");
+  ScopedEnv env(kVar, "yes");
   const Config c = f32_lstm();
   for (Backend b : {Backend::cpu, Backend::reference}) {
     try {
@@ -121,7 +95,7 @@ TEST(MathMode, BadEnvironmentValueIsRefused) {
 
 TEST(MathMode, BadBf16KernelValueIsRefused) {
   RNNX_SKIP_UNLESS_AVAILABLE(Backend::cpu);
-  EnvScope env("RNNX_CPU_BF16_KERNEL", "tiles");
+  ScopedEnv env("RNNX_CPU_BF16_KERNEL", "tiles");
   Config c = f32_lstm();
   c.math = MathMode::allow_conversion;
   try {
@@ -160,7 +134,7 @@ TEST(MathMode, NamesAndInvalidValues) {
 // What the plan says it runs, and the workspace: bf16 packs take half the bytes.
 TEST(MathMode, ImplNameAndWorkspace) {
   RNNX_SKIP_UNLESS_AVAILABLE(Backend::cpu);
-  EnvScope env(kVar, std::nullopt);
+  ScopedEnv env(kVar, nullptr);
   Config c = f32_lstm();
   const SequenceShape shape = SequenceShape::padded(5, 40);
   c.math = MathMode::fp32;
@@ -183,7 +157,7 @@ TEST(MathMode, ImplNameAndWorkspace) {
 // The reserve of a converting plan is not the reserve of a float32 plan of the same config.
 TEST(MathMode, ReserveOfTheOtherModeIsRefused) {
   RNNX_SKIP_UNLESS_AVAILABLE(Backend::cpu);
-  EnvScope env(kVar, std::nullopt);
+  ScopedEnv env(kVar, nullptr);
   Config c = f32_lstm();
   const SequenceShape shape = SequenceShape::padded(3, 2);
   c.math = MathMode::allow_conversion;
@@ -223,7 +197,7 @@ TEST(MathMode, ReserveOfTheOtherModeIsRefused) {
 // bit (the variable unset and explicitly fp32 run the same kernels).
 TEST(MathMode, Float32UnchangedWhenOff) {
   RNNX_SKIP_UNLESS_AVAILABLE(Backend::cpu);
-  EnvScope env(kVar, std::nullopt);
+  ScopedEnv env(kVar, nullptr);
   for (CellType cell : {CellType::lstm, CellType::gru, CellType::rnn_tanh}) {
     Config c = make_config(cell, 19, 33, 2, true, DataType::f32);
     const SequenceShape shape = SequenceShape::padded(6, 4, {6, 2, 5, 0});

@@ -56,6 +56,35 @@ inline auto all_backends() {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
+// Sets (or, value == nullptr, unsets) an environment variable for a scope and restores
+// it after: how the tests force the library's environment switches.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    if (value) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_.c_str(), old_.c_str(), 1);
+    } else {
+      unsetenv(name_.c_str());
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
+
 // ---------------------------------------------------------------------------------------
 // Random numbers: splitmix64, the same stream on every platform and standard library.
 class Rng {
@@ -635,6 +664,31 @@ void for_each_result(const Results& got, const Results& want, F&& f) {
   f("dh0", got.dh0, want.dh0, true);
   f("dc0", got.dc0, want.dc0, true);
   f("dweights", got.dw, want.dw, true);
+}
+
+// Whether two runs gave the same bits in every result tensor (NaN payloads included): what
+// the determinism and concurrency tests require, where a tolerance would hide a race.
+inline ::testing::AssertionResult results_identical(const Results& got, const Results& want) {
+  std::ostringstream os;
+  for_each_result(got, want, [&](const char* name, const Buf& a, const Buf& b, bool) {
+    if (a.present() != b.present() || a.size() != b.size()) {
+      os << " " << name << " (present/size differ)";
+      return;
+    }
+    if (!a.present()) return;
+    const size_t elem = a.dtype() == DataType::f32 ? sizeof(float) : sizeof(double);
+    const auto* pa = static_cast<const char*>(a.data());
+    const auto* pb = static_cast<const char*>(b.data());
+    for (int64_t i = 0; i < a.size(); ++i) {
+      if (std::memcmp(pa + i * elem, pb + i * elem, elem) != 0) {
+        os << " " << name << " (first difference at element " << i << ": " << a.get(i) << " vs "
+           << b.get(i) << ")";
+        return;
+      }
+    }
+  });
+  if (os.str().empty()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "results differ in" << os.str();
 }
 
 // Every result tensor both runs have, in norm: forward results within `bound_fwd`,

@@ -14,7 +14,11 @@
 // tensors have no elements and may be null ("required" means: when it has elements), its
 // workspaces are 0 bytes, its reserve only the header that ties backward to the forward,
 // and backward zeroes dweights when overwriting and leaves it alone when accumulating.
-// A plan may be executed by one thread at a time.
+// Threads: several threads may call forward and backward of one plan at the same time,
+// each call with its own tensors, reserve and workspace; calls that pass no workspace get
+// one each from the plan (it keeps as many as calls were ever in flight at once). Results
+// do not depend on what runs beside a call. Destroying or moving a plan must not overlap
+// with its calls.
 #pragma once
 
 #include <cstddef>

@@ -1,7 +1,9 @@
 // In-memory and on-disk store of the algorithm search's choices (autotune_cache.hpp).
 #include "core/autotune_cache.hpp"
 
-#include <cstdio>
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -25,11 +27,15 @@ Store& store() {
   return s;
 }
 
-// Adds the file's lines to the memory (caller holds the lock). A missing file is empty.
+// Adds the file's lines to the memory (caller holds the lock). A missing or unreadable file
+// is empty; a line without its newline (a writer's append still under way, or a file cut
+// short) and a line without a key and a choice are left out; a choice the backend cannot
+// parse is its to refuse.
 void read_file(Store& s, const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   std::string line;
   while (std::getline(in, line)) {
+    if (in.eof()) break;  // the last line had no newline
     const size_t tab = line.find('\t');
     if (tab == std::string::npos || tab == 0 || tab + 1 == line.size()) continue;
     s.choices[line.substr(0, tab)] = line.substr(tab + 1);
@@ -69,10 +75,12 @@ void autotune_store(const std::string& key, const std::string& choice) {
   s.choices[key] = choice;
   if (path.empty()) return;
   const std::string line = key + "\t" + choice + "\n";
-  if (std::FILE* f = std::fopen(path.c_str(), "a")) {
-    std::fwrite(line.data(), 1, line.size(), f);
-    std::fclose(f);
-  }
+  // One write(2) of the whole line to a file opened for appending: the kernel places it at
+  // the end as one piece, so lines of processes sharing the file never interleave.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  [[maybe_unused]] const ssize_t written = ::write(fd, line.data(), line.size());
+  ::close(fd);
 }
 
 void autotune_clear_memory() {

@@ -6,12 +6,14 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/backend.hpp"
 #include "core/checked.hpp"
+#include "core/host_buffer.hpp"
 #include "core/thread_scope.hpp"
 #include "rnnx/error.hpp"
 
@@ -94,17 +96,17 @@ void require(const void* p, int64_t numel, const char* name) {
 }  // namespace
 
 struct Plan::State {
+  explicit State(PlanContext c) : ctx(std::move(c)) {}
   PlanContext ctx;
   std::unique_ptr<BackendImpl> impl;
-  // Used when the caller passes none; 64-byte aligned like every sub-buffer carved from it.
-  struct AlignedFree {
-    void operator()(void* p) const { std::free(p); }
-  };
-  std::unique_ptr<void, AlignedFree> own_workspace;
-  size_t own_workspace_size = 0;
+  // Workspaces of the calls that pass none, one per call in flight (several threads may
+  // execute the plan at once).
+  core::WorkspacePool own_workspaces;
   uint64_t plan_id = 0;
 
-  void* workspace(void* given, size_t given_size, size_t needed, const char* call) {
+  // The caller's workspace, checked, or one from the pool (`lease` keeps it for the call).
+  void* workspace(void* given, size_t given_size, size_t needed, const char* call,
+                  std::optional<core::WorkspacePool::Lease>* lease) {
     if (needed == 0) return given;
     if (given != nullptr) {
       if (given_size < needed) {
@@ -113,16 +115,8 @@ struct Plan::State {
       }
       return given;
     }
-    if (own_workspace_size < needed) {
-      own_workspace.reset(std::aligned_alloc(64, align_up(needed)));
-      own_workspace_size = own_workspace ? needed : 0;
-      if (!own_workspace) {
-        throw Error(Status::out_of_memory,
-                    std::string(call) + ": cannot allocate a workspace of " + std::to_string(needed) +
-                        " bytes");
-      }
-    }
-    return own_workspace.get();
+    lease->emplace(own_workspaces.acquire(needed, call));
+    return (*lease)->get();
   }
 };
 
@@ -140,21 +134,28 @@ Plan::Plan(const Config& config, const SequenceShape& shape, const PlanOptions& 
                                         config.input_size, "x size"),
                       dtype_size(config.dtype), "x bytes");
   }
-  auto schedule = core::make_schedule(shape);
   // Every buffer a backend carves is at most (T*B) rows of the widest row, per layer, in
-  // double: refuse up front what could overflow a size computation later.
+  // double: refuse up front what could overflow a size computation later. Checked before
+  // the schedule allocates its [B] and [T] vectors, so that a batch too large for any
+  // buffer is refused without first costing memory (found by tests/fuzz/fuzz_c_api).
+  const bool packed = shape.layout == Layout::packed;
+  const int64_t steps = packed ? static_cast<int64_t>(shape.batch_sizes.size())
+                               : std::max<int64_t>(shape.max_seq_len, 0);
+  const int64_t rows = !packed ? std::max<int64_t>(shape.batch, 0)
+                       : shape.batch_sizes.empty() ? 0
+                                                   : std::max<int64_t>(shape.batch_sizes[0], 0);
   const int64_t widest = std::max({config.input_size, config.num_directions() * config.output_size(),
                                    config.num_directions() * gates_per_cell(config.cell) *
                                        config.hidden_size});
-  const int64_t grid = core::checked_mul(schedule.T, schedule.B, "max_seq_len * batch");
+  const int64_t grid = core::checked_mul(steps, rows, "max_seq_len * batch");
   core::checked_mul(core::checked_mul(core::checked_mul(grid, widest, "sequence tensor size"),
                                       config.num_layers, "per-layer buffers"),
                     8 * 4, "buffer bytes");
+  auto schedule = core::make_schedule(shape);
   WeightLayout weights(config);
   core::checked_mul(weights.numel(), 8, "weight bytes");
   state_ = std::make_unique<State>(
-      State{PlanContext{config, shape, std::move(schedule), std::move(weights), options, math}, nullptr,
-            {}, 0, 0});
+      PlanContext{config, shape, std::move(schedule), std::move(weights), options, math});
   state_->impl = options.backend == Backend::reference ? make_reference_backend(state_->ctx)
                                                        : make_cpu_backend(state_->ctx);
   state_->plan_id = plan_fingerprint(config, shape, impl_name(), math);
@@ -211,7 +212,7 @@ std::string Plan::problem_name() const {
          std::to_string(c.proj_size) + "_len-" + (full ? "full" : "mixed");
 }
 
-void Plan::forward(const ForwardArgs& in) {
+void Plan::forward(const ForwardArgs& in) try {
   const bool lstm = config().cell == CellType::lstm;
   require(in.x, x_numel(), "forward: x");
   require(in.weights, "forward: weights");
@@ -235,8 +236,9 @@ void Plan::forward(const ForwardArgs& in) {
               ") is smaller than required (= " + std::to_string(reserve_size()) + ")");
     }
   }
+  std::optional<core::WorkspacePool::Lease> lease;
   void* ws = state_->workspace(in.workspace, in.workspace_size, forward_workspace_size(in.training),
-                               "forward");
+                               "forward", &lease);
   ForwardArgs args = in;
   if (in.training) {
     // Marked valid only once the forward has succeeded.
@@ -256,9 +258,13 @@ void Plan::forward(const ForwardArgs& in) {
     header.dropout_counter = in.dropout_counter;
     std::memcpy(in.reserve, &header, sizeof(header));
   }
+} catch (const std::bad_alloc&) {
+  // Execution allocates only the workspace of a call that passes none (its failure is
+  // already an Error); anything else the standard library may need is reported the same way.
+  throw Error(Status::out_of_memory, "forward: out of memory");
 }
 
-void Plan::backward(const BackwardArgs& in) {
+void Plan::backward(const BackwardArgs& in) try {
   const bool lstm = config().cell == CellType::lstm;
   require(in.x, x_numel(), "backward: x");
   require(in.weights, "backward: weights");
@@ -288,7 +294,9 @@ void Plan::backward(const BackwardArgs& in) {
   BackwardArgs args = in;
   args.reserve = static_cast<const char*>(in.reserve) + sizeof(ReserveHeader);
   args.reserve_size = in.reserve_size - sizeof(ReserveHeader);
-  void* ws = state_->workspace(in.workspace, in.workspace_size, backward_workspace_size(), "backward");
+  std::optional<core::WorkspacePool::Lease> lease;
+  void* ws = state_->workspace(in.workspace, in.workspace_size, backward_workspace_size(), "backward",
+                               &lease);
   if (batch() == 0) {
     // No sequence contributes: overwritten weight gradients are zero, accumulated ones
     // keep what they hold; dx, dh0 and dc0 have no elements.
@@ -299,6 +307,10 @@ void Plan::backward(const BackwardArgs& in) {
   }
   core::ThreadScope threads(state_->ctx.options.num_threads);
   state_->impl->backward(args, ws, header->dropout_counter);
+} catch (const std::bad_alloc&) {
+  // Execution allocates only the workspace of a call that passes none (its failure is
+  // already an Error); anything else the standard library may need is reported the same way.
+  throw Error(Status::out_of_memory, "backward: out of memory");
 }
 
 }  // namespace rnnx

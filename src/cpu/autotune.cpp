@@ -5,18 +5,22 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <limits>
 #include <memory>
 #include <new>
+#include <optional>
 #include <sstream>
 #include <vector>
 
 #include "core/autotune_cache.hpp"
+#include "core/host_buffer.hpp"
 #include "core/thread_scope.hpp"
 #include "cpu/buffers.hpp"
 #include "cpu/passes.hpp"
 #include "cpu/problem.hpp"
+#include "rnnx/error.hpp"
 #include "rnnx/version.hpp"
 
 namespace rnnx::cpu {
@@ -24,13 +28,9 @@ namespace {
 
 // 64-byte aligned bytes, as a plan's own workspace is.
 struct AlignedBytes {
-  struct Free {
-    void operator()(char* p) const { ::operator delete[](p, std::align_val_t(64)); }
-  };
-  std::unique_ptr<char[], Free> data;
-  explicit AlignedBytes(size_t n)
-      : data(static_cast<char*>(::operator new[](std::max<size_t>(n, 64), std::align_val_t(64)))) {}
-  char* get() const { return data.get(); }
+  core::HostBuffer data;
+  explicit AlignedBytes(size_t n) : data(core::allocate_host(n, "algorithm search")) {}
+  char* get() const { return static_cast<char*>(data.get()); }
 };
 
 // Deterministic values in [-scale, scale): the search's inputs (their values do not change
@@ -126,8 +126,29 @@ std::vector<Algo> neighbours(const AlgoSpace& space, const Algo& from) {
   return out;
 }
 
+// Two measurements of one candidate that differ by more than this factor mean that
+// something else took the cores during the search (another process, a busy data loader):
+// the times then rank the machine's load, not the candidates, and nothing is kept. On a
+// quiet machine repeated measurements agree within a few percent. RNNX_AUTOTUNE_SPREAD
+// sets another factor (tests: a huge one keeps every choice, one below 1 none).
+constexpr double kInterferenceSpread = 1.5;
+
+double interference_spread() {
+  const char* env = std::getenv("RNNX_AUTOTUNE_SPREAD");
+  if (env == nullptr || *env == '\0') return kInterferenceSpread;
+  char* end = nullptr;
+  const double v = std::strtod(env, &end);
+  if (*end != '\0' || !(v > 0.0)) {
+    throw Error(Status::invalid_argument, std::string("RNNX_AUTOTUNE_SPREAD (= \"") + env +
+                                              "\") must be a factor > 0, or unset");
+  }
+  return v;
+}
+
+// The fastest candidate, or nothing when the measurements show interference.
 template <typename T>
-Algo search(const PlanContext& ctx, const AlgoSpace& space) {
+std::optional<Algo> search(const PlanContext& ctx, const AlgoSpace& space) {
+  const double spread_limit = interference_spread();
   core::ThreadScope threads(ctx.options.num_threads);
   std::vector<std::unique_ptr<Sized<T>>> sized;
   size_t reserve = 0, workspace = 0;
@@ -142,6 +163,13 @@ Algo search(const PlanContext& ctx, const AlgoSpace& space) {
     return *sized[i];
   };
   SearchData<T> data(ctx, reserve, workspace);
+  // The largest ratio between two measurements of the same candidate.
+  double spread = 1.0;
+  auto remeasure = [&](const Algo& a, double before, int runs) {
+    const double now = measure<T>(sized_of(a), data, runs);
+    spread = std::max(spread, std::max(now, before) / std::max(std::min(now, before), 1e-12));
+    return std::min(now, before);
+  };
   // A warm-up run (first touch of the buffers, the thread pool), then the best of two runs
   // per candidate, or one for problems whose single run is long: the search then costs a
   // few runs of the problem whatever its size.
@@ -161,8 +189,8 @@ Algo search(const PlanContext& ctx, const AlgoSpace& space) {
       // measurement of both confirms the first, so that one noisy run of the incumbent (the
       // machine busy with something else for a moment) does not hand the choice over.
       if (s < best_s * 0.97) {
-        best_s = std::min(best_s, measure<T>(sized_of(best), data, runs));
-        s = std::min(s, measure<T>(sized_of(c), data, runs));
+        best_s = remeasure(best, best_s, runs);
+        s = remeasure(c, s, runs);
       }
       if (s < best_s * 0.97) {
         best = c;
@@ -171,6 +199,10 @@ Algo search(const PlanContext& ctx, const AlgoSpace& space) {
       }
     }
   }
+  // The winner once more: a search whose every measurement fell in a busy spell would
+  // otherwise show no spread.
+  remeasure(best, best_s, runs);
+  if (spread > spread_limit) return std::nullopt;
   return best;
 }
 
@@ -247,9 +279,12 @@ AlgoChoice choose_algo(const PlanContext& ctx, const AlgoSpace& space) {
   if (auto text = core::autotune_lookup(key)) {
     if (parse_algo(*text, &cached) && is_candidate(space, cached)) return {cached, true};
   }
-  const Algo chosen = search<T>(probe, space);
-  core::autotune_store(key, algo_name(chosen, sizeof(T) == sizeof(float)));
-  return {chosen, true};
+  const std::optional<Algo> chosen = search<T>(probe, space);
+  // Measured under interference: the heuristic for this plan, and nothing remembered, so
+  // that the next plan of the problem searches again (on a quieter machine, it hopes).
+  if (!chosen) return {space.heuristic, false};
+  core::autotune_store(key, algo_name(*chosen, sizeof(T) == sizeof(float)));
+  return {*chosen, true};
 }
 
 template AlgoChoice choose_algo<float>(const PlanContext&, const AlgoSpace&);

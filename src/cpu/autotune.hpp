@@ -21,7 +21,10 @@ struct AlgoChoice {
 // forward + backward on synthetic data of the plan's own shape runs at least 3% faster, in
 // a first and in a second, paired measurement of both (each the best of two runs after one
 // warm-up; one run when a run takes over 0.2 s). A problem of more than 32 steps is
-// measured with its lengths scaled down to 32 steps (autotune.cpp, search_context).
+// measured with its lengths scaled down to 32 steps (autotune.cpp, search_context). When
+// two measurements of one candidate differ by more than 1.5x (RNNX_AUTOTUNE_SPREAD),
+// something else took the cores: the plan gets the heuristic and nothing is stored
+// (searched = false).
 template <typename T>
 AlgoChoice choose_algo(const PlanContext& ctx, const AlgoSpace& space);
 

@@ -1,0 +1,93 @@
+// Host buffers, their fault injection, and the workspace pool (host_buffer.hpp).
+#include "core/host_buffer.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <new>
+#include <string>
+
+#include "rnnx/error.hpp"
+
+namespace rnnx::core {
+namespace {
+
+constexpr std::align_val_t kAlignment{64};
+
+// RNNX_TEST_FAIL_ALLOC_AFTER=N: the first N allocations after the variable takes that value
+// succeed, every later one fails, until it is unset or changed. Read on every allocation
+// (they are few and large), so a test can switch it around one call.
+bool injected_failure() {
+  static std::mutex mutex;
+  static std::string seen;
+  static int64_t made = 0;
+  const char* env = std::getenv("RNNX_TEST_FAIL_ALLOC_AFTER");
+  std::lock_guard<std::mutex> lock(mutex);
+  if (env == nullptr || *env == '\0') {
+    seen.clear();
+    return false;
+  }
+  if (seen != env) {
+    seen = env;
+    made = 0;
+  }
+  char* end = nullptr;
+  const long long after = std::strtoll(env, &end, 10);
+  if (*end != '\0' || after < 0) {
+    throw Error(Status::invalid_argument, "RNNX_TEST_FAIL_ALLOC_AFTER (= \"" + seen +
+                                              "\") must be a count >= 0, or unset");
+  }
+  if (made >= after) return true;
+  ++made;
+  return false;
+}
+
+}  // namespace
+
+void AlignedDelete::operator()(void* p) const noexcept { ::operator delete(p, kAlignment); }
+
+HostBuffer allocate_host(size_t bytes, const char* what, const char* part) {
+  void* p = injected_failure() ? nullptr
+                               : ::operator new(std::max<size_t>(bytes, 1), kAlignment, std::nothrow);
+  if (p == nullptr) {
+    throw Error(Status::out_of_memory, std::string(what) + (part ? std::string(": ") + part : "") +
+                                           ": cannot allocate " + std::to_string(bytes) + " bytes");
+  }
+  return HostBuffer(p);
+}
+
+WorkspacePool::Lease::~Lease() {
+  if (!buffer_) return;
+  std::lock_guard<std::mutex> lock(pool_->mutex_);
+  try {
+    pool_->free_.push_back(Entry{std::move(buffer_), size_});
+  } catch (const std::bad_alloc&) {
+    // The pool could not grow its list: the buffer is freed instead of kept.
+  }
+}
+
+WorkspacePool::Lease WorkspacePool::acquire(size_t bytes, const char* call) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // The smallest free buffer that is large enough; else the largest is replaced below.
+    auto best = free_.end();
+    for (auto it = free_.begin(); it != free_.end(); ++it) {
+      if (it->size >= bytes && (best == free_.end() || it->size < best->size)) best = it;
+    }
+    if (best != free_.end()) {
+      Entry e = std::move(*best);
+      free_.erase(best);
+      return Lease(this, std::move(e.buffer), e.size);
+    }
+    // None fits: drop the largest (too small) one so the pool does not keep buffers that
+    // no call can use.
+    if (!free_.empty()) {
+      auto largest = std::max_element(free_.begin(), free_.end(),
+                                      [](const Entry& a, const Entry& b) { return a.size < b.size; });
+      free_.erase(largest);
+    }
+  }
+  return Lease(this, allocate_host(bytes, call, "workspace"), bytes);
+}
+
+}  // namespace rnnx::core
