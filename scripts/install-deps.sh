@@ -12,6 +12,8 @@ packages=(
   python3-dev pybind11-dev python3-pytest  # the Python bindings and their tests
   python3-onnx libonnx-testdata            # ONNX's own node tests
   fortunes python3-tqdm python3-matplotlib # the main job's data, progress bar and plot
+  clang-14 libclang-rt-14-dev libomp-14-dev # the fuzz targets (libFuzzer, OpenMP for clang)
+  llvm-14                                  # llvm-symbolizer: readable stacks in fuzz findings
 )
 missing=()
 for p in "${packages[@]}"; do

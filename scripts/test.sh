@@ -2,7 +2,8 @@
 # The README's test command: installs dependencies, builds rnnx optimised and runs every
 # default test (GoogleTest suites, the PyTorch cross-check, the command-line checks), then
 # builds again with AddressSanitizer + UndefinedBehaviorSanitizer and runs the suite there.
-# RNNX_SKIP_ASAN=1 skips the sanitizer pass. Ends with the time each stage took.
+# Between the two it runs the fuzz targets 30 s each (scripts/fuzz.sh). RNNX_SKIP_ASAN=1
+# skips the sanitizer pass, RNNX_SKIP_FUZZ=1 the fuzzing. Ends with the time each stage took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -37,6 +38,12 @@ stage "release: configure and build" bash -c \
   "cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build/release -j $jobs"
 stage "release: tests" bash -c \
   "cd build/release && ctest --output-on-failure -LE slow -j $jobs"
+
+# libFuzzer targets (tests/fuzz) built with clang, ASan+UBSan, about 30 s each on their
+# seed corpus, two at a time; a finding fails the stage. RNNX_SKIP_FUZZ=1 skips it.
+if [ "${RNNX_SKIP_FUZZ:-0}" != "1" ]; then
+  stage "fuzz: build and run (30 s each)" ./scripts/fuzz.sh "${RNNX_FUZZ_SECONDS:-30}"
+fi
 
 if [ "${RNNX_SKIP_ASAN:-0}" != "1" ]; then
   # The library, the C++ test suites and the C API's test program; nothing the sanitizers

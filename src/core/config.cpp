@@ -276,11 +276,24 @@ void validate(const Config& c) {
   if (!(c.dropout >= 0.0 && c.dropout <= 1.0)) {
     invalid("dropout (= " + num(c.dropout) + ") must be in [0, 1]");
   }
-  // Sizes that every backend derives must fit: G*H*max(I, D*P') per weight matrix.
+  // Sizes that every backend derives must fit: G*H*max(I, D*P') per weight matrix, and the
+  // whole weight buffer (bounded per layer and direction by W_ih, W_hh, biases, W_hr and
+  // peepholes), checked here in closed form before anything loops over the layers.
   const int64_t gh = core::checked_mul(gates_per_cell(c.cell), c.hidden_size, "gates * hidden_size");
-  core::checked_mul(gh, std::max(c.input_size, c.num_directions() * c.output_size()),
-                    "weight_ih rows * cols");
-  core::checked_mul(c.num_layers * c.num_directions(), gh, "layers * directions * gates * hidden");
+  const int64_t dp = core::checked_mul(c.num_directions(), c.output_size(), "directions * output size");
+  const int64_t w_ih = core::checked_mul(gh, std::max(c.input_size, dp), "weight_ih rows * cols");
+  const int64_t ld = core::checked_mul(c.num_layers, c.num_directions(), "layers * directions");
+  core::checked_mul(ld, gh, "layers * directions * gates * hidden");
+  int64_t per_direction = core::checked_add(w_ih, core::checked_mul(gh, c.output_size(), "weight_hh"),
+                                            "weights per direction");
+  per_direction = core::checked_add(per_direction, core::checked_mul(2, gh, "biases"),
+                                    "weights per direction");
+  per_direction = core::checked_add(
+      per_direction, core::checked_mul(c.output_size(), c.hidden_size, "weight_hr"),
+      "weights per direction");
+  per_direction = core::checked_add(per_direction, core::checked_mul(3, c.hidden_size, "peepholes"),
+                                    "weights per direction");
+  core::checked_mul(ld, per_direction, "total weight size (num_layers * directions * per direction)");
 }
 
 SequenceShape SequenceShape::padded(int64_t T, int64_t B, std::vector<int64_t> lengths,

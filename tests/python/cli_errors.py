@@ -114,6 +114,9 @@ CHECKS = [
     ("negative_seed", edit_json(seed=-1), 2, ['key "seed" must be a non-negative integer, got -1']),
     ("bad_json", write_text("case.json", '{"cell": "lstm",'), 2, ["case.json: not valid JSON"]),
     ("json_not_object", write_text("case.json", "[1, 2]"), 2, ["must hold a JSON object"]),
+    # Found by tests/fuzz/fuzz_case_folder: nlohmann's out_of_range escaped as exit status 1.
+    ("json_number_beyond_double", write_text("case.json", '{"cell": "lstm", "input_size": 1e400}'),
+     2, ["case.json: not valid JSON", "number overflow parsing '1e400'"]),
     ("missing_case_json", remove("case.json"), 2, ["case.json: cannot open"]),
     ("proj_with_gru", edit_json(cell="gru", proj_size=2), 2, ["case.json: proj_size (= 2)"]),
     ("bad_dtype_key", edit_json(dtype="float16"), 2, ['key "dtype" must be one of float32, float64']),

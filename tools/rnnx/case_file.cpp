@@ -179,7 +179,8 @@ CaseSpec parse_case_text(const std::string& path, const std::string& text) {
   json root;
   try {
     root = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // parse_error, and out_of_range for a number beyond double (1e400): both bad input.
     throw Error(Status::invalid_argument, path + ": not valid JSON: " + e.what());
   }
   if (!root.is_object()) {
