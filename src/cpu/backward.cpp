@@ -16,6 +16,7 @@
 #include "cpu/packed_gemm.hpp"
 #include "cpu/passes.hpp"
 #include "cpu/rows.hpp"
+#include "cpu/team_barrier.hpp"
 
 namespace rnnx::cpu {
 namespace {
@@ -271,6 +272,7 @@ void backward_time_loop_team(const Problem& p, const BackwardArgs& a, int64_t l,
     T* dh = db.dh_state;
     const int64_t cell_panels = w_hh.panels_per_block();
 
+    TeamBarrier barrier;
 #pragma omp parallel num_threads(threads) if (p.T_eff > 0)
     if (p.T_eff > 0) {
       const int n = omp_get_num_threads(), th = omp_get_thread_num();
@@ -299,7 +301,7 @@ void backward_time_loop_team(const Problem& p, const BackwardArgs& a, int64_t l,
                            p.packed_type());
           }
         }
-#pragma omp barrier
+        barrier.wait(n);
         multiply_panel_range(bs, db.ag_pack[buf], w_hh, q0, q1, lbr, dh, P);
       }
     }
@@ -362,10 +364,29 @@ void peephole_grad(const Problem& p, int64_t d, const ReserveDir<T>& rd, const T
 
 // After the time loop: dh0 and dc0, the weight gradients and the input gradient as GEMMs
 // over all real tokens. dX is overwritten by the first direction and added to by the second.
+// The column sums of A [rows, width] (dense), each column added up in row order whatever
+// the thread count (threads take columns), so that bias gradients, like everything else
+// rnnx computes itself, have the same bits on any number of threads (a GEMM with a row of
+// ones would let the BLAS split the sum between threads).
+template <typename T>
+void column_sums(int64_t rows, int64_t width, const T* A, T* out) {
+  constexpr int64_t kColumns = 64;  // a few cache lines per thread and row
+  const int64_t chunks = (width + kColumns - 1) / kColumns;
+#pragma omp parallel for schedule(static) if (!omp_in_parallel() && rows * width >= 65536)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t j0 = c * kColumns, j1 = std::min(width, j0 + kColumns);
+    for (int64_t j = j0; j < j1; ++j) out[j] = T(0);
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* a = A + r * width;
+      for (int64_t j = j0; j < j1; ++j) out[j] += a[j];
+    }
+  }
+}
+
 template <typename T>
 void backward_finish(const Problem& p, const BackwardArgs& a, int64_t l, int64_t d,
                      const ReserveLayer<T>& res, const DirectionIo<T>& io,
-                     const BackwardDirBuffers<T>& db, const T* ones, T* colsum, T* gemm_scratch) {
+                     const BackwardDirBuffers<T>& db, T* colsum, T* gemm_scratch) {
   const core::Schedule& s = p.schedule();
   const int64_t H = p.H, P = p.P, GH = p.GH, I = p.input_width(l), N = p.N;
   const bool gru = p.cell == CellType::gru;
@@ -397,14 +418,13 @@ void backward_finish(const Problem& p, const BackwardArgs& a, int64_t l, int64_t
                          scratch, type);
     }
     if (p.bias) {
-      // Column sums over the tokens, as ones[1, N] * dG[N, G*H]; b_hh's are b_ih's but for
-      // linear-before-reset GRU.
+      // Column sums of dG over the tokens; b_hh's are b_ih's but for linear-before-reset GRU.
       auto store = [&](T* b) {
         for (int64_t j = 0; j < GH; ++j) b[j] = acc ? b[j] + colsum[j] : colsum[j];
       };
-      gemm<T>(Op::N, Op::N, 1, GH, N, T(1), ones, N, db.dg, GH, T(0), colsum, GH);
+      column_sums(N, GH, db.dg, colsum);
       store(dw + po.b_ih);
-      if (lbr) gemm<T>(Op::N, Op::N, 1, GH, N, T(1), ones, N, dgh, GH, T(0), colsum, GH);
+      if (lbr) column_sums(N, GH, dgh, colsum);
       store(dw + po.b_hh);
     }
     if (p.proj) {
@@ -445,7 +465,6 @@ void run_backward(const Problem& p, const BackwardArgs& a, void* workspace,
     gather_rows_parallel(p.shape(), s, dY, buf.dy[(L - 1) % 2], p.DP);
     dY = buf.dy[(L - 1) % 2];
   }
-  if (a.dweights && p.bias) std::fill(buf.ones, buf.ones + p.N, T(1));
   const bool concurrent = p.concurrent_dirs && p.D == 2 && omp_get_max_threads() >= 2;
 
   for (int64_t l = L - 1; l >= 0; --l) {
@@ -466,12 +485,12 @@ void run_backward(const Problem& p, const BackwardArgs& a, void* workspace,
       run_directions_concurrently(
           [&](int64_t d) { run_time_loop(p, a, l, d, res, io, buf.dir[d]); });
       for (int64_t d = 0; d < 2; ++d)
-        backward_finish(p, a, l, d, res, io, buf.dir[d], buf.ones, buf.colsum, buf.gemm_scratch);
+        backward_finish(p, a, l, d, res, io, buf.dir[d], buf.colsum, buf.gemm_scratch);
     } else {
       for (int64_t d = 0; d < p.D; ++d) {
         backward_prepare(p, a, l, d, res, buf.dir[d]);
         run_time_loop(p, a, l, d, res, io, buf.dir[d]);
-        backward_finish(p, a, l, d, res, io, buf.dir[d], buf.ones, buf.colsum, buf.gemm_scratch);
+        backward_finish(p, a, l, d, res, io, buf.dir[d], buf.colsum, buf.gemm_scratch);
       }
     }
     if (l > 0) {

@@ -126,7 +126,6 @@ Carver carve_backward(const Problem& p, void* base, BackwardBuffers<T>* out) {
   if (!p.rows_in_place) b.x = carver.take<T>(count(p.N, p.I0));
   for (int64_t k = 0; k < ping_pong_buffers(p); ++k) b.dy[k] = carver.take<T>(count(p.N, p.DP));
   if (!p.rows_in_place) b.dx = carver.take<T>(count(p.N, p.I0));
-  b.ones = carver.take<T>(p.N);
   b.colsum = carver.take<T>(p.GH);
   const bool packing = p.packed_engine();
   const PackedType type = p.packed_type();

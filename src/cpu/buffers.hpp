@@ -95,7 +95,6 @@ struct BackwardBuffers {
   T* x = nullptr;             // [N, I] gathered input (not for packed input)
   T* dy[2] = {};              // [N, D*P'] output gradients of the layers, ping-pong
   T* dx = nullptr;            // [N, I] layer-0 input gradient (not for packed: written in place)
-  T* ones = nullptr;          // [N] for bias gradients as a GEMM
   T* colsum = nullptr;        // [G*H] bias gradient of one direction before it is stored
   T* gemm_scratch = nullptr;  // packed engine: packed blocks of the all-token products
   BackwardDirBuffers<T> dir[2];

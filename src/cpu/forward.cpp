@@ -19,6 +19,7 @@
 #include "cpu/packed_gemm.hpp"
 #include "cpu/passes.hpp"
 #include "cpu/rows.hpp"
+#include "cpu/team_barrier.hpp"
 
 namespace rnnx::cpu {
 namespace {
@@ -324,6 +325,7 @@ void forward_time_loop_team(const Problem& p, const ForwardArgs& a, int64_t l, i
     const bool rev = p.reversed(d);
     auto time_of = [&](int64_t k) { return rev ? p.T_eff - 1 - k : k; };
 
+    TeamBarrier barrier;
 #pragma omp parallel num_threads(threads) if (p.T_eff > 0)
     if (p.T_eff > 0) {
       const int n = omp_get_num_threads(), th = omp_get_thread_num();
@@ -341,7 +343,7 @@ void forward_time_loop_team(const Problem& p, const ForwardArgs& a, int64_t l, i
         }
       };
       pack_operands(0);
-#pragma omp barrier
+      barrier.wait(n);
       for (int64_t k = 0; k < p.T_eff; ++k) {
         const int64_t t = time_of(k), bs = s.batch_sizes[t], r0 = s.offsets[t], buf = k & 1;
         T* y = Y + r0 * DP + d * P;
@@ -368,7 +370,7 @@ void forward_time_loop_team(const Problem& p, const ForwardArgs& a, int64_t l, i
           }
         }
         if (k + 1 < p.T_eff) pack_operands(k + 1);
-#pragma omp barrier
+        barrier.wait(n);
       }
     }
     if (a.hy) core::scatter_state(s, hs, static_cast<T*>(a.hy) + sd * P, P);

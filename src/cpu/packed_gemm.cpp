@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "cpu/packed_gemm_kernels.hpp"
+#include "cpu/team_barrier.hpp"
 #include "rnnx/version.hpp"
 
 namespace rnnx::cpu {
@@ -178,20 +179,17 @@ void packed_gemm(int64_t M, const float* A, int64_t lda, const PackedB& B, bool 
   const int64_t panels = B.blocks * B.panels_per_block();
   const Kernels& kern = kernels(B.type);
   // Per chunk of rows: pack A (threads split its row blocks), then each thread its panels.
+  TeamBarrier barrier;
   auto body = [&](int t, int n) {
     for (int64_t m0 = 0; m0 < M; m0 += kPackedChunkRows) {
       const int64_t mc = std::min(kPackedChunkRows, M - m0);
       const int64_t blocks = (mc + kPackedTileRows - 1) / kPackedTileRows;
       kern.pack_a_blocks(false, mc, K, 0, K, a_rows ? A : A + m0 * lda, lda, split(blocks, t, n),
                          split(blocks, t + 1, n), a_scratch, a_rows ? a_rows + m0 : nullptr);
-      if (n > 1) {
-#pragma omp barrier
-      }
+      barrier.wait(n);
       multiply_global(mc, a_scratch, B, split(panels, t, n), split(panels, t + 1, n), accumulate,
                       C + m0 * ldc, ldc);
-      if (n > 1 && m0 + kPackedChunkRows < M) {
-#pragma omp barrier
-      }
+      if (m0 + kPackedChunkRows < M) barrier.wait(n);
     }
   };
   const int nt = team_size(panels, 2.0 * static_cast<double>(M) * N * K);
@@ -227,6 +225,7 @@ void packed_gemm_full(Op op_a, Op op_b, int64_t M, int64_t N, int64_t K, const f
   const bool trans_a = op_a == Op::T, trans_b = op_b == Op::T;
   // Per block of K: each thread packs its own panels of B's block, then per chunk of rows
   // A's block is packed by all threads and each multiplies its panels.
+  TeamBarrier barrier;
   auto body = [&](int t, int n) {
     const int64_t p0 = split(panels, t, n), p1 = split(panels, t + 1, n);
     for (int64_t k0 = 0; k0 < K; k0 += depth) {
@@ -234,24 +233,18 @@ void packed_gemm_full(Op op_a, Op op_b, int64_t M, int64_t N, int64_t K, const f
       const float* b_src = trans_b ? B + k0 : b_rows ? B : B + k0 * ldb;
       // A shorter last block moves the panels (panel p starts at p * kc * kPackedPanel):
       // nobody may still be reading the previous block's.
-      if (n > 1 && k0 > 0) {
-#pragma omp barrier
-      }
+      if (k0 > 0) barrier.wait(n);
       kern.pack_b_panels(trans_b, kc, N, b_src, ldb, p0, p1, b_block,
                          b_rows && !trans_b ? b_rows + k0 : nullptr);
       for (int64_t m0 = 0; m0 < M; m0 += kPackedFullRows) {
         const int64_t mc = std::min(kPackedFullRows, M - m0);
         const int64_t blocks = (mc + kPackedTileRows - 1) / kPackedTileRows;
         const float* a_src = trans_a ? A + k0 * lda + m0 : a_rows ? A + k0 : A + m0 * lda + k0;
-        if (n > 1) {
-#pragma omp barrier
-        }
+        barrier.wait(n);
         kern.pack_a_blocks(trans_a, mc, kc, 0, kc, a_src, lda, split(blocks, t, n),
                            split(blocks, t + 1, n), a_block,
                            a_rows && !trans_a ? a_rows + m0 : nullptr);
-        if (n > 1) {
-#pragma omp barrier
-        }
+        barrier.wait(n);
         kern.multiply_panels(mc, kc, a_block, b_block, N, p0, p1, accumulate || k0 > 0,
                              C + m0 * ldc, ldc);
       }
