@@ -38,8 +38,12 @@ void fail_allocation_after(int64_t n) {
   g_refused = 0;
   g_failing = true;
 }
-void stop_failing_allocations() { g_failing = false; }
-bool allocation_refused() { return g_refused.load() > 0; }
+void stop_failing_allocations() {
+  g_failing = false;
+}
+bool allocation_refused() {
+  return g_refused.load() > 0;
+}
 }  // namespace rnnx_test
 
 void* operator new(std::size_t n) {
@@ -84,7 +88,8 @@ void* operator new(std::size_t n, std::align_val_t a) {
   if (!admit()) throw std::bad_alloc();
   const std::size_t align = static_cast<std::size_t>(a);
   // aligned_alloc wants a size that is a multiple of the alignment.
-  if (void* p = std::aligned_alloc(align, (std::max<std::size_t>(n, 1) + align - 1) / align * align)) {
+  if (void* p =
+          std::aligned_alloc(align, (std::max<std::size_t>(n, 1) + align - 1) / align * align)) {
     return p;
   }
   throw std::bad_alloc();

@@ -182,3 +182,53 @@ TEST(Faults, EnvironmentHookFailsTheLibrarysBuffers) {
 
 }  // namespace
 }  // namespace rnnx_test
+
+namespace rnnx_test {
+namespace {
+
+// Infinities and NaN in the input, the initial state and the weights: forward and backward
+// finish (no hang, no crash) and put NaN and infinities where the reference does, every
+// other element within the usual bound (IEEE arithmetic: docs/math.md, "NaN").
+TEST(Faults, NonFiniteInputsAndWeightsMatchTheReference) {
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<Config> configs;
+  Config lstm = make_config(CellType::lstm, 5, 6, 2, true, DataType::f32, 3);
+  lstm.cell_clip = {true, -2.0, 2.0};
+  lstm.clip_nan = NanPolicy::replace;
+  configs.push_back(lstm);
+  configs.push_back(make_config(CellType::gru, 5, 6, 1, false, DataType::f32));
+  configs.push_back(make_config(CellType::rnn_relu, 5, 6, 1, true, DataType::f64));
+  for (const Config& c : configs) {
+    for (bool nan_weight : {false, true}) {
+      SCOPED_TRACE(short_name(c) + (nan_weight ? " NaN weight" : " infinite inputs"));
+      const SequenceShape shape = SequenceShape::padded(5, 4, {5, 2, 0, 4});
+      Plan cpu(c, shape, backend_options(Backend::cpu, 2));
+      Plan ref(c, shape, backend_options(Backend::reference));
+      Data d = make_data(c, geometry_of(shape).lengths, 8);
+      if (nan_weight) {
+        // The last bias of the last layer's last direction: one cell turns NaN, the rest
+        // of the network stays finite.
+        d.w.back() = std::numeric_limits<double>::quiet_NaN();
+      } else {
+        d.x[0][2 * c.input_size + 1] = inf;  // sequence 0, t = 2
+        d.x[3][1] = -inf;                    // sequence 3, t = 0
+        d.h0[c.output_size() + 2] = -inf;    // layer 0, sequence 1
+      }
+      RunOptions o;
+      o.backward = true;
+      const Results got = run(cpu, make_tensors(cpu, d), o);
+      const Results want = run(ref, make_tensors(ref, d), o);
+      const double tf = tolerance(c, 5, 4, false), tb = tolerance(c, 5, 4, true);
+      int64_t finite = 0;
+      for_each_result(got, want, [&](const char* name, const Buf& a, const Buf& b, bool backward) {
+        if (!a.present() && !b.present()) return;
+        EXPECT_TRUE(near(name, a, b, backward ? tb : tf));
+        for (int64_t i = 0; i < b.size(); ++i) finite += std::isfinite(b.get(i));
+      });
+      EXPECT_GT(finite, 0) << "the test should leave finite results to compare";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rnnx_test

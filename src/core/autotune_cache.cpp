@@ -94,7 +94,11 @@ void autotune_clear_memory() {
 
 namespace rnnx {
 
-bool autotune_enabled() { return core::autotune_enabled(); }
-std::string autotune_cache_file() { return core::cache_file(); }
+bool autotune_enabled() {
+  return core::autotune_enabled();
+}
+std::string autotune_cache_file() {
+  return core::cache_file();
+}
 
 }  // namespace rnnx

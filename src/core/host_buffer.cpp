@@ -34,8 +34,8 @@ bool injected_failure() {
   char* end = nullptr;
   const long long after = std::strtoll(env, &end, 10);
   if (*end != '\0' || after < 0) {
-    throw Error(Status::invalid_argument, "RNNX_TEST_FAIL_ALLOC_AFTER (= \"" + seen +
-                                              "\") must be a count >= 0, or unset");
+    throw Error(Status::invalid_argument,
+                "RNNX_TEST_FAIL_ALLOC_AFTER (= \"" + seen + "\") must be a count >= 0, or unset");
   }
   if (made >= after) return true;
   ++made;
@@ -44,11 +44,14 @@ bool injected_failure() {
 
 }  // namespace
 
-void AlignedDelete::operator()(void* p) const noexcept { ::operator delete(p, kAlignment); }
+void AlignedDelete::operator()(void* p) const noexcept {
+  ::operator delete(p, kAlignment);
+}
 
 HostBuffer allocate_host(size_t bytes, const char* what, const char* part) {
-  void* p = injected_failure() ? nullptr
-                               : ::operator new(std::max<size_t>(bytes, 1), kAlignment, std::nothrow);
+  void* p = injected_failure()
+                ? nullptr
+                : ::operator new(std::max<size_t>(bytes, 1), kAlignment, std::nothrow);
   if (p == nullptr) {
     throw Error(Status::out_of_memory, std::string(what) + (part ? std::string(": ") + part : "") +
                                            ": cannot allocate " + std::to_string(bytes) + " bytes");
@@ -82,8 +85,9 @@ WorkspacePool::Lease WorkspacePool::acquire(size_t bytes, const char* call) {
     // None fits: drop the largest (too small) one so the pool does not keep buffers that
     // no call can use.
     if (!free_.empty()) {
-      auto largest = std::max_element(free_.begin(), free_.end(),
-                                      [](const Entry& a, const Entry& b) { return a.size < b.size; });
+      auto largest =
+          std::max_element(free_.begin(), free_.end(),
+                           [](const Entry& a, const Entry& b) { return a.size < b.size; });
       free_.erase(largest);
     }
   }

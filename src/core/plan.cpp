@@ -20,7 +20,9 @@
 namespace rnnx {
 namespace {
 
-[[noreturn]] void invalid(const std::string& msg) { throw Error(Status::invalid_argument, msg); }
+[[noreturn]] void invalid(const std::string& msg) {
+  throw Error(Status::invalid_argument, msg);
+}
 
 constexpr uint64_t kReserveMagic = 0x72726e7852535631ull;  // "rrnxRSV1"
 struct ReserveHeader {
@@ -141,12 +143,12 @@ Plan::Plan(const Config& config, const SequenceShape& shape, const PlanOptions& 
   const bool packed = shape.layout == Layout::packed;
   const int64_t steps = packed ? static_cast<int64_t>(shape.batch_sizes.size())
                                : std::max<int64_t>(shape.max_seq_len, 0);
-  const int64_t rows = !packed ? std::max<int64_t>(shape.batch, 0)
+  const int64_t rows = !packed                     ? std::max<int64_t>(shape.batch, 0)
                        : shape.batch_sizes.empty() ? 0
                                                    : std::max<int64_t>(shape.batch_sizes[0], 0);
-  const int64_t widest = std::max({config.input_size, config.num_directions() * config.output_size(),
-                                   config.num_directions() * gates_per_cell(config.cell) *
-                                       config.hidden_size});
+  const int64_t widest =
+      std::max({config.input_size, config.num_directions() * config.output_size(),
+                config.num_directions() * gates_per_cell(config.cell) * config.hidden_size});
   const int64_t grid = core::checked_mul(steps, rows, "max_seq_len * batch");
   core::checked_mul(core::checked_mul(core::checked_mul(grid, widest, "sequence tensor size"),
                                       config.num_layers, "per-layer buffers"),
@@ -160,31 +162,53 @@ Plan::Plan(const Config& config, const SequenceShape& shape, const PlanOptions& 
                                                        : make_cpu_backend(state_->ctx);
   state_->plan_id = plan_fingerprint(config, shape, impl_name(), math);
 } catch (const std::bad_alloc&) {
-  throw Error(Status::out_of_memory, "plan: out of memory for max_seq_len = " +
-                                         std::to_string(shape.max_seq_len) + ", batch = " +
-                                         std::to_string(shape.batch));
+  throw Error(Status::out_of_memory,
+              "plan: out of memory for max_seq_len = " + std::to_string(shape.max_seq_len) +
+                  ", batch = " + std::to_string(shape.batch));
 } catch (const std::length_error&) {
-  throw Error(Status::invalid_argument, "plan: sizes too large for max_seq_len = " +
-                                            std::to_string(shape.max_seq_len) + ", batch = " +
-                                            std::to_string(shape.batch));
+  throw Error(Status::invalid_argument,
+              "plan: sizes too large for max_seq_len = " + std::to_string(shape.max_seq_len) +
+                  ", batch = " + std::to_string(shape.batch));
 }
 
 Plan::~Plan() = default;
 Plan::Plan(Plan&&) noexcept = default;
 Plan& Plan::operator=(Plan&&) noexcept = default;
 
-const Config& Plan::config() const { return state_->ctx.config; }
-const SequenceShape& Plan::shape() const { return state_->ctx.shape; }
-const WeightLayout& Plan::weight_layout() const { return state_->ctx.weights; }
-int64_t Plan::max_seq_len() const { return state_->ctx.schedule.T; }
-int64_t Plan::batch() const { return state_->ctx.schedule.B; }
-int64_t Plan::tokens() const { return state_->ctx.schedule.tokens; }
+const Config& Plan::config() const {
+  return state_->ctx.config;
+}
+const SequenceShape& Plan::shape() const {
+  return state_->ctx.shape;
+}
+const WeightLayout& Plan::weight_layout() const {
+  return state_->ctx.weights;
+}
+int64_t Plan::max_seq_len() const {
+  return state_->ctx.schedule.T;
+}
+int64_t Plan::batch() const {
+  return state_->ctx.schedule.B;
+}
+int64_t Plan::tokens() const {
+  return state_->ctx.schedule.tokens;
+}
 
-int64_t Plan::x_numel() const { return state_->ctx.x_numel(); }
-int64_t Plan::y_numel() const { return state_->ctx.y_numel(); }
-int64_t Plan::h_numel() const { return state_->ctx.h_numel(); }
-int64_t Plan::c_numel() const { return state_->ctx.c_numel(); }
-int64_t Plan::weights_numel() const { return weight_layout().numel(); }
+int64_t Plan::x_numel() const {
+  return state_->ctx.x_numel();
+}
+int64_t Plan::y_numel() const {
+  return state_->ctx.y_numel();
+}
+int64_t Plan::h_numel() const {
+  return state_->ctx.h_numel();
+}
+int64_t Plan::c_numel() const {
+  return state_->ctx.c_numel();
+}
+int64_t Plan::weights_numel() const {
+  return weight_layout().numel();
+}
 
 // An empty batch (B = 0) runs nothing, so it needs no workspace and keeps only the
 // reserve's header: the fingerprint that ties its backward to its training forward.
@@ -197,7 +221,9 @@ size_t Plan::backward_workspace_size() const {
 size_t Plan::reserve_size() const {
   return sizeof(ReserveHeader) + (batch() == 0 ? 0 : state_->impl->reserve_size());
 }
-std::string Plan::impl_name() const { return state_->impl->name(); }
+std::string Plan::impl_name() const {
+  return state_->impl->name();
+}
 
 std::string Plan::problem_name() const {
   const auto& c = config();
@@ -206,10 +232,10 @@ std::string Plan::problem_name() const {
   for (int64_t len : s.sorted_lengths) full = full && len == s.T;
   std::string cell = to_string(c.cell);
   if (c.cell == CellType::gru && !c.gru_linear_before_reset) cell += "-orig";
-  return cell + "_l" + std::to_string(c.num_layers) + (c.bidirectional ? "_bidir" : "_uni") +
-         "_t" + std::to_string(s.T) + "_b" + std::to_string(s.B) + "_i" +
-         std::to_string(c.input_size) + "_h" + std::to_string(c.hidden_size) + "_p" +
-         std::to_string(c.proj_size) + "_len-" + (full ? "full" : "mixed");
+  return cell + "_l" + std::to_string(c.num_layers) + (c.bidirectional ? "_bidir" : "_uni") + "_t" +
+         std::to_string(s.T) + "_b" + std::to_string(s.B) + "_i" + std::to_string(c.input_size) +
+         "_h" + std::to_string(c.hidden_size) + "_p" + std::to_string(c.proj_size) + "_len-" +
+         (full ? "full" : "mixed");
 }
 
 void Plan::forward(const ForwardArgs& in) try {
@@ -217,8 +243,10 @@ void Plan::forward(const ForwardArgs& in) try {
   require(in.x, x_numel(), "forward: x");
   require(in.weights, "forward: weights");
   require(in.y, y_numel(), "forward: y");
-  if (!lstm && in.c0) invalid(std::string("forward: c0 given but cell is ") + to_string(config().cell));
-  if (!lstm && in.cy) invalid(std::string("forward: cy given but cell is ") + to_string(config().cell));
+  if (!lstm && in.c0)
+    invalid(std::string("forward: c0 given but cell is ") + to_string(config().cell));
+  if (!lstm && in.cy)
+    invalid(std::string("forward: cy given but cell is ") + to_string(config().cell));
   const size_t elem = static_cast<size_t>(dtype_size(config().dtype));
   require_aligned(in.x, elem, "forward: x");
   require_aligned(in.h0, elem, "forward: h0");
@@ -271,11 +299,16 @@ void Plan::backward(const BackwardArgs& in) try {
   require(in.reserve, "backward: reserve");
   const size_t elem = static_cast<size_t>(dtype_size(config().dtype));
   for (auto [p, name] : {std::pair<const void*, const char*>{in.x, "backward: x"},
-                         {in.h0, "backward: h0"}, {in.c0, "backward: c0"},
-                         {in.weights, "backward: weights"}, {in.dy, "backward: dy"},
-                         {in.dhy, "backward: dhy"}, {in.dcy, "backward: dcy"},
-                         {in.dx, "backward: dx"}, {in.dh0, "backward: dh0"},
-                         {in.dc0, "backward: dc0"}, {in.dweights, "backward: dweights"}}) {
+                         {in.h0, "backward: h0"},
+                         {in.c0, "backward: c0"},
+                         {in.weights, "backward: weights"},
+                         {in.dy, "backward: dy"},
+                         {in.dhy, "backward: dhy"},
+                         {in.dcy, "backward: dcy"},
+                         {in.dx, "backward: dx"},
+                         {in.dh0, "backward: dh0"},
+                         {in.dc0, "backward: dc0"},
+                         {in.dweights, "backward: dweights"}}) {
     require_aligned(p, elem, name);
   }
   require_aligned(in.workspace, kBufferAlignment, "backward: workspace");
@@ -295,8 +328,8 @@ void Plan::backward(const BackwardArgs& in) try {
   args.reserve = static_cast<const char*>(in.reserve) + sizeof(ReserveHeader);
   args.reserve_size = in.reserve_size - sizeof(ReserveHeader);
   std::optional<core::WorkspacePool::Lease> lease;
-  void* ws = state_->workspace(in.workspace, in.workspace_size, backward_workspace_size(), "backward",
-                               &lease);
+  void* ws = state_->workspace(in.workspace, in.workspace_size, backward_workspace_size(),
+                               "backward", &lease);
   if (batch() == 0) {
     // No sequence contributes: overwritten weight gradients are zero, accumulated ones
     // keep what they hold; dx, dh0 and dc0 have no elements.
