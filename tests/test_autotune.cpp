@@ -310,6 +310,20 @@ TEST(Autotune, DiskCacheIsReadWrittenAndChecked) {
   }
   std::remove(out.c_str());
 
+  // A last line without its newline (another process's append under way, or a file cut
+  // short) is not read, nor are bytes that are not text.
+  core::autotune_clear_memory();
+  const std::string torn = temp_path("torn");
+  {
+    std::ofstream f(torn, std::ios::binary);
+    f << std::string("\0\xff\x01\t\xfe\n", 6) << key << "\t" << pick_name;
+  }
+  {
+    ScopedEnv file("RNNX_AUTOTUNE_CACHE", torn.c_str());
+    EXPECT_FALSE(core::autotune_lookup(key)) << "a line without its newline was read";
+  }
+  std::remove(torn.c_str());
+
   // A file that cannot be written does not fail the plan.
   core::autotune_clear_memory();
   ScopedEnv file("RNNX_AUTOTUNE_CACHE", "/nonexistent-dir/rnnx/cache.txt");

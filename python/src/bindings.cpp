@@ -8,7 +8,6 @@
 #include <pybind11/stl.h>
 
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -446,13 +445,12 @@ void check_bound_sizes(int64_t max_seq_len, int64_t batch) {
 
 // ---- plan -------------------------------------------------------------------------------
 
-// A Plan may be executed by one thread at a time; the GIL is released while it runs, so
-// the binding serialises calls on the same plan itself.
+// The GIL is released while a plan runs, and several threads may run one plan at once
+// (rnnx/plan.hpp), each with its own buffers.
 struct PyPlan {
   PyPlan(const rnnx::Config& c, const rnnx::SequenceShape& s, const rnnx::PlanOptions& o)
       : plan(c, s, o) {}
   rnnx::Plan plan;
-  std::mutex mu;
 };
 
 rnnx::PlanOptions make_options(const std::string& backend, int num_threads) {
@@ -492,7 +490,6 @@ void forward(PyPlan& self, const py::object& x, const py::object& weights, const
   std::tie(a.workspace, a.workspace_size) = v.bytes(workspace, "forward: workspace", true);
   std::tie(a.reserve, a.reserve_size) = v.bytes(reserve, "forward: reserve", true);
   py::gil_scoped_release nogil;
-  std::lock_guard<std::mutex> lock(self.mu);
   self.plan.forward(a);
 }
 
@@ -530,7 +527,6 @@ void backward(PyPlan& self, const py::object& x, const py::object& weights,
   a.reserve = r.first;
   a.reserve_size = r.second;
   py::gil_scoped_release nogil;
-  std::lock_guard<std::mutex> lock(self.mu);
   self.plan.backward(a);
 }
 
