@@ -2,8 +2,10 @@
 # The README's test command: installs dependencies, builds rnnx optimised and runs every
 # default test (GoogleTest suites, the PyTorch cross-check, the command-line checks), then
 # builds again with AddressSanitizer + UndefinedBehaviorSanitizer and runs the suite there.
-# Between the two it runs the fuzz targets 30 s each (scripts/fuzz.sh). RNNX_SKIP_ASAN=1
-# skips the sanitizer pass, RNNX_SKIP_FUZZ=1 the fuzzing. Ends with the time each stage took.
+# Between the two it runs the fuzz targets 30 s each (scripts/fuzz.sh); last, the
+# concurrency tests under ThreadSanitizer. RNNX_SKIP_ASAN=1 skips the sanitizer pass,
+# RNNX_SKIP_FUZZ=1 the fuzzing, RNNX_SKIP_TSAN=1 the ThreadSanitizer pass. Ends with the
+# time each stage took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -52,7 +54,19 @@ if [ "${RNNX_SKIP_ASAN:-0}" != "1" ]; then
     "cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRNNX_WITH_SANITIZERS=ON \
        -DRNNX_BUILD_EXAMPLES=OFF -DRNNX_BUILD_BENCH=OFF >/dev/null && cmake --build build/asan -j $jobs"
   # OpenMP's runtime keeps its thread pool alive at exit; LeakSanitizer would report it.
+  # The allocation-failure and concurrency suites run with it on (label leaks,
+  # tests/lsan.supp).
   stage "asan: tests" bash -c \
     "cd build/asan && ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
        ctest --output-on-failure -LE 'slow|bench' -j $jobs"
+fi
+
+if [ "${RNNX_SKIP_TSAN:-0}" != "1" ]; then
+  # Several threads on one plan (tests/test_concurrency.cpp) under ThreadSanitizer: the
+  # library and the C++ suites only. RNNX_SKIP_TSAN=1 skips it.
+  stage "tsan: configure and build" bash -c \
+    "cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRNNX_WITH_TSAN=ON \
+       -DRNNX_BUILD_EXAMPLES=OFF -DRNNX_BUILD_BENCH=OFF -DRNNX_BUILD_PYTHON=OFF \
+       -DRNNX_BUILD_TOOLS=OFF >/dev/null && cmake --build build/tsan -j $jobs --target rnnx_tests"
+  stage "tsan: concurrency tests" bash -c "cd build/tsan && ctest --output-on-failure -L tsan"
 fi
