@@ -416,6 +416,13 @@ def report(a, engines, results, others, notes, load_before, load_after, elapsed)
         f"Issue #12 asks rnnx on 2 threads to stay within {TARGET_LOADED_RATIO}x of idle when "
         "loaded" + (f"; over it: {', '.join(misses)}." if misses else "."),
     ]
+    idle_others = [v for (_, _, load), vals in others.items() if load == "idle" for v in vals]
+    if idle_others and max(idle_others) > 0.2:
+        busy_runs = sum(v > 0.2 for v in idle_others)
+        notes = [f"NOT IDLE: other processes used more than 0.2 cores during {busy_runs} of "
+                 f"{len(idle_others)} idle runs (up to {max(idle_others):.2f} cores): the idle "
+                 f"times are inflated and the ratios understated; rerun when `uptime` is "
+                 f"quiet (--wait-quiet)"] + notes
     if notes:
         lines += [""] + [f"* {n}" for n in notes]
     return "\n".join(lines) + "\n"
