@@ -262,6 +262,16 @@ bool product(std::initializer_list<int64_t> factors, int64_t& out) {
   return true;
 }
 
+// Sum of non-negative terms; false when it overflows int64.
+bool sum(std::initializer_list<int64_t> terms, int64_t& out) {
+  int64_t total = 0;
+  for (int64_t t : terms) {
+    if (t < 0 || __builtin_add_overflow(total, t, &total)) return false;
+  }
+  out = total;
+  return true;
+}
+
 // A valid problem too large to build in a fuzzer run: none of rnnx's own size formulas
 // (x bytes; T*B rows of the widest row per layer, as plan.cpp checks; the weight buffer,
 // bounded as validate() bounds it) overflows, but one exceeds kMaxElements. Negative or
@@ -280,13 +290,12 @@ bool too_large(rnnx_config_t c, const Shape& s) {
     B = s.batch_sizes.empty() ? 0 : s.batch_sizes[0];
   }
   const int64_t D = bidir ? 2 : 1, Pp = P > 0 ? P : H;
-  int64_t dp = 0, gdh = 0, x = 0, buffers = 0, per_dir = 0, weights = 0, hh = 0, hr = 0;
+  int64_t dp = 0, gdh = 0, x = 0, buffers = 0, per_dir = 0, weights = 0, hh = 0, hr = 0, small = 0;
   const bool sized = product({D, Pp}, dp) && product({D, 4, H}, gdh) && product({T, B, I, 8}, x) &&
                      product({T, B, std::max({I, dp, gdh}), L, 32}, buffers) &&
                      product({4, H, Pp}, hh) && product({Pp, H}, hr) &&
-                     product({4, H, std::max(I, dp)}, per_dir) &&
-                     !__builtin_add_overflow(per_dir, hh + hr + 11 * H, &per_dir) &&
-                     product({L, D, per_dir}, weights);
+                     product({4, H, std::max(I, dp)}, per_dir) && product({11, H}, small) &&
+                     sum({per_dir, hh, hr, small}, per_dir) && product({L, D, per_dir}, weights);
   if (!sized) return false;
   return x > kMaxElements || buffers > 32 * kMaxElements || weights > kMaxElements;
 }
