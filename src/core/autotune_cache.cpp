@@ -83,6 +83,12 @@ void autotune_store(const std::string& key, const std::string& choice) {
   ::close(fd);
 }
 
+void autotune_remember(const std::string& key, const std::string& choice) {
+  Store& s = store();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.choices[key] = choice;
+}
+
 void autotune_clear_memory() {
   Store& s = store();
   std::lock_guard<std::mutex> lock(s.mutex);

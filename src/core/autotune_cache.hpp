@@ -24,6 +24,8 @@ std::optional<std::string> autotune_lookup(const std::string& key);
 // written is skipped: the cache is an optimisation, never a reason for a call to fail.
 // Keys and choices must not contain tabs or newlines.
 void autotune_store(const std::string& key, const std::string& choice);
+// Remembers a choice for this process only (the file is not written).
+void autotune_remember(const std::string& key, const std::string& choice);
 
 // Forgets the in-memory choices and which files were read (tests).
 void autotune_clear_memory();

@@ -145,6 +145,9 @@ double interference_spread() {
   return v;
 }
 
+// What the memory holds for a key whose search was disturbed (not an algorithm's name).
+constexpr const char* kDisturbedSearch = "disturbed-search:heuristic";
+
 // The fastest candidate, or nothing when the measurements show interference.
 template <typename T>
 std::optional<Algo> search(const PlanContext& ctx, const AlgoSpace& space) {
@@ -277,12 +280,17 @@ AlgoChoice choose_algo(const PlanContext& ctx, const AlgoSpace& space) {
   const std::string key = key_of(probe);
   Algo cached;
   if (auto text = core::autotune_lookup(key)) {
+    if (*text == kDisturbedSearch) return {space.heuristic, false};
     if (parse_algo(*text, &cached) && is_candidate(space, cached)) return {cached, true};
   }
   const std::optional<Algo> chosen = search<T>(probe, space);
-  // Measured under interference: the heuristic for this plan, and nothing remembered, so
-  // that the next plan of the problem searches again (on a quieter machine, it hopes).
-  if (!chosen) return {space.heuristic, false};
+  if (!chosen) {
+    // Measured under interference: the heuristic, for every plan of this key in this
+    // process (plans of one problem keep computing the same bits), and nothing in the file,
+    // so that the next process searches again.
+    core::autotune_remember(key, kDisturbedSearch);
+    return {space.heuristic, false};
+  }
   core::autotune_store(key, algo_name(*chosen, sizeof(T) == sizeof(float)));
   return {*chosen, true};
 }

@@ -23,8 +23,8 @@ struct AlgoChoice {
 // warm-up; one run when a run takes over 0.2 s). A problem of more than 32 steps is
 // measured with its lengths scaled down to 32 steps (autotune.cpp, search_context). When
 // two measurements of one candidate differ by more than 1.5x (RNNX_AUTOTUNE_SPREAD),
-// something else took the cores: the plan gets the heuristic and nothing is stored
-// (searched = false).
+// something else took the cores: the plan, and every later plan of the key in this
+// process, gets the heuristic (searched = false); the file is not written.
 template <typename T>
 AlgoChoice choose_algo(const PlanContext& ctx, const AlgoSpace& space);
 
