@@ -115,6 +115,21 @@ TEST(Faults, ExecutionWithoutMemoryFailsAndThePlanStaysUsable) {
   EXPECT_THROW(plan.backward(b), Error);
   Plan fresh(c, shape, backend_options(Backend::cpu, 2));
   EXPECT_TRUE(results_identical(run(plan, in, training), run(fresh, in, training)));
+
+  // The pool's own bookkeeping refused (the list of free buffers cannot grow when the call
+  // returns its workspace): the call still succeeds and the buffer is freed, not kept, so
+  // the next call without memory for a workspace fails.
+  Plan bookkeeping(c, shape, backend_options(Backend::cpu, 2));
+  a.training = false;
+  a.reserve = nullptr;
+  a.reserve_size = 0;
+  {
+    FailingAllocations fail(1);  // 0: the workspace, 1: the free list's growth
+    EXPECT_NO_THROW(bookkeeping.forward(a));
+    EXPECT_TRUE(allocation_refused());
+  }
+  const ScopedEnv no_memory("RNNX_TEST_FAIL_ALLOC_AFTER", "0");
+  EXPECT_THROW(bookkeeping.forward(a), Error) << "the refused buffer was kept";
 }
 
 TEST(Faults, CApiReportsOutOfMemory) {
@@ -146,7 +161,7 @@ TEST(Faults, CApiReportsOutOfMemory) {
 }
 
 // The environment hook: the library's own buffers (a call's workspace, the search's data)
-// fail after N of them; the value must be a count.
+// fail after N of them; the value must be a count. A plan reuses its workspaces.
 TEST(Faults, EnvironmentHookFailsTheLibrarysBuffers) {
   const Config c = make_config(CellType::rnn_tanh, 3, 4, 1, false, DataType::f32);
   const SequenceShape shape = SequenceShape::padded(3, 2);
@@ -165,6 +180,16 @@ TEST(Faults, EnvironmentHookFailsTheLibrarysBuffers) {
     }
   }
   {
+    // After N = 1: the first workspace is allocated and then reused by the plan's later
+    // calls (its pool), however many; the next plan's workspace is the second and fails.
+    Plan next(c, shape, backend_options(Backend::cpu, 1));
+    const ScopedEnv hook("RNNX_TEST_FAIL_ALLOC_AFTER", "1");
+    EXPECT_NO_THROW(run(plan, in));
+    EXPECT_NO_THROW(run(plan, in));
+    EXPECT_NO_THROW(run(plan, in));
+    EXPECT_THROW(run(next, in), Error);
+  }
+  {
     const ScopedEnv hook("RNNX_TEST_FAIL_ALLOC_AFTER", "many");
     try {
       // The build refuses it if it searches (its data is the library's own), else the call.
@@ -180,12 +205,6 @@ TEST(Faults, EnvironmentHookFailsTheLibrarysBuffers) {
   }
   EXPECT_NO_THROW(run(plan, in));
 }
-
-}  // namespace
-}  // namespace rnnx_test
-
-namespace rnnx_test {
-namespace {
 
 // Infinities and NaN in the input, the initial state and the weights: forward and backward
 // finish (no hang, no crash) and put NaN and infinities where the reference does, every
