@@ -193,6 +193,13 @@ void on_interrupt(int) {
   _exit(128 + SIGINT);  // not reached
 }
 
+// The handler runs on an alternate stack (SA_ONSTACK): the signal may land while oneDNN's
+// JIT code has the stack pointer in a buffer of its own on the heap, and a frame pushed
+// there is a heap-buffer-overflow to AddressSanitizer (it aborted CI's cli_interrupt about
+// one run in 40). The bench thread gets this one unless it has one already (a sanitizer
+// gives every thread its own); a worker thread without one only forwards the signal.
+alignas(64) unsigned char g_interrupt_stack[64 * 1024];
+
 // Installs on_interrupt for the bench's lifetime, unless SIGINT is ignored (a background job
 // of a non-interactive shell), which stays so.
 class InterruptGuard {
@@ -202,20 +209,31 @@ class InterruptGuard {
     g_measurements_done = 0;
     struct sigaction action {};
     action.sa_handler = on_interrupt;
+    action.sa_flags = SA_ONSTACK;
     sigemptyset(&action.sa_mask);
     if (sigaction(SIGINT, nullptr, &old_) == 0 && old_.sa_handler != SIG_IGN) {
+      stack_t current{};
+      if (sigaltstack(nullptr, &current) == 0 && (current.ss_flags & SS_DISABLE) != 0) {
+        stack_t ours{};
+        ours.ss_sp = g_interrupt_stack;
+        ours.ss_size = sizeof g_interrupt_stack;
+        own_stack_ = sigaltstack(&ours, &old_stack_) == 0;
+      }
       installed_ = sigaction(SIGINT, &action, nullptr) == 0;
     }
   }
   ~InterruptGuard() {
     if (installed_) sigaction(SIGINT, &old_, nullptr);
+    if (own_stack_) sigaltstack(&old_stack_, nullptr);
   }
   InterruptGuard(const InterruptGuard&) = delete;
   InterruptGuard& operator=(const InterruptGuard&) = delete;
 
  private:
   struct sigaction old_ {};
+  stack_t old_stack_{};
   bool installed_ = false;
+  bool own_stack_ = false;
 };
 
 double median(std::vector<double> v) {
