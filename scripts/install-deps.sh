@@ -14,6 +14,7 @@ packages=(
   fortunes python3-tqdm python3-matplotlib # the main job's data, progress bar and plot
   clang-14 libclang-rt-14-dev libomp-14-dev # the fuzz targets (libFuzzer, OpenMP for clang)
   llvm-14                                  # llvm-symbolizer: readable stacks in fuzz findings
+  clang-format-14                          # the format check (scripts/check-format.sh)
 )
 missing=()
 for p in "${packages[@]}"; do

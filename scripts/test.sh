@@ -2,7 +2,8 @@
 # The README's test command: installs dependencies, builds rnnx optimised and runs every
 # default test (GoogleTest suites, the PyTorch cross-check, the command-line checks), then
 # builds again with AddressSanitizer + UndefinedBehaviorSanitizer and runs the suite there.
-# Between the two it runs the fuzz targets 30 s each (scripts/fuzz.sh); last, the
+# First it checks the format (scripts/check-format.sh). Between the two builds it runs the
+# fuzz targets 30 s each (scripts/fuzz.sh); last, the
 # concurrency tests under ThreadSanitizer. RNNX_SKIP_ASAN=1 skips the sanitizer pass,
 # RNNX_SKIP_FUZZ=1 the fuzzing, RNNX_SKIP_TSAN=1 the ThreadSanitizer pass. Ends with the
 # time each stage took.
@@ -36,6 +37,7 @@ stage() {  # stage NAME COMMAND...: runs the command and records how long it too
 }
 
 stage "install dependencies" ./scripts/install-deps.sh
+stage "format (clang-format 14)" ./scripts/check-format.sh
 stage "release: configure and build" bash -c \
   "cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build/release -j $jobs"
 stage "release: tests" bash -c \

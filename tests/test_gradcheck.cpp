@@ -131,15 +131,18 @@ std::vector<GradCase> grad_cases() {
     Config c = config_for(lstm, 3, 4, 1, false, true);
     c.reverse = true;
     c.gate_clip = 0.4;
-    c.activations = {default_activation(AK::sigmoid), default_activation(AK::softsign),
+    c.activations = {default_activation(AK::sigmoid),
+                     default_activation(AK::softsign),
                      {AK::scaled_tanh, 1.5, 0.7}};
     v.push_back(grad_case(c, LK::time_major, 4, 3, {4, 0, 2}, true, 0, "_reverse_gateclip_acts"));
   }
   {
     Config c = config_for(gru_orig, 3, 4, 1, true, true);
     c.gate_clip = 0.3;
-    c.activations = {default_activation(AK::softsign), default_activation(AK::softplus),
-                     default_activation(AK::sigmoid), {AK::elu, 0.8, 0.0}};
+    c.activations = {default_activation(AK::softsign),
+                     default_activation(AK::softplus),
+                     default_activation(AK::sigmoid),
+                     {AK::elu, 0.8, 0.0}};
     v.push_back(grad_case(c, LK::time_major, 4, 2, {4, 2}, true, 0, "_gateclip_acts"));
   }
   {
@@ -263,7 +266,9 @@ void grad_check(const GradCase& gc, Backend backend) {
                        << " gradients differ from central differences" << report.str();
 }
 
-TEST_P(ReferenceGradCheck, MatchesCentralDifferences) { grad_check(GetParam(), Backend::reference); }
+TEST_P(ReferenceGradCheck, MatchesCentralDifferences) {
+  grad_check(GetParam(), Backend::reference);
+}
 
 // The cpu backend in float64 on the same cases: its own gradients (the generic step
 // kernels for ONNX's options included) against differences of its own forward.

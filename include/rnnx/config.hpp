@@ -78,8 +78,8 @@ struct Config {
   // GRU variant: true = cuDNN/PyTorch "linear before reset", false = original GRU
   // (ONNX's default, linear_before_reset = 0).
   bool gru_linear_before_reset = true;
-  Clip cell_clip;   // LSTM: clamp c_t after c_t = f*c + i*g
-  Clip proj_clip;   // LSTM with projection: clamp r_t = W_hr h_t
+  Clip cell_clip;  // LSTM: clamp c_t after c_t = f*c + i*g
+  Clip proj_clip;  // LSTM with projection: clamp r_t = W_hr h_t
   NanPolicy clip_nan = NanPolicy::propagate;
   double dropout = 0.0;  // between layers, training only, inverted scaling
   uint64_t seed = 0;     // dropout generator key

@@ -62,8 +62,8 @@ struct ForwardArgs {
 enum class GradMode { overwrite, accumulate };
 
 struct BackwardArgs {
-  const void* x = nullptr;        // required
-  const void* h0 = nullptr;       // as given to forward
+  const void* x = nullptr;   // required
+  const void* h0 = nullptr;  // as given to forward
   const void* c0 = nullptr;
   const void* weights = nullptr;  // required
   const void* dy = nullptr;       // optional, zero when null

@@ -425,10 +425,9 @@ RNNX_API rnnx_status_t rnnx_plan_get_weight_param_count(rnnx_plan_t plan, int64_
 /* One layer's ONNX tensors W [D, G*H, I], R [D, G*H, H], B [D, 2*G*H] (NULL: zeros),
  * P [D, 3H] (NULL: zeros), float64, ONNX gate orders (LSTM i,o,f,c; GRU z,r,h; peepholes
  * i,o,f), into the plan's flat weight buffer `weights` (the plan's dtype). */
-RNNX_API rnnx_status_t rnnx_plan_import_onnx_layer(rnnx_plan_t plan, int64_t layer,
-                                                   const double* W, const double* R,
-                                                   const double* B, const double* P,
-                                                   void* weights);
+RNNX_API rnnx_status_t rnnx_plan_import_onnx_layer(rnnx_plan_t plan, int64_t layer, const double* W,
+                                                   const double* R, const double* B,
+                                                   const double* P, void* weights);
 /* index in [0, count); *name belongs to the plan and stays valid until it is destroyed. */
 RNNX_API rnnx_status_t rnnx_plan_get_weight_param_by_index(rnnx_plan_t plan, int64_t index,
                                                            const char** name, int64_t* offset,

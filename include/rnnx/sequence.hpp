@@ -16,8 +16,8 @@ enum class Layout { time_major, batch_first, packed };
 
 struct SequenceShape {
   Layout layout = Layout::time_major;
-  int64_t max_seq_len = 0;  // T (padded layouts); ignored for packed
-  int64_t batch = 0;        // B (padded layouts); ignored for packed
+  int64_t max_seq_len = 0;              // T (padded layouts); ignored for packed
+  int64_t batch = 0;                    // B (padded layouts); ignored for packed
   std::vector<int64_t> lengths;         // padded layouts: [B] or empty
   std::vector<int64_t> batch_sizes;     // packed: [T]
   std::vector<int64_t> sorted_indices;  // packed: [B] or empty (identity)

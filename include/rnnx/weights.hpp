@@ -20,13 +20,13 @@ namespace rnnx {
 enum class WeightKind { w_ih, w_hh, b_ih, b_hh, w_hr, w_peephole };
 
 struct WeightParam {
-  std::string name;   // PyTorch name, e.g. "weight_hh_l1_reverse"
+  std::string name;  // PyTorch name, e.g. "weight_hh_l1_reverse"
   WeightKind kind;
   int64_t layer;
   int64_t direction;  // 0 forward, 1 reverse
   int64_t offset;     // in elements from the start of the flat buffer
   int64_t rows;
-  int64_t cols;       // 1 for biases
+  int64_t cols;  // 1 for biases
   int64_t numel() const { return rows * cols; }
   // One-dimensional parameters (biases and peepholes).
   bool is_vector() const {

@@ -572,7 +572,8 @@ rnnx_status_t rnnx_config_get_padding_fill(rnnx_config_t config, double* padding
 }
 
 rnnx_status_t rnnx_config_set_reverse(rnnx_config_t config, int reverse) {
-  return config_set(__func__, config, [&](rnnx::Config& c, const char*) { c.reverse = reverse != 0; });
+  return config_set(__func__, config,
+                    [&](rnnx::Config& c, const char*) { c.reverse = reverse != 0; });
 }
 rnnx_status_t rnnx_config_get_reverse(rnnx_config_t config, int* reverse) {
   return config_get(__func__, config, reverse, "reverse",
@@ -587,7 +588,8 @@ rnnx_status_t rnnx_config_get_peephole(rnnx_config_t config, int* peephole) {
                     [](const rnnx::Config& c) { return c.peephole ? 1 : 0; });
 }
 rnnx_status_t rnnx_config_set_gate_clip(rnnx_config_t config, double gate_clip) {
-  return config_set(__func__, config, [&](rnnx::Config& c, const char*) { c.gate_clip = gate_clip; });
+  return config_set(__func__, config,
+                    [&](rnnx::Config& c, const char*) { c.gate_clip = gate_clip; });
 }
 rnnx_status_t rnnx_config_get_gate_clip(rnnx_config_t config, double* gate_clip) {
   return config_get(__func__, config, gate_clip, "gate_clip",

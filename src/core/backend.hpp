@@ -65,7 +65,9 @@ std::unique_ptr<BackendImpl> make_reference_backend(const PlanContext& ctx);
 std::unique_ptr<BackendImpl> make_cpu_backend(const PlanContext& ctx);
 
 // Bytes rounded up so that every sub-buffer a backend carves out stays 64-byte aligned.
-inline size_t align_up(size_t bytes) { return (bytes + 63) / 64 * 64; }
+inline size_t align_up(size_t bytes) {
+  return (bytes + 63) / 64 * 64;
+}
 
 // Carves aligned sub-buffers out of a workspace or reserve; used the same way to compute
 // the size (base == nullptr) and to hand out pointers, so the two cannot disagree.

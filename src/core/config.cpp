@@ -1,13 +1,14 @@
 // Config validation and the names of enum values. Every check names the field and value.
+#include "rnnx/config.hpp"
+
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <string>
 #include <utility>
 #include <vector>
-#include <string>
 
 #include "core/checked.hpp"
-#include "rnnx/config.hpp"
 #include "rnnx/error.hpp"
 #include "rnnx/plan.hpp"
 #include "rnnx/sequence.hpp"
@@ -15,7 +16,9 @@
 namespace rnnx {
 namespace {
 
-[[noreturn]] void invalid(const std::string& msg) { throw Error(Status::invalid_argument, msg); }
+[[noreturn]] void invalid(const std::string& msg) {
+  throw Error(Status::invalid_argument, msg);
+}
 
 std::string num(double v) {
   std::string s = std::to_string(v);
@@ -28,8 +31,8 @@ void validate_clip(const Clip& clip, const char* name) {
     invalid(std::string(name) + " bounds must not be NaN");
   }
   if (clip.lo > clip.hi) {
-    invalid(std::string(name) + " lo (= " + num(clip.lo) + ") must not exceed hi (= " +
-            num(clip.hi) + ")");
+    invalid(std::string(name) + " lo (= " + num(clip.lo) +
+            ") must not exceed hi (= " + num(clip.hi) + ")");
   }
 }
 
@@ -37,11 +40,16 @@ void validate_clip(const Clip& clip, const char* name) {
 
 const char* to_string(Status s) {
   switch (s) {
-    case Status::success: return "success";
-    case Status::invalid_argument: return "invalid_argument";
-    case Status::unsupported: return "unsupported";
-    case Status::internal: return "internal";
-    case Status::out_of_memory: return "out_of_memory";
+    case Status::success:
+      return "success";
+    case Status::invalid_argument:
+      return "invalid_argument";
+    case Status::unsupported:
+      return "unsupported";
+    case Status::internal:
+      return "internal";
+    case Status::out_of_memory:
+      return "out_of_memory";
   }
   return "unknown";
 }
@@ -49,40 +57,57 @@ const char* to_string(Status s) {
 int64_t gates_per_cell(CellType cell) {
   switch (cell) {
     case CellType::rnn_tanh:
-    case CellType::rnn_relu: return 1;
-    case CellType::lstm: return 4;
-    case CellType::gru: return 3;
+    case CellType::rnn_relu:
+      return 1;
+    case CellType::lstm:
+      return 4;
+    case CellType::gru:
+      return 3;
   }
   return 0;
 }
 
 const char* to_string(CellType cell) {
   switch (cell) {
-    case CellType::rnn_tanh: return "rnn_tanh";
-    case CellType::rnn_relu: return "rnn_relu";
-    case CellType::lstm: return "lstm";
-    case CellType::gru: return "gru";
+    case CellType::rnn_tanh:
+      return "rnn_tanh";
+    case CellType::rnn_relu:
+      return "rnn_relu";
+    case CellType::lstm:
+      return "lstm";
+    case CellType::gru:
+      return "gru";
   }
   return "unknown";
 }
 
 int64_t activations_per_direction(CellType cell) {
   switch (cell) {
-    case CellType::lstm: return 3;
-    case CellType::gru: return 2;
-    default: return 1;
+    case CellType::lstm:
+      return 3;
+    case CellType::gru:
+      return 2;
+    default:
+      return 1;
   }
 }
 
 Activation default_activation(ActivationKind kind) {
   switch (kind) {
-    case ActivationKind::leaky_relu: return {kind, 0.01, 0.0};
-    case ActivationKind::thresholded_relu: return {kind, 1.0, 0.0};
-    case ActivationKind::scaled_tanh: return {kind, 1.0, 1.0};
-    case ActivationKind::hard_sigmoid: return {kind, 0.2, 0.5};
-    case ActivationKind::elu: return {kind, 1.0, 0.0};
-    case ActivationKind::affine: return {kind, 1.0, 0.0};
-    default: return {kind, 0.0, 0.0};
+    case ActivationKind::leaky_relu:
+      return {kind, 0.01, 0.0};
+    case ActivationKind::thresholded_relu:
+      return {kind, 1.0, 0.0};
+    case ActivationKind::scaled_tanh:
+      return {kind, 1.0, 1.0};
+    case ActivationKind::hard_sigmoid:
+      return {kind, 0.2, 0.5};
+    case ActivationKind::elu:
+      return {kind, 1.0, 0.0};
+    case ActivationKind::affine:
+      return {kind, 1.0, 0.0};
+    default:
+      return {kind, 0.0, 0.0};
   }
 }
 
@@ -109,10 +134,14 @@ std::string lower(std::string s) {
 std::vector<Activation> default_activations(CellType cell) {
   using K = ActivationKind;
   switch (cell) {
-    case CellType::lstm: return {{K::sigmoid}, {K::tanh}, {K::tanh}};
-    case CellType::gru: return {{K::sigmoid}, {K::tanh}};
-    case CellType::rnn_relu: return {{K::relu}};
-    case CellType::rnn_tanh: return {{K::tanh}};
+    case CellType::lstm:
+      return {{K::sigmoid}, {K::tanh}, {K::tanh}};
+    case CellType::gru:
+      return {{K::sigmoid}, {K::tanh}};
+    case CellType::rnn_relu:
+      return {{K::relu}};
+    case CellType::rnn_tanh:
+      return {{K::tanh}};
   }
   return {};
 }
@@ -139,7 +168,9 @@ std::vector<Activation> direction_activations(const Config& c, int64_t d) {
   return {c.activations.begin() + first, c.activations.begin() + first + k};
 }
 
-bool uses_onnx_options(const Config& c) { return c.reverse || uses_onnx_cell_math(c); }
+bool uses_onnx_options(const Config& c) {
+  return c.reverse || uses_onnx_cell_math(c);
+}
 
 bool uses_onnx_cell_math(const Config& c) {
   if (c.peephole || c.gate_clip > 0.0 || c.input_forget) return true;
@@ -154,9 +185,12 @@ bool uses_onnx_cell_math(const Config& c) {
 
 const char* to_string(MathMode math) {
   switch (math) {
-    case MathMode::from_environment: return "from_environment";
-    case MathMode::fp32: return "fp32";
-    case MathMode::allow_conversion: return "allow_conversion";
+    case MathMode::from_environment:
+      return "from_environment";
+    case MathMode::fp32:
+      return "fp32";
+    case MathMode::allow_conversion:
+      return "allow_conversion";
   }
   return "unknown";
 }
@@ -182,15 +216,22 @@ MathMode resolved_math_mode(const Config& c) {
           "\") must be 1 (allow bf16 GEMMs), 0, or unset");
 }
 
-const char* to_string(DataType dtype) { return dtype == DataType::f32 ? "float32" : "float64"; }
+const char* to_string(DataType dtype) {
+  return dtype == DataType::f32 ? "float32" : "float64";
+}
 
-int64_t dtype_size(DataType dtype) { return dtype == DataType::f32 ? 4 : 8; }
+int64_t dtype_size(DataType dtype) {
+  return dtype == DataType::f32 ? 4 : 8;
+}
 
 const char* to_string(Layout layout) {
   switch (layout) {
-    case Layout::time_major: return "time_major";
-    case Layout::batch_first: return "batch_first";
-    case Layout::packed: return "packed";
+    case Layout::time_major:
+      return "time_major";
+    case Layout::batch_first:
+      return "batch_first";
+    case Layout::packed:
+      return "packed";
   }
   return "unknown";
 }
@@ -224,12 +265,12 @@ void validate(const Config& c) {
   if (c.num_layers < 1) invalid("num_layers (= " + std::to_string(c.num_layers) + ") must be >= 1");
   if (c.proj_size < 0) invalid("proj_size (= " + std::to_string(c.proj_size) + ") must be >= 0");
   if (c.proj_size > 0 && c.cell != CellType::lstm) {
-    invalid("proj_size (= " + std::to_string(c.proj_size) + ") is only allowed with cell lstm, not " +
-            to_string(c.cell));
+    invalid("proj_size (= " + std::to_string(c.proj_size) +
+            ") is only allowed with cell lstm, not " + to_string(c.cell));
   }
   if (c.proj_size > 0 && c.proj_size >= c.hidden_size) {
-    invalid("proj_size (= " + std::to_string(c.proj_size) + ") must be smaller than hidden_size (= " +
-            std::to_string(c.hidden_size) + ")");
+    invalid("proj_size (= " + std::to_string(c.proj_size) +
+            ") must be smaller than hidden_size (= " + std::to_string(c.hidden_size) + ")");
   }
   if (c.cell_clip.enabled && c.cell != CellType::lstm) {
     invalid(std::string("cell_clip is only allowed with cell lstm, not ") + to_string(c.cell));
@@ -243,8 +284,9 @@ void validate(const Config& c) {
     invalid("clip_nan (= " + std::to_string(static_cast<int>(c.clip_nan)) + ") is not a policy");
   }
   if (c.reverse && c.bidirectional) {
-    invalid("reverse runs one direction from each sequence's end; it cannot be combined with "
-            "bidirectional");
+    invalid(
+        "reverse runs one direction from each sequence's end; it cannot be combined with "
+        "bidirectional");
   }
   if (c.peephole && c.cell != CellType::lstm) {
     invalid(std::string("peephole is only allowed with cell lstm, not ") + to_string(c.cell));
@@ -256,7 +298,8 @@ void validate(const Config& c) {
     invalid("gate_clip (= " + num(c.gate_clip) + ") must be >= 0 (0 = no gate clipping)");
   }
   {
-    const int64_t k = activations_per_direction(c.cell), n = static_cast<int64_t>(c.activations.size());
+    const int64_t k = activations_per_direction(c.cell),
+                  n = static_cast<int64_t>(c.activations.size());
     if (n != 0 && n != k && n != k * c.num_directions()) {
       invalid("activations has " + std::to_string(n) + " entries; " + to_string(c.cell) +
               " takes " + std::to_string(k) + " per direction (" +
@@ -265,8 +308,10 @@ void validate(const Config& c) {
               ")");
     }
     for (const auto& a : c.activations) {
-      if (static_cast<int>(a.kind) < 0 || static_cast<int>(a.kind) > static_cast<int>(ActivationKind::softplus)) {
-        invalid("activations holds an unknown kind (= " + std::to_string(static_cast<int>(a.kind)) + ")");
+      if (static_cast<int>(a.kind) < 0 ||
+          static_cast<int>(a.kind) > static_cast<int>(ActivationKind::softplus)) {
+        invalid("activations holds an unknown kind (= " + std::to_string(static_cast<int>(a.kind)) +
+                ")");
       }
       if (std::isnan(a.alpha) || std::isnan(a.beta)) {
         invalid(std::string("activation ") + to_string(a.kind) + " has a NaN alpha or beta");
@@ -279,21 +324,24 @@ void validate(const Config& c) {
   // Sizes that every backend derives must fit: G*H*max(I, D*P') per weight matrix, and the
   // whole weight buffer (bounded per layer and direction by W_ih, W_hh, biases, W_hr and
   // peepholes), checked here in closed form before anything loops over the layers.
-  const int64_t gh = core::checked_mul(gates_per_cell(c.cell), c.hidden_size, "gates * hidden_size");
-  const int64_t dp = core::checked_mul(c.num_directions(), c.output_size(), "directions * output size");
+  const int64_t gh =
+      core::checked_mul(gates_per_cell(c.cell), c.hidden_size, "gates * hidden_size");
+  const int64_t dp =
+      core::checked_mul(c.num_directions(), c.output_size(), "directions * output size");
   const int64_t w_ih = core::checked_mul(gh, std::max(c.input_size, dp), "weight_ih rows * cols");
   const int64_t ld = core::checked_mul(c.num_layers, c.num_directions(), "layers * directions");
   core::checked_mul(ld, gh, "layers * directions * gates * hidden");
-  int64_t per_direction = core::checked_add(w_ih, core::checked_mul(gh, c.output_size(), "weight_hh"),
-                                            "weights per direction");
-  per_direction = core::checked_add(per_direction, core::checked_mul(2, gh, "biases"),
+  int64_t per_direction = core::checked_add(
+      w_ih, core::checked_mul(gh, c.output_size(), "weight_hh"), "weights per direction");
+  per_direction =
+      core::checked_add(per_direction, core::checked_mul(2, gh, "biases"), "weights per direction");
+  per_direction = core::checked_add(per_direction,
+                                    core::checked_mul(c.output_size(), c.hidden_size, "weight_hr"),
                                     "weights per direction");
-  per_direction = core::checked_add(
-      per_direction, core::checked_mul(c.output_size(), c.hidden_size, "weight_hr"),
-      "weights per direction");
   per_direction = core::checked_add(per_direction, core::checked_mul(3, c.hidden_size, "peepholes"),
                                     "weights per direction");
-  core::checked_mul(ld, per_direction, "total weight size (num_layers * directions * per direction)");
+  core::checked_mul(ld, per_direction,
+                    "total weight size (num_layers * directions * per direction)");
 }
 
 SequenceShape SequenceShape::padded(int64_t T, int64_t B, std::vector<int64_t> lengths,

@@ -10,15 +10,17 @@ constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
 constexpr int kRounds = 10;
 
 // Uniform in [0, 1) from the top 24 bits, exact in float and double.
-inline double to_unit(uint32_t x) { return static_cast<double>(x >> 8) * (1.0 / 16777216.0); }
+inline double to_unit(uint32_t x) {
+  return static_cast<double>(x >> 8) * (1.0 / 16777216.0);
+}
 
 std::array<uint32_t, 4> block(const DropoutKey& key, uint64_t group) {
   std::array<uint32_t, 4> ctr = {static_cast<uint32_t>(group), static_cast<uint32_t>(group >> 32),
                                  static_cast<uint32_t>(key.layer),
                                  static_cast<uint32_t>(key.counter)};
-  std::array<uint32_t, 2> k = {static_cast<uint32_t>(key.seed),
-                               static_cast<uint32_t>(key.seed >> 32) ^
-                                   static_cast<uint32_t>(key.counter >> 32)};
+  std::array<uint32_t, 2> k = {
+      static_cast<uint32_t>(key.seed),
+      static_cast<uint32_t>(key.seed >> 32) ^ static_cast<uint32_t>(key.counter >> 32)};
   return philox4x32_10(ctr, k);
 }
 

@@ -18,9 +18,12 @@ constexpr std::array<int64_t, 3> kOnnxPeephole = {0, 2, 1};
 // Position in ONNX's order of rnnx's gate k for this cell.
 inline int64_t onnx_gate(CellType cell, int64_t k) {
   switch (cell) {
-    case CellType::lstm: return kOnnxLstmGate[k];
-    case CellType::gru: return kOnnxGruGate[k];
-    default: return k;
+    case CellType::lstm:
+      return kOnnxLstmGate[k];
+    case CellType::gru:
+      return kOnnxGruGate[k];
+    default:
+      return k;
   }
 }
 

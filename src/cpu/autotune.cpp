@@ -19,7 +19,7 @@
 #include "core/thread_scope.hpp"
 #include "cpu/buffers.hpp"
 #include "cpu/passes.hpp"
-#include "cpu/problem.hpp"
+#include "cpu/plan_spec.hpp"
 #include "rnnx/error.hpp"
 #include "rnnx/version.hpp"
 
@@ -49,7 +49,7 @@ std::vector<T> synthetic(int64_t n, double scale, uint64_t seed) {
 // Reserve layout and sizes of one candidate.
 template <typename T>
 struct Sized {
-  Problem problem;
+  PlanSpec problem;
   size_t reserve = 0, workspace = 0;
   Sized(const PlanContext& ctx, const Algo& algo) : problem(ctx, algo) {
     const BufferSizes s = lay_out_buffers<T>(problem);

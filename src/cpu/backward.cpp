@@ -24,7 +24,7 @@ namespace {
 // Hprev [N, P']: each token's previous state in direction d (h0 for the first step of a
 // sequence), from the layer's undropped output. Feeds dW_hh as one GEMM and the GRU kernels.
 template <typename T>
-void gather_prev_states(const Problem& p, int64_t d, const T* Y, const T* h0, T* h_prev) {
+void gather_prev_states(const PlanSpec& p, int64_t d, const T* Y, const T* h0, T* h_prev) {
   const core::Schedule& s = p.schedule();
   const int64_t P = p.P, DP = p.DP;
 #pragma omp parallel for schedule(static)
@@ -53,7 +53,7 @@ struct BackwardWeights {
 };
 
 template <typename T>
-BackwardWeights<T> bind_backward_weights(const Problem& p, const T* w, const ParamOffsets& po,
+BackwardWeights<T> bind_backward_weights(const PlanSpec& p, const T* w, const ParamOffsets& po,
                                          const BackwardDirBuffers<T>& db) {
   const int64_t H = p.H, P = p.P;
   const bool pack = p.pack_weights();
@@ -74,7 +74,7 @@ BackwardWeights<T> bind_backward_weights(const Problem& p, const T* w, const Par
 // Before the time loop: the sorted initial states and state gradients, and (GRU, or when
 // weight gradients are wanted) every token's previous state.
 template <typename T>
-void backward_prepare(const Problem& p, const BackwardArgs& a, int64_t l, int64_t d,
+void backward_prepare(const PlanSpec& p, const BackwardArgs& a, int64_t l, int64_t d,
                       const ReserveLayer<T>& res, const BackwardDirBuffers<T>& db) {
   const core::Schedule& s = p.schedule();
   const int64_t H = p.H, P = p.P;
@@ -103,7 +103,7 @@ struct BackwardStep {
 };
 
 template <typename T>
-BackwardStep<T> backward_step(const Problem& p, const DirectionIo<T>& io,
+BackwardStep<T> backward_step(const PlanSpec& p, const DirectionIo<T>& io,
                               const BackwardDirBuffers<T>& db, int64_t d, int64_t k) {
   const core::Schedule& s = p.schedule();
   const int64_t t = p.reversed(d) ? k : p.T_eff - 1 - k;
@@ -114,7 +114,7 @@ BackwardStep<T> backward_step(const Problem& p, const DirectionIo<T>& io,
 
 // The step kernels' arguments for a step (the same for the per-step and the team loops).
 template <typename T>
-RnnBackward<T> rnn_backward_args(const Problem& p, const ReserveLayer<T>& res, int64_t d,
+RnnBackward<T> rnn_backward_args(const PlanSpec& p, const ReserveLayer<T>& res, int64_t d,
                                  const BackwardStep<T>& st, T* dh) {
   return {.rows = st.bs,
           .H = p.H,
@@ -128,7 +128,7 @@ RnnBackward<T> rnn_backward_args(const Problem& p, const ReserveLayer<T>& res, i
 }
 
 template <typename T>
-LstmBackward<T> lstm_backward_args(const Problem& p, const ReserveDir<T>& rd,
+LstmBackward<T> lstm_backward_args(const PlanSpec& p, const ReserveDir<T>& rd,
                                    const BackwardDirBuffers<T>& db, int64_t d,
                                    const BackwardStep<T>& st, T* dh) {
   const core::Schedule& s = p.schedule();
@@ -153,7 +153,7 @@ LstmBackward<T> lstm_backward_args(const Problem& p, const ReserveDir<T>& rd,
 
 // Linear-before-reset GRU.
 template <typename T>
-GruBackward<T> gru_backward_args(const Problem& p, const ReserveDir<T>& rd,
+GruBackward<T> gru_backward_args(const PlanSpec& p, const ReserveDir<T>& rd,
                                  const BackwardDirBuffers<T>& db, const BackwardStep<T>& st,
                                  T* dh) {
   return {.rows = st.bs,
@@ -171,7 +171,7 @@ GruBackward<T> gru_backward_args(const Problem& p, const ReserveDir<T>& rd,
 // The time loop, in the reverse of the forward order: fused step kernel, then
 // dh_{t-1} = dGates W_hh on the active rows.
 template <typename T>
-void backward_time_loop(const Problem& p, const BackwardArgs& a, int64_t l, int64_t d,
+void backward_time_loop(const PlanSpec& p, const BackwardArgs& a, int64_t l, int64_t d,
                         const ReserveLayer<T>& res, const DirectionIo<T>& io,
                         const BackwardDirBuffers<T>& db) {
   const int64_t H = p.H, P = p.P, GH = p.GH, DP = p.DP;
@@ -258,7 +258,7 @@ void backward_time_loop(const Problem& p, const BackwardArgs& a, int64_t l, int6
 // columns as the left operand of dh_{t-1} = dG W_hh, and after the step's barrier computes
 // its cells' columns of dh_{t-1}, which only it reads next.
 template <typename T>
-void backward_time_loop_team(const Problem& p, const BackwardArgs& a, int64_t l, int64_t d,
+void backward_time_loop_team(const PlanSpec& p, const BackwardArgs& a, int64_t l, int64_t d,
                              const ReserveLayer<T>& res, const DirectionIo<T>& io,
                              const BackwardDirBuffers<T>& db, int threads) {
   if constexpr (std::is_same_v<T, float>) {
@@ -313,7 +313,7 @@ void backward_time_loop_team(const Problem& p, const BackwardArgs& a, int64_t l,
 // The time loop of one direction: as a team where the plan says so and the packed engine
 // runs, else step by step.
 template <typename T>
-void run_time_loop(const Problem& p, const BackwardArgs& a, int64_t l, int64_t d,
+void run_time_loop(const PlanSpec& p, const BackwardArgs& a, int64_t l, int64_t d,
                    const ReserveLayer<T>& res, const DirectionIo<T>& io,
                    const BackwardDirBuffers<T>& db) {
   if (p.team_loops && p.pack_weights()) {
@@ -329,7 +329,7 @@ void run_time_loop(const Problem& p, const BackwardArgs& a, int64_t l, int64_t d
 // pre-activation gradients dA of the time loop, c_t from the reserve and c_{t-1} the step
 // before's (c0 for a sequence's first step). Each thread sums its own columns in double.
 template <typename T>
-void peephole_grad(const Problem& p, int64_t d, const ReserveDir<T>& rd, const T* c0, const T* dg,
+void peephole_grad(const PlanSpec& p, int64_t d, const ReserveDir<T>& rd, const T* c0, const T* dg,
                    bool accumulate, T* dp) {
   const core::Schedule& s = p.schedule();
   const int64_t H = p.H, GH = p.GH;
@@ -384,7 +384,7 @@ void column_sums(int64_t rows, int64_t width, const T* A, T* out) {
 }
 
 template <typename T>
-void backward_finish(const Problem& p, const BackwardArgs& a, int64_t l, int64_t d,
+void backward_finish(const PlanSpec& p, const BackwardArgs& a, int64_t l, int64_t d,
                      const ReserveLayer<T>& res, const DirectionIo<T>& io,
                      const BackwardDirBuffers<T>& db, T* colsum, T* gemm_scratch) {
   const core::Schedule& s = p.schedule();
@@ -442,7 +442,7 @@ void backward_finish(const Problem& p, const BackwardArgs& a, int64_t l, int64_t
 }  // namespace
 
 template <typename T>
-void run_backward(const Problem& p, const BackwardArgs& a, void* workspace,
+void run_backward(const PlanSpec& p, const BackwardArgs& a, void* workspace,
                   uint64_t dropout_counter) {
   const core::Schedule& s = p.schedule();
   BackwardBuffers<T> buf;
@@ -507,7 +507,7 @@ void run_backward(const Problem& p, const BackwardArgs& a, void* workspace,
   }
 }
 
-template void run_backward<float>(const Problem&, const BackwardArgs&, void*, uint64_t);
-template void run_backward<double>(const Problem&, const BackwardArgs&, void*, uint64_t);
+template void run_backward<float>(const PlanSpec&, const BackwardArgs&, void*, uint64_t);
+template void run_backward<double>(const PlanSpec&, const BackwardArgs&, void*, uint64_t);
 
 }  // namespace rnnx::cpu

@@ -18,14 +18,14 @@ int64_t count(int64_t rows, int64_t cols) {
 
 // Layer outputs that are not the caller's y: every layer but the top when the caller's
 // tensors are packed (the top writes y directly), else every layer; two suffice.
-int64_t ping_pong_buffers(const Problem& p) {
+int64_t ping_pong_buffers(const PlanSpec& p) {
   return std::min<int64_t>(p.rows_in_place ? p.L - 1 : p.L, 2);
 }
 
 }  // namespace
 
 template <typename T>
-ReserveLayer<T> carve_reserve_layer(const Problem& p, Carver& carver, int64_t l) {
+ReserveLayer<T> carve_reserve_layer(const PlanSpec& p, Carver& carver, int64_t l) {
   ReserveLayer<T> r;
   r.y = carver.take<T>(count(p.N, p.DP));
   if (p.dropout_after(l)) r.y_dropped = carver.take<T>(count(p.N, p.DP));
@@ -47,26 +47,26 @@ ReserveLayer<T> carve_reserve_layer(const Problem& p, Carver& carver, int64_t l)
 }
 
 template <typename T>
-ReserveLayer<T> reserve_layer(const Problem& p, const void* base, int64_t l) {
+ReserveLayer<T> reserve_layer(const PlanSpec& p, const void* base, int64_t l) {
   // The reserve is read-only in backward; the carver hands out mutable pointers for both.
   Carver carver(const_cast<char*>(static_cast<const char*>(base)) + p.reserve_layer[l]);
   return carve_reserve_layer<T>(p, carver, l);
 }
 
-int64_t forward_recurrent_pack_floats(const Problem& p) {
+int64_t forward_recurrent_pack_floats(const PlanSpec& p) {
   const PackedType t = p.packed_type();
   if (p.gru_orig()) return packed_b_floats(p.P, 2 * p.H, 1, t) + packed_b_floats(p.H, p.H, 1, t);
   return packed_b_floats(p.P, p.GH, p.G, t);
 }
 
-int64_t backward_recurrent_pack_floats(const Problem& p) {
+int64_t backward_recurrent_pack_floats(const PlanSpec& p) {
   const PackedType t = p.packed_type();
   if (p.gru_orig()) return packed_b_floats(2 * p.H, p.P, 1, t) + packed_b_floats(p.H, p.P, 1, t);
   return packed_b_floats(p.GH, p.P, 1, t);
 }
 
 template <typename T>
-Carver carve_forward(const Problem& p, bool training, void* base, ForwardBuffers<T>* out) {
+Carver carve_forward(const PlanSpec& p, bool training, void* base, ForwardBuffers<T>* out) {
   ForwardBuffers<T> tmp;
   ForwardBuffers<T>& b = out ? *out : tmp;
   Carver carver(base);
@@ -119,7 +119,7 @@ Carver carve_forward(const Problem& p, bool training, void* base, ForwardBuffers
 }
 
 template <typename T>
-Carver carve_backward(const Problem& p, void* base, BackwardBuffers<T>* out) {
+Carver carve_backward(const PlanSpec& p, void* base, BackwardBuffers<T>* out) {
   BackwardBuffers<T> tmp;
   BackwardBuffers<T>& b = out ? *out : tmp;
   Carver carver(base);
@@ -177,7 +177,7 @@ void BufferSizes::widen(const BufferSizes& o) {
 }
 
 template <typename T>
-BufferSizes lay_out_buffers(Problem& p) {
+BufferSizes lay_out_buffers(PlanSpec& p) {
   BufferSizes s;
   Carver carver;
   p.reserve_layer.resize(p.L);
@@ -192,12 +192,12 @@ BufferSizes lay_out_buffers(Problem& p) {
   return s;
 }
 
-#define RNNX_INSTANTIATE(T)                                                          \
-  template ReserveLayer<T> carve_reserve_layer<T>(const Problem&, Carver&, int64_t); \
-  template ReserveLayer<T> reserve_layer<T>(const Problem&, const void*, int64_t);   \
-  template Carver carve_forward<T>(const Problem&, bool, void*, ForwardBuffers<T>*); \
-  template Carver carve_backward<T>(const Problem&, void*, BackwardBuffers<T>*);     \
-  template BufferSizes lay_out_buffers<T>(Problem&);
+#define RNNX_INSTANTIATE(T)                                                           \
+  template ReserveLayer<T> carve_reserve_layer<T>(const PlanSpec&, Carver&, int64_t); \
+  template ReserveLayer<T> reserve_layer<T>(const PlanSpec&, const void*, int64_t);   \
+  template Carver carve_forward<T>(const PlanSpec&, bool, void*, ForwardBuffers<T>*); \
+  template Carver carve_backward<T>(const PlanSpec&, void*, BackwardBuffers<T>*);     \
+  template BufferSizes lay_out_buffers<T>(PlanSpec&);
 RNNX_INSTANTIATE(float)
 RNNX_INSTANTIATE(double)
 #undef RNNX_INSTANTIATE

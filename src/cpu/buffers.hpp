@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "core/backend.hpp"
-#include "cpu/problem.hpp"
+#include "cpu/plan_spec.hpp"
 
 namespace rnnx::cpu {
 
@@ -32,13 +32,13 @@ struct ReserveLayer {
 
 // Carves layer l's block; the backend records each block's offset at plan time.
 template <typename T>
-ReserveLayer<T> carve_reserve_layer(const Problem& p, Carver& carver, int64_t l);
+ReserveLayer<T> carve_reserve_layer(const PlanSpec& p, Carver& carver, int64_t l);
 // Layer l's block inside the reserve at `base`, from the recorded offsets.
 template <typename T>
-ReserveLayer<T> reserve_layer(const Problem& p, const void* base, int64_t l);
+ReserveLayer<T> reserve_layer(const PlanSpec& p, const void* base, int64_t l);
 
 // What one direction's time loop uses. When the directions run concurrently
-// (Problem::concurrent_dirs) each has its own; otherwise dir[1] is dir[0].
+// (PlanSpec::concurrent_dirs) each has its own; otherwise dir[1] is dir[0].
 template <typename T>
 struct ForwardDirBuffers {
   T* gx = nullptr;       // [N - split, G*H] inference input projection in bulk (LSTM, GRU)
@@ -55,7 +55,7 @@ struct ForwardDirBuffers {
   T* wi_pack = nullptr;
   T* wr_pack = nullptr;
   T* a_pack = nullptr;
-  // Team loops (Problem::team_loops): the packed state and input of a step, double buffered.
+  // Team loops (PlanSpec::team_loops): the packed state and input of a step, double buffered.
   T* ah_pack[2] = {};
   T* ax_pack[2] = {};
 };
@@ -69,7 +69,7 @@ struct ForwardBuffers {
 };
 
 template <typename T>
-Carver carve_forward(const Problem& p, bool training, void* base, ForwardBuffers<T>* out);
+Carver carve_forward(const PlanSpec& p, bool training, void* base, ForwardBuffers<T>* out);
 
 template <typename T>
 struct BackwardDirBuffers {
@@ -101,7 +101,7 @@ struct BackwardBuffers {
 };
 
 template <typename T>
-Carver carve_backward(const Problem& p, void* base, BackwardBuffers<T>* out);
+Carver carve_backward(const PlanSpec& p, void* base, BackwardBuffers<T>* out);
 
 // The byte sizes of a plan's buffers: records where each layer's reserve block starts in
 // p.reserve_layer (the same carving then serves execution) and returns the sizes.
@@ -113,11 +113,11 @@ struct BufferSizes {
   void widen(const BufferSizes& o);
 };
 template <typename T>
-BufferSizes lay_out_buffers(Problem& p);
+BufferSizes lay_out_buffers(PlanSpec& p);
 
 // Floats of the packed weights of one direction (packed engine): the recurrent product of
 // the forward (W_hh^T, by parts for the original GRU) and of the backward (W_hh).
-int64_t forward_recurrent_pack_floats(const Problem& p);
-int64_t backward_recurrent_pack_floats(const Problem& p);
+int64_t forward_recurrent_pack_floats(const PlanSpec& p);
+int64_t backward_recurrent_pack_floats(const PlanSpec& p);
 
 }  // namespace rnnx::cpu

@@ -7,7 +7,7 @@
 #include "cpu/autotune.hpp"
 #include "cpu/buffers.hpp"
 #include "cpu/passes.hpp"
-#include "cpu/problem.hpp"
+#include "cpu/plan_spec.hpp"
 #include "rnnx/version.hpp"
 
 namespace rnnx {
@@ -46,13 +46,13 @@ class CpuBackend final : public BackendImpl {
     // plan of the same problem, and results must be reproducible).
     for (const cpu::Algo& a : space.candidates) {
       if (a == choice_.algo) continue;
-      cpu::Problem other(ctx, a);
+      cpu::PlanSpec other(ctx, a);
       sizes_.widen(cpu::lay_out_buffers<T>(other));
     }
   }
 
   cpu::AlgoChoice choice_;
-  cpu::Problem problem_;
+  cpu::PlanSpec problem_;
   cpu::BufferSizes sizes_;
 };
 

@@ -27,7 +27,7 @@ namespace {
 // Biases folded for the step kernels: LSTM and RNN b_ih + b_hh; GRU b_ih + b_hh for r, z
 // and b_in for n, with b_hn after them (it sits inside r * (...)). Zeros without bias.
 template <typename T>
-void combine_biases(const Problem& p, const T* w, const ParamOffsets& po, T* out) {
+void combine_biases(const PlanSpec& p, const T* w, const ParamOffsets& po, T* out) {
   const int64_t gh = p.GH, H = p.H;
   if (!p.bias) {
     std::fill(out, out + gh + H, T(0));
@@ -62,7 +62,7 @@ struct InputRows {
 };
 
 template <typename T>
-ForwardWeights<T> bind_forward_weights(const Problem& p, const T* w, const ParamOffsets& po,
+ForwardWeights<T> bind_forward_weights(const PlanSpec& p, const T* w, const ParamOffsets& po,
                                        int64_t I, const ForwardDirBuffers<T>& db) {
   const int64_t H = p.H, P = p.P;
   const bool pack = p.pack_weights();
@@ -88,7 +88,7 @@ ForwardWeights<T> bind_forward_weights(const Problem& p, const T* w, const Param
 // Where the input projection x W_ih^T of each step's rows goes, and where the step kernel
 // finds it: RNN straight into its output columns of y (one gate, the step kernel then
 // works in place); LSTM and GRU in training, and RNN in training with the generic kernels
-// (Problem::onnx_cell), into the reserve's gates; in inference the
+// (PlanSpec::onnx_cell), into the reserve's gates; in inference the
 // rows past split_row (projected in bulk) into gx, the others (projected in the loop) into
 // gx_step, one step at a time.
 template <typename T>
@@ -103,8 +103,8 @@ struct InputGates {
 };
 
 template <typename T>
-InputGates<T> input_gates(const Problem& p, int64_t d, T* Y, const ReserveDir<T>& rd, bool training,
-                          const ForwardDirBuffers<T>& db) {
+InputGates<T> input_gates(const PlanSpec& p, int64_t d, T* Y, const ReserveDir<T>& rd,
+                          bool training, const ForwardDirBuffers<T>& db) {
   InputGates<T> g;
   g.split_row = p.schedule().offsets[p.step_input_steps];
   if (p.is_rnn() && !(training && p.onnx_cell)) {
@@ -124,7 +124,7 @@ InputGates<T> input_gates(const Problem& p, int64_t d, T* Y, const ReserveDir<T>
 
 // The input projection of the rows that are projected in bulk, as one GEMM.
 template <typename T>
-void bulk_input_projection(const Problem& p, const ForwardArgs& a, int64_t l, int64_t d,
+void bulk_input_projection(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64_t d,
                            const InputRows<T>& X, const InputGates<T>& g, T* scratch) {
   const int64_t I = p.input_width(l), r0 = g.split_row;
   const T* w = static_cast<const T*>(a.weights);
@@ -136,7 +136,7 @@ void bulk_input_projection(const Problem& p, const ForwardArgs& a, int64_t l, in
 // The step kernels' arguments for the rows [r0, r0 + bs) of a step whose output rows start
 // at y (the same for the per-step and the team loops; LSTMP redirects h afterwards).
 template <typename T>
-RnnForward<T> rnn_forward_args(const Problem& p, const ForwardDirBuffers<T>& db, int64_t bs, T* y,
+RnnForward<T> rnn_forward_args(const PlanSpec& p, const ForwardDirBuffers<T>& db, int64_t bs, T* y,
                                T* hs) {
   return {.rows = bs,
           .H = p.H,
@@ -149,7 +149,7 @@ RnnForward<T> rnn_forward_args(const Problem& p, const ForwardDirBuffers<T>& db,
 }
 
 template <typename T>
-LstmForward<T> lstm_forward_args(const Problem& p, const ReserveDir<T>& rd,
+LstmForward<T> lstm_forward_args(const PlanSpec& p, const ReserveDir<T>& rd,
                                  const ForwardDirBuffers<T>& db, bool training, int64_t bs,
                                  int64_t r0, T* gates, const Clamp<T>& cell_clip, T* y, T* hs) {
   return {.rows = bs,
@@ -169,7 +169,7 @@ LstmForward<T> lstm_forward_args(const Problem& p, const ReserveDir<T>& rd,
 
 // Linear-before-reset GRU.
 template <typename T>
-GruForward<T> gru_forward_args(const Problem& p, const ReserveDir<T>& rd,
+GruForward<T> gru_forward_args(const PlanSpec& p, const ReserveDir<T>& rd,
                                const ForwardDirBuffers<T>& db, bool training, int64_t bs,
                                int64_t r0, T* gates, T* y, T* hs) {
   return {.rows = bs,
@@ -187,7 +187,7 @@ GruForward<T> gru_forward_args(const Problem& p, const ReserveDir<T>& rd,
 
 // The time loop of one layer and direction, after the bulk input projection.
 template <typename T>
-void forward_time_loop(const Problem& p, const ForwardArgs& a, int64_t l, int64_t d,
+void forward_time_loop(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64_t d,
                        const InputRows<T>& X, const InputGates<T>& g, T* Y, const ReserveDir<T>& rd,
                        bool training, const ForwardDirBuffers<T>& db) {
   const core::Schedule& s = p.schedule();
@@ -298,7 +298,7 @@ void forward_time_loop(const Problem& p, const ForwardArgs& a, int64_t l, int64_
 // (which stays in its core's cache), runs the step kernel on them, and packs its columns of
 // the new state as the next step's left operand; one barrier per step.
 template <typename T>
-void forward_time_loop_team(const Problem& p, const ForwardArgs& a, int64_t l, int64_t d,
+void forward_time_loop_team(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64_t d,
                             const InputRows<T>& X, const InputGates<T>& g, T* Y,
                             const ReserveDir<T>& rd, bool training, const ForwardDirBuffers<T>& db,
                             int threads) {
@@ -382,7 +382,7 @@ void forward_time_loop_team(const Problem& p, const ForwardArgs& a, int64_t l, i
 }
 
 template <typename T>
-void run_time_loop(const Problem& p, const ForwardArgs& a, int64_t l, int64_t d,
+void run_time_loop(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64_t d,
                    const InputRows<T>& X, const InputGates<T>& g, T* Y, const ReserveDir<T>& rd,
                    bool training, const ForwardDirBuffers<T>& db) {
   if (p.team_loops && p.pack_weights()) {
@@ -397,7 +397,7 @@ void run_time_loop(const Problem& p, const ForwardArgs& a, int64_t l, int64_t d,
 }  // namespace
 
 template <typename T>
-void run_forward(const Problem& p, const ForwardArgs& a, void* workspace) {
+void run_forward(const PlanSpec& p, const ForwardArgs& a, void* workspace) {
   const core::Schedule& s = p.schedule();
   const bool training = a.training;
   ForwardBuffers<T> buf;
@@ -455,7 +455,7 @@ void run_forward(const Problem& p, const ForwardArgs& a, void* workspace) {
   }
 }
 
-template void run_forward<float>(const Problem&, const ForwardArgs&, void*);
-template void run_forward<double>(const Problem&, const ForwardArgs&, void*);
+template void run_forward<float>(const PlanSpec&, const ForwardArgs&, void*);
+template void run_forward<double>(const PlanSpec&, const ForwardArgs&, void*);
 
 }  // namespace rnnx::cpu

@@ -2,7 +2,7 @@
 // cell's equations (activation functions, peepholes, gate clip, coupled input-forget gate),
 // forward and backward, plain loops in the working type on the functions of
 // core/cell_functions.hpp. They take the same arguments as the fast kernels of
-// cell_kernels.hpp plus an OnnxCell; only plans with Problem::onnx_cell run them.
+// cell_kernels.hpp plus an OnnxCell; only plans with PlanSpec::onnx_cell run them.
 #pragma once
 
 #include <cstdint>

@@ -8,7 +8,7 @@
 #include <exception>
 
 #include "cpu/onnx_cell.hpp"
-#include "cpu/problem.hpp"
+#include "cpu/plan_spec.hpp"
 #include "rnnx/plan.hpp"
 
 namespace rnnx::cpu {
@@ -16,15 +16,15 @@ namespace rnnx::cpu {
 // `workspace` holds carve_forward(p, args.training); args.reserve (training) the layers
 // at p.reserve_layer.
 template <typename T>
-void run_forward(const Problem& p, const ForwardArgs& args, void* workspace);
+void run_forward(const PlanSpec& p, const ForwardArgs& args, void* workspace);
 
 // `workspace` holds carve_backward(p); args.reserve what the training forward kept.
 template <typename T>
-void run_backward(const Problem& p, const BackwardArgs& args, void* workspace,
+void run_backward(const PlanSpec& p, const BackwardArgs& args, void* workspace,
                   uint64_t dropout_counter);
 
 // Where the previous state of step t's rows comes from, in the direction's own order
-// (`reversed`: Problem::reversed(d)): rows i < count are the rows of step `step` (packed
+// (`reversed`: PlanSpec::reversed(d)): rows i < count are the rows of step `step` (packed
 // rows from offsets[step]); the others start their sequence at t and read the initial state.
 struct PrevStep {
   int64_t count = 0;
@@ -35,10 +35,10 @@ inline PrevStep prev_step(const core::Schedule& s, bool reversed, int64_t t) {
   return t + 1 < s.T_eff ? PrevStep{s.batch_sizes[t + 1], t + 1} : PrevStep{0, 0};
 }
 
-// The generic kernels' options for one layer and direction (Problem::onnx_cell); the
+// The generic kernels' options for one layer and direction (PlanSpec::onnx_cell); the
 // per-step pointers (gate_pass, pre) are the caller's.
 template <typename T>
-OnnxCell<T> onnx_cell_of(const Problem& p, const T* weights, const ParamOffsets& po, int64_t d) {
+OnnxCell<T> onnx_cell_of(const PlanSpec& p, const T* weights, const ParamOffsets& po, int64_t d) {
   OnnxCell<T> o;
   if (!p.onnx_cell) return o;
   const Config& c = p.config();
@@ -51,7 +51,7 @@ OnnxCell<T> onnx_cell_of(const Problem& p, const T* weights, const ParamOffsets&
 
 // One step kernel: the fast one, or the generic one when the plan has ONNX cell options.
 template <typename K, typename T>
-void step(const Problem& p, void (*fast)(const K&), void (*generic)(const K&, const OnnxCell<T>&),
+void step(const PlanSpec& p, void (*fast)(const K&), void (*generic)(const K&, const OnnxCell<T>&),
           const OnnxCell<T>& o, const K& k) {
   if (p.onnx_cell) {
     generic(k, o);

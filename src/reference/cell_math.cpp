@@ -2,10 +2,10 @@
 // peepholes i, f, o.
 #include "reference/cell_math.hpp"
 
-#include "core/cell_functions.hpp"
-
 #include <algorithm>
 #include <cmath>
+
+#include "core/cell_functions.hpp"
 
 namespace rnnx::reference {
 

@@ -48,8 +48,7 @@ bool clip_passes(double raw, const Clip& clip, NanPolicy nan);
 // h [P'] and c [H] are the state before the step on entry and after it on return.
 // `acts` are the direction's activations (direction_activations()).
 void cell_forward(const Config& cfg, const std::vector<Activation>& acts, const CellWeights& w,
-                  const double* x, std::vector<double>& h, std::vector<double>& c,
-                  CellRecord* rec);
+                  const double* x, std::vector<double>& h, std::vector<double>& c, CellRecord* rec);
 
 // dh [P'] on entry: dL/dh_t (everything reaching this step's output); on return:
 // dL/dh_{t-1}. dc likewise for LSTM. Adds into dx [in] and into the gradients `g`.

@@ -36,7 +36,8 @@ class ReferenceBackend final : public BackendImpl {
     run_forward(a.x, a.h0, a.c0, a.weights, a.training, a.dropout_counter, buf, nullptr);
     const auto& c = ctx_.config;
     const int64_t L = c.num_layers, D = c.num_directions(), P = c.output_size();
-    write_sequence(buf.out[(L - 1) % 2], static_cast<T*>(a.y), D * P, static_cast<T>(c.padding_fill));
+    write_sequence(buf.out[(L - 1) % 2], static_cast<T*>(a.y), D * P,
+                   static_cast<T>(c.padding_fill));
     if (a.hy) std::transform(buf.hy, buf.hy + h_count(), static_cast<T*>(a.hy), to_t);
     if (a.cy) std::transform(buf.cy, buf.cy + c_count(), static_cast<T*>(a.cy), to_t);
   }
@@ -75,7 +76,8 @@ class ReferenceBackend final : public BackendImpl {
           rec.resize(len);
           std::vector<double> h(buf.h0 + sd * P, buf.h0 + (sd + 1) * P);
           std::vector<double> cs(H, 0.0);
-          if (c.cell == CellType::lstm) std::copy(buf.c0 + sd * H, buf.c0 + (sd + 1) * H, cs.begin());
+          if (c.cell == CellType::lstm)
+            std::copy(buf.c0 + sd * H, buf.c0 + (sd + 1) * H, cs.begin());
           for (int64_t k = 0; k < len; ++k) {
             const int64_t t = rev ? len - 1 - k : k;
             reference::cell_forward(c, acts, cw, layer_in + (t * s.B + b) * in, h, cs, &rec[k]);
@@ -92,14 +94,16 @@ class ReferenceBackend final : public BackendImpl {
             const int64_t t = rev ? len - 1 - k : k;
             const double* g_out = dout + (t * s.B + b) * width + d * P;
             for (int64_t j = 0; j < P; ++j) dh[j] += g_out[j];
-            reference::cell_backward(c, acts, cw, gw, layer_in + (t * s.B + b) * in, rec[k], dh,
-                                     dc, din + (t * s.B + b) * in);
+            reference::cell_backward(c, acts, cw, gw, layer_in + (t * s.B + b) * in, rec[k], dh, dc,
+                                     din + (t * s.B + b) * in);
           }
           if (a.dh0) {
-            for (int64_t j = 0; j < P; ++j) static_cast<T*>(a.dh0)[sd * P + j] = static_cast<T>(dh[j]);
+            for (int64_t j = 0; j < P; ++j)
+              static_cast<T*>(a.dh0)[sd * P + j] = static_cast<T>(dh[j]);
           }
           if (a.dc0) {
-            for (int64_t j = 0; j < H; ++j) static_cast<T*>(a.dc0)[sd * H + j] = static_cast<T>(dc[j]);
+            for (int64_t j = 0; j < H; ++j)
+              static_cast<T*>(a.dc0)[sd * H + j] = static_cast<T>(dc[j]);
           }
         }
       }
@@ -113,7 +117,7 @@ class ReferenceBackend final : public BackendImpl {
               for (int64_t j = 0; j < width; ++j) {
                 double& g = din[(t * s.B + b) * width + j];
                 g = core::dropout_keep(key, core::dropout_element(t, b, s.B, width, j)) ? g * scale
-                                                                                         : 0.0;
+                                                                                        : 0.0;
               }
         }
         std::swap(buf.din, buf.dout);
@@ -288,7 +292,7 @@ class ReferenceBackend final : public BackendImpl {
             for (int64_t j = 0; j < width; ++j) {
               double& v = out[(t * s.B + b) * width + j];
               v = core::dropout_keep(key, core::dropout_element(t, b, s.B, width, j)) ? v * scale
-                                                                                       : 0.0;
+                                                                                      : 0.0;
             }
       }
       if (layers) std::copy(out, out + s.T * s.B * width, layers + l * s.T * s.B * width);

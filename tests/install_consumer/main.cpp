@@ -1,9 +1,8 @@
 // Runs one small LSTM through the installed rnnx and checks the output is finite.
 #include <cmath>
 #include <cstdio>
-#include <vector>
-
 #include <rnnx/rnnx.hpp>
+#include <vector>
 
 int main() {
   rnnx::Config c;

@@ -15,8 +15,8 @@
 #include <cstring>
 #include <memory>
 #include <new>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -345,119 +345,120 @@ int run_bench(const BenchOptions& o) {
       for (int round = 0; round < o.rounds; ++round) {
         std::optional<Outputs> fp32_out;
         for (size_t pi = t0; pi < t0 + maths.size(); ++pi) {
-    Plan& plan = plans[pi];
-    const int threads = plan_threads[pi] > 0 ? plan_threads[pi] : max_threads();
-    {
-      const bool training = mode != Mode::infer;
-      ForwardArgs f;
-      f.x = x.get();
-      f.h0 = h0.get();
-      f.c0 = lstm ? c0.get() : nullptr;
-      f.weights = w.get();
-      f.y = y.get();
-      f.hy = hy.get();
-      f.cy = lstm ? cy.get() : nullptr;
-      f.training = training;
-      f.workspace = workspace.get();
-      f.workspace_size = workspace.size();
-      f.reserve = training ? reserve.get() : nullptr;
-      f.reserve_size = training ? reserve.size() : 0;
-      BackwardArgs b;
-      b.x = x.get();
-      b.h0 = f.h0;
-      b.c0 = f.c0;
-      b.weights = w.get();
-      b.dy = dy.get();
-      b.dhy = dhy.get();
-      b.dcy = lstm ? dcy.get() : nullptr;
-      b.dx = dx.get();
-      b.dh0 = dh0.get();
-      b.dc0 = lstm ? dc0.get() : nullptr;
-      b.dweights = dw.get();
-      b.workspace = workspace.get();
-      b.workspace_size = workspace.size();
-      b.reserve = reserve.get();
-      b.reserve_size = reserve.size();
-      auto once = [&] {
-        plan.forward(f);
-        if (mode == Mode::fwdbwd) plan.backward(b);
-      };
-      for (int i = 0; i < o.warmup; ++i) once();
-      std::vector<double> ms;
-      for (int i = 0; i < o.repeat; ++i) {
-        const auto start = std::chrono::steady_clock::now();
-        once();
-        const auto stop = std::chrono::steady_clock::now();
-        ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
-      }
-      const double med = median(ms);
-      const double lo = *std::min_element(ms.begin(), ms.end());
-      const double hi = *std::max_element(ms.begin(), ms.end());
-      const double flops = fwd_flops * (mode == Mode::fwdbwd ? 3.0 : 1.0);
-      const double gflops = med > 0.0 ? flops / (med * 1e-3) / 1e9 : 0.0;
-      const size_t ws_used = std::max(plan.forward_workspace_size(training),
-                                      mode == Mode::fwdbwd ? plan.backward_workspace_size() : 0);
-      const size_t rs_used = training ? plan.reserve_size() : 0;
-      // With float32 and a converting plan in the list: the converting plan's error
-      // against the float32 plan's outputs on the same inputs.
-      const MathMode resolved = resolved_math_mode(plan.config());
-      std::string err_text;
-      nlohmann::ordered_json err_json;
-      if (config.dtype == DataType::f32) {
-        Outputs out = outputs(mode == Mode::fwdbwd);
-        if (resolved == MathMode::fp32 && !fp32_out) {
-          fp32_out = std::move(out);
-        } else if (resolved == MathMode::allow_conversion && fp32_out) {
-          const double ey = scaled_error(out.y, fp32_out->y);
-          err_json["y"] = ey;
-          char buf[160];
-          std::snprintf(buf, sizeof buf, "  err vs fp32: y %.2e", ey);
-          err_text = buf;
-          if (mode == Mode::fwdbwd) {
-            const double ex = scaled_error(out.dx, fp32_out->dx);
-            const double ew = scaled_error(out.dw, fp32_out->dw);
-            err_json["dx"] = ex;
-            err_json["dweights"] = ew;
-            std::snprintf(buf, sizeof buf, ", dx %.2e, dweights %.2e", ex, ew);
-            err_text += buf;
+          Plan& plan = plans[pi];
+          const int threads = plan_threads[pi] > 0 ? plan_threads[pi] : max_threads();
+          {
+            const bool training = mode != Mode::infer;
+            ForwardArgs f;
+            f.x = x.get();
+            f.h0 = h0.get();
+            f.c0 = lstm ? c0.get() : nullptr;
+            f.weights = w.get();
+            f.y = y.get();
+            f.hy = hy.get();
+            f.cy = lstm ? cy.get() : nullptr;
+            f.training = training;
+            f.workspace = workspace.get();
+            f.workspace_size = workspace.size();
+            f.reserve = training ? reserve.get() : nullptr;
+            f.reserve_size = training ? reserve.size() : 0;
+            BackwardArgs b;
+            b.x = x.get();
+            b.h0 = f.h0;
+            b.c0 = f.c0;
+            b.weights = w.get();
+            b.dy = dy.get();
+            b.dhy = dhy.get();
+            b.dcy = lstm ? dcy.get() : nullptr;
+            b.dx = dx.get();
+            b.dh0 = dh0.get();
+            b.dc0 = lstm ? dc0.get() : nullptr;
+            b.dweights = dw.get();
+            b.workspace = workspace.get();
+            b.workspace_size = workspace.size();
+            b.reserve = reserve.get();
+            b.reserve_size = reserve.size();
+            auto once = [&] {
+              plan.forward(f);
+              if (mode == Mode::fwdbwd) plan.backward(b);
+            };
+            for (int i = 0; i < o.warmup; ++i) once();
+            std::vector<double> ms;
+            for (int i = 0; i < o.repeat; ++i) {
+              const auto start = std::chrono::steady_clock::now();
+              once();
+              const auto stop = std::chrono::steady_clock::now();
+              ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
+            }
+            const double med = median(ms);
+            const double lo = *std::min_element(ms.begin(), ms.end());
+            const double hi = *std::max_element(ms.begin(), ms.end());
+            const double flops = fwd_flops * (mode == Mode::fwdbwd ? 3.0 : 1.0);
+            const double gflops = med > 0.0 ? flops / (med * 1e-3) / 1e9 : 0.0;
+            const size_t ws_used =
+                std::max(plan.forward_workspace_size(training),
+                         mode == Mode::fwdbwd ? plan.backward_workspace_size() : 0);
+            const size_t rs_used = training ? plan.reserve_size() : 0;
+            // With float32 and a converting plan in the list: the converting plan's error
+            // against the float32 plan's outputs on the same inputs.
+            const MathMode resolved = resolved_math_mode(plan.config());
+            std::string err_text;
+            nlohmann::ordered_json err_json;
+            if (config.dtype == DataType::f32) {
+              Outputs out = outputs(mode == Mode::fwdbwd);
+              if (resolved == MathMode::fp32 && !fp32_out) {
+                fp32_out = std::move(out);
+              } else if (resolved == MathMode::allow_conversion && fp32_out) {
+                const double ey = scaled_error(out.y, fp32_out->y);
+                err_json["y"] = ey;
+                char buf[160];
+                std::snprintf(buf, sizeof buf, "  err vs fp32: y %.2e", ey);
+                err_text = buf;
+                if (mode == Mode::fwdbwd) {
+                  const double ex = scaled_error(out.dx, fp32_out->dx);
+                  const double ew = scaled_error(out.dw, fp32_out->dw);
+                  err_json["dx"] = ex;
+                  err_json["dweights"] = ew;
+                  std::snprintf(buf, sizeof buf, ", dx %.2e, dweights %.2e", ex, ew);
+                  err_text += buf;
+                }
+              }
+            }
+            if (o.json) {
+              nlohmann::ordered_json j = {{"problem", plan.problem_name()},
+                                          {"backend", o.backend},
+                                          {"impl", plan.impl_name()},
+                                          {"mode", to_string(mode)},
+                                          {"threads", threads},
+                                          {"dtype", o.dtype},
+                                          {"math", to_string(resolved)},
+                                          {"round", round},
+                                          {"lengths", o.lengths},
+                                          {"seed", o.seed},
+                                          {"tokens", plan.tokens()},
+                                          {"padded_tokens", plan.max_seq_len() * plan.batch()},
+                                          {"repeat", o.repeat},
+                                          {"ms_median", med},
+                                          {"ms_min", lo},
+                                          {"ms_max", hi},
+                                          {"flops", flops},
+                                          {"gflops", gflops},
+                                          {"workspace_bytes", ws_used},
+                                          {"reserve_bytes", rs_used}};
+              if (!err_json.empty()) j["err_vs_fp32"] = err_json;
+              std::printf("%s\n", j.dump().c_str());
+            } else {
+              std::printf(
+                  "%s %s %s %s %-6s threads=%d tokens=%lld  median %.3f ms (min %.3f, max %.3f)  "
+                  "%.2f GFLOP/s  workspace %s  reserve %s%s\n",
+                  plan.problem_name().c_str(), o.dtype.c_str(), to_string(resolved),
+                  plan.impl_name().c_str(), to_string(mode), threads,
+                  static_cast<long long>(plan.tokens()), med, lo, hi, gflops, mib(ws_used).c_str(),
+                  mib(rs_used).c_str(), err_text.c_str());
+            }
+            std::fflush(stdout);
+            g_measurements_done = g_measurements_done + 1;
           }
-        }
-      }
-      if (o.json) {
-        nlohmann::ordered_json j = {{"problem", plan.problem_name()},
-                                    {"backend", o.backend},
-                                    {"impl", plan.impl_name()},
-                                    {"mode", to_string(mode)},
-                                    {"threads", threads},
-                                    {"dtype", o.dtype},
-                                    {"math", to_string(resolved)},
-                                    {"round", round},
-                                    {"lengths", o.lengths},
-                                    {"seed", o.seed},
-                                    {"tokens", plan.tokens()},
-                                    {"padded_tokens", plan.max_seq_len() * plan.batch()},
-                                    {"repeat", o.repeat},
-                                    {"ms_median", med},
-                                    {"ms_min", lo},
-                                    {"ms_max", hi},
-                                    {"flops", flops},
-                                    {"gflops", gflops},
-                                    {"workspace_bytes", ws_used},
-                                    {"reserve_bytes", rs_used}};
-        if (!err_json.empty()) j["err_vs_fp32"] = err_json;
-        std::printf("%s\n", j.dump().c_str());
-      } else {
-        std::printf(
-            "%s %s %s %s %-6s threads=%d tokens=%lld  median %.3f ms (min %.3f, max %.3f)  "
-            "%.2f GFLOP/s  workspace %s  reserve %s%s\n",
-            plan.problem_name().c_str(), o.dtype.c_str(), to_string(resolved),
-            plan.impl_name().c_str(), to_string(mode), threads,
-            static_cast<long long>(plan.tokens()), med, lo, hi, gflops, mib(ws_used).c_str(),
-            mib(rs_used).c_str(), err_text.c_str());
-      }
-      std::fflush(stdout);
-      g_measurements_done = g_measurements_done + 1;
-    }
         }
       }
     }

@@ -162,13 +162,13 @@ void gru_forward_tile(const GruForward<typename V::S>& k, Tile t) {
     S* y = k.y + i * k.ld_y;
     S* hn_keep = k.hn_keep ? k.hn_keep + i * H : nullptr;
     for_vectors<V>(t.j0, t.j1, g, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
-      const F r = V::sigmoid(
-          V::add(V::add(V::load(g + j, n), V::load(hg + j, n)), V::load(k.bias + j, n)));
+      const F r =
+          V::sigmoid(V::add(V::add(V::load(g + j, n), V::load(hg + j, n)), V::load(k.bias + j, n)));
       const F z = V::sigmoid(V::add(V::add(V::load(g + H + j, n), V::load(hg + H + j, n)),
                                     V::load(k.bias + H + j, n)));
       const F hn = V::add(V::load(hg + 2 * H + j, n), V::load(k.b_hn + j, n));
-      const F nv = V::tanh(
-          V::fma(r, hn, V::add(V::load(g + 2 * H + j, n), V::load(k.bias + 2 * H + j, n))));
+      const F nv =
+          V::tanh(V::fma(r, hn, V::add(V::load(g + 2 * H + j, n), V::load(k.bias + 2 * H + j, n))));
       if (k.keep_gates) {
         V::store(g + j, r, n);
         V::store(g + H + j, z, n);
@@ -193,8 +193,8 @@ void gru_orig_gates_forward_tile(const GruOrigGatesForward<typename V::S>& k, Ti
     const S* hs = k.h_state + i * H;
     S* rh = k.rh + i * H;
     for_vectors<V>(t.j0, t.j1, g, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
-      const F r = V::sigmoid(
-          V::add(V::add(V::load(g + j, n), V::load(hg + j, n)), V::load(k.bias + j, n)));
+      const F r =
+          V::sigmoid(V::add(V::add(V::load(g + j, n), V::load(hg + j, n)), V::load(k.bias + j, n)));
       const F z = V::sigmoid(V::add(V::add(V::load(g + H + j, n), V::load(hg + H + j, n)),
                                     V::load(k.bias + H + j, n)));
       V::store(g + j, r, n);
@@ -295,8 +295,7 @@ void lstm_backward_tile(const LstmBackward<typename V::S>& k, Tile t) {
       F dcj = V::fma(V::mul(dh, go), V::fnma(tc, tc, one), V::load(dc + j, n));
       if (c_pass) dcj = V::select(V::load_flags(c_pass + j, n), dcj, V::set1(S(0)));
       V::store(dg + j, V::mul(V::mul(V::mul(dcj, gg), gi), V::sub(one, gi)), n);
-      V::store(dg + H + j, V::mul(V::mul(V::mul(dcj, V::load(cp + j, n)), gf), V::sub(one, gf)),
-               n);
+      V::store(dg + H + j, V::mul(V::mul(V::mul(dcj, V::load(cp + j, n)), gf), V::sub(one, gf)), n);
       V::store(dg + 2 * H + j, V::mul(V::mul(dcj, gi), V::fnma(gg, gg, one)), n);
       V::store(dg + 3 * H + j, V::mul(V::mul(V::mul(dh, tc), go), V::sub(one, go)), n);
       V::store(dc + j, V::mul(dcj, gf), n);

@@ -20,8 +20,8 @@ struct ParamOffsets {
   int64_t w_ih = -1, w_hh = -1, b_ih = -1, b_hh = -1, w_hr = -1, w_peephole = -1;
 };
 
-struct Problem {
-  Problem(const PlanContext& ctx, const Algo& algo);
+struct PlanSpec {
+  PlanSpec(const PlanContext& ctx, const Algo& algo);
 
   const PlanContext* ctx;
   Algo algo;  // how this plan runs (algo.hpp); the fields below spell it out

@@ -1,5 +1,5 @@
-// Problem: the plan's dimensions and weight offsets, computed once at plan time.
-#include "cpu/problem.hpp"
+// PlanSpec: the plan's dimensions and weight offsets, computed once at plan time.
+#include "cpu/plan_spec.hpp"
 
 #include <limits>
 
@@ -7,7 +7,7 @@
 
 namespace rnnx::cpu {
 
-Problem::Problem(const PlanContext& c, const Algo& a) : ctx(&c), algo(a) {
+PlanSpec::PlanSpec(const PlanContext& c, const Algo& a) : ctx(&c), algo(a) {
   const Config& cfg = c.config;
   cell = cfg.cell;
   gru_lbr = cfg.gru_linear_before_reset;
@@ -65,7 +65,7 @@ Problem::Problem(const PlanContext& c, const Algo& a) : ctx(&c), algo(a) {
   }
 }
 
-bool Problem::pack_weights() const {
+bool PlanSpec::pack_weights() const {
   // A cap lowered since the plan was built sends the products to dnnl_sgemm (the workspace
   // holds packs of the plan's type only).
   return packed_engine() && packed_gemm_available(packed_type());
