@@ -23,6 +23,7 @@
 
 #include "cpu/isa.hpp"
 #include "cpu/kernel_dispatch.hpp"
+#include "reference/activations.hpp"
 #include "test_util.hpp"
 
 namespace rnnx_test {
@@ -875,6 +876,56 @@ std::vector<KernelCase> kernel_cases() {
                            return w;
                          }});
   return v;
+}
+
+// ONNX's activations and their derivatives as the generic kernels compute them (the
+// table's activate/activation_grad, src/cpu/kernels/activations.inl) against the oracle's
+// own copy in double (src/reference/activations.hpp), over [-40, 40] off the kinks and at
+// the special values. Tolerance: a few float32 roundings of the result and of the affine
+// steps inside (alpha x + beta, beta x), eps * 8 (|ref| + |alpha| (1 + |x|) + |beta| + 1);
+// NaN exactly where the oracle gives NaN, infinities equal.
+TEST_P(PerIsa, OnnxActivationsMatchTheOracle) {
+  using K = ActivationKind;
+  const std::vector<Activation> acts = {{K::sigmoid, 0, 0},
+                                        {K::tanh, 0, 0},
+                                        {K::relu, 0, 0},
+                                        {K::affine, 0.7, -0.3},
+                                        {K::leaky_relu, 0.01, 0},
+                                        {K::thresholded_relu, 1.0, 0},
+                                        {K::scaled_tanh, 1.7, 0.67},
+                                        {K::hard_sigmoid, 0.2, 0.5},
+                                        {K::elu, 1.3, 0},
+                                        {K::softsign, 0, 0},
+                                        {K::softplus, 0, 0}};
+  std::vector<float> x;
+  for (int i = 0; i < 4000; ++i) x.push_back(static_cast<float>(-40.0 + (i + 0.37) * 0.02));
+  for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 1e30f, -1e30f, kInf, -kInf, kNaNf}) x.push_back(v);
+  const int64_t n = static_cast<int64_t>(x.size());
+  for (const Activation& a : acts) {
+    SCOPED_TRACE(std::string(to_string(a.kind)));
+    std::vector<float> y(x.size()), g(x.size());
+    k().activate(a, x.data(), y.data(), n);
+    k().activation_grad(a, x.data(), g.data(), n);
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double xv = x[i];
+      const double want[2] = {reference::activate(a, xv), reference::activation_grad(a, xv)};
+      const float got[2] = {y[i], g[i]};
+      for (int q = 0; q < 2; ++q) {
+        const char* what = q == 0 ? "value" : "derivative";
+        if (std::isnan(want[q])) {
+          EXPECT_TRUE(std::isnan(got[q])) << what << " at " << xv << ": " << got[q];
+        } else if (std::isinf(want[q])) {
+          EXPECT_EQ(static_cast<double>(got[q]), want[q]) << what << " at " << xv;
+        } else {
+          const double tol = 8 * kFltEps *
+                             (std::fabs(want[q]) +
+                              std::fabs(a.alpha) * (1 + (std::isfinite(xv) ? std::fabs(xv) : 0)) +
+                              std::fabs(a.beta) + 1);
+          EXPECT_NEAR(got[q], want[q], tol) << what << " at " << xv;
+        }
+      }
+    }
+  }
 }
 
 // Every kernel, rows 1 and 3, cells 1, 7, 15, 17, 33: against the equations, and the same

@@ -43,9 +43,7 @@ bool team_capable(const PlanContext& ctx, GemmEngine engine) {
   const Config& c = ctx.config;
   const bool proj = c.cell == CellType::lstm && c.proj_size > 0;
   const bool gru_orig = c.cell == CellType::gru && !c.gru_linear_before_reset;
-  // The generic step kernels of ONNX's cell options split each step over rows instead.
-  return engine != GemmEngine::sgemm && !proj && !gru_orig && !uses_onnx_cell_math(c) &&
-         ctx.schedule.B <= kPackedChunkRows;
+  return engine != GemmEngine::sgemm && !proj && !gru_orig && ctx.schedule.B <= kPackedChunkRows;
 }
 
 }  // namespace

@@ -268,6 +268,7 @@ void backward_time_loop_team(const PlanSpec& p, const BackwardArgs& a, int64_t l
     const BackwardWeights<T> bw = bind_backward_weights(p, w, p.param(l, d), db);
     const PackedB w_hh{bw.hh.packed(), GH, P, 1, p.packed_type()};
     const StepKernels<float>& kernels = step_kernels<float>();
+    const OnnxCell<T> ox = onnx_cell_of(p, w, p.param(l, d), d);
     const bool lbr = p.cell == CellType::gru;  // team loops run no original GRU
     T* dh = db.dh_state;
     const int64_t cell_panels = w_hh.panels_per_block();
@@ -284,17 +285,35 @@ void backward_time_loop_team(const PlanSpec& p, const BackwardArgs& a, int64_t l
         T* dgh = lbr ? db.dgh + st.r0 * GH : st.dg;  // the left operand of the product
         const Tile tile{0, bs, j0, j1};
         if (j0 < j1) {
-          switch (p.cell) {
-            case CellType::rnn_tanh:
-            case CellType::rnn_relu:
-              kernels.rnn_backward(rnn_backward_args(p, res, d, st, dh), tile);
-              break;
-            case CellType::lstm:
-              kernels.lstm_backward(lstm_backward_args(p, rd, db, d, st, dh), tile);
-              break;
-            case CellType::gru:
-              kernels.gru_backward(gru_backward_args(p, rd, db, st, dh), tile);
-              break;
+          if (p.onnx_cell) {
+            OnnxCell<T> o = ox;
+            o.gate_pass = rd.gate_pass ? rd.gate_pass + st.r0 * GH : nullptr;
+            o.pre = rd.gates + st.r0 * GH;
+            switch (p.cell) {
+              case CellType::rnn_tanh:
+              case CellType::rnn_relu:
+                kernels.onnx_rnn_backward(rnn_backward_args(p, res, d, st, dh), o, tile);
+                break;
+              case CellType::lstm:
+                kernels.onnx_lstm_backward(lstm_backward_args(p, rd, db, d, st, dh), o, tile);
+                break;
+              case CellType::gru:
+                kernels.onnx_gru_backward(gru_backward_args(p, rd, db, st, dh), o, tile);
+                break;
+            }
+          } else {
+            switch (p.cell) {
+              case CellType::rnn_tanh:
+              case CellType::rnn_relu:
+                kernels.rnn_backward(rnn_backward_args(p, res, d, st, dh), tile);
+                break;
+              case CellType::lstm:
+                kernels.lstm_backward(lstm_backward_args(p, rd, db, d, st, dh), tile);
+                break;
+              case CellType::gru:
+                kernels.gru_backward(gru_backward_args(p, rd, db, st, dh), tile);
+                break;
+            }
           }
           for (int64_t g = 0; g < p.G; ++g) {
             pack_a_columns(bs, GH, dgh, GH, g * H + j0, g * H + j1, db.ag_pack[buf],

@@ -1,8 +1,9 @@
-// The fused step kernels of cell_kernels.hpp: the per-ISA table of kernel_dispatch.hpp,
-// run on the calling thread for small steps and otherwise over OpenMP threads, each
-// taking one contiguous piece of the step's rows x cells in row-major order (so a step of
-// one or two rows is split along its cells). Every element is computed by the same code
-// whatever the split, so a row's result never depends on the thread count.
+// The fused step kernels of cell_kernels.hpp and the generic ones of onnx_cell.hpp: the
+// per-ISA table of kernel_dispatch.hpp, run on the calling thread for small steps and
+// otherwise over OpenMP threads, each taking one contiguous piece of the step's rows x cells in
+// row-major order (so a step of one or two rows is split along its cells). Every element is
+// computed by the same code whatever the split, so a row's result never depends on the thread
+// count.
 #include "cpu/cell_kernels.hpp"
 
 #include <omp.h>
@@ -10,6 +11,7 @@
 #include <algorithm>
 
 #include "cpu/kernel_dispatch.hpp"
+#include "cpu/onnx_cell.hpp"
 
 namespace rnnx::cpu {
 namespace {
@@ -21,6 +23,8 @@ constexpr int64_t kCostLstm = 27, kCostGru = 18, kCostRnn = 6, kCostProj = 2;
 constexpr int64_t kCostGruGates = 12, kCostGruN = 7;
 constexpr int64_t kCostLstmBackward = 9, kCostGruBackward = 5, kCostGruBackwardN = 4;
 constexpr int64_t kCostRnnBackward = 1, kCostProjBackward = 1, kCostGruBackwardR = 2;
+// The generic kernels (any activation, peepholes, gate clip) cost about twice as much.
+constexpr int64_t kOnnxCostFactor = 2;
 // Each thread gets at least 2 us of work: waking an OpenMP team costs about 0.7 us there.
 constexpr int64_t kMinWorkPerThread = 20000;
 
@@ -39,40 +43,54 @@ Pos piece_start(int64_t rows, int64_t cells, int vw, int t, int n) {
 
 // The cells from b up to e as at most three tiles: the end of b's row, whole rows, the
 // start of e's row.
-template <typename K>
-void run_piece(void (*fn)(const K&, Tile), const K& k, int64_t cells, Pos b, Pos e) {
+// tile(Tile) runs one tile of the step.
+template <typename TileFn>
+void run_piece(const TileFn& tile, int64_t cells, Pos b, Pos e) {
   if (b.r == e.r) {
-    if (b.c < e.c) fn(k, Tile{b.r, b.r + 1, b.c, e.c});
+    if (b.c < e.c) tile(Tile{b.r, b.r + 1, b.c, e.c});
     return;
   }
   int64_t r = b.r;
   if (b.c > 0) {
-    fn(k, Tile{r, r + 1, b.c, cells});
+    tile(Tile{r, r + 1, b.c, cells});
     ++r;
   }
-  if (r < e.r) fn(k, Tile{r, e.r, 0, cells});
-  if (e.c > 0) fn(k, Tile{e.r, e.r + 1, 0, e.c});
+  if (r < e.r) tile(Tile{r, e.r, 0, cells});
+  if (e.c > 0) tile(Tile{e.r, e.r + 1, 0, e.c});
 }
 
-template <typename K, typename T>
-void run_step(void (*fn)(const K&, Tile), const StepKernels<T>& table, const K& k, int64_t rows,
-              int64_t cells, int64_t cost) {
+template <typename T, typename TileFn>
+void run_tiles(const StepKernels<T>& table, int64_t rows, int64_t cells, int64_t cost,
+               const TileFn& tile) {
   if (rows <= 0 || cells <= 0) return;
   // Inside a parallel region (a caller that threads over something else) stay serial.
   const int64_t work = rows * cells * cost * table.cost_scale;
   const int64_t nt =
       omp_in_parallel() ? 1 : std::min<int64_t>(omp_get_max_threads(), work / kMinWorkPerThread);
   if (nt <= 1) {
-    fn(k, Tile{0, rows, 0, cells});
+    tile(Tile{0, rows, 0, cells});
     return;
   }
   const int vw = table.vector_width, team = static_cast<int>(nt);
 #pragma omp parallel num_threads(team)
   {
     const int n = omp_get_num_threads(), t = omp_get_thread_num();
-    run_piece(fn, k, cells, piece_start(rows, cells, vw, t, n),
+    run_piece(tile, cells, piece_start(rows, cells, vw, t, n),
               t + 1 == n ? Pos{rows, 0} : piece_start(rows, cells, vw, t + 1, n));
   }
+}
+
+template <typename K, typename T>
+void run_step(void (*fn)(const K&, Tile), const StepKernels<T>& table, const K& k, int64_t rows,
+              int64_t cells, int64_t cost) {
+  run_tiles(table, rows, cells, cost, [&](Tile t) { fn(k, t); });
+}
+
+// The generic kernels of ONNX's options: run_step with the cell's options.
+template <typename K, typename T>
+void run_onnx_step(void (*fn)(const K&, const OnnxCell<T>&, Tile), const StepKernels<T>& table,
+                   const K& k, const OnnxCell<T>& o, int64_t rows, int64_t cells, int64_t cost) {
+  run_tiles(table, rows, cells, cost * kOnnxCostFactor, [&](Tile t) { fn(k, o, t); });
 }
 
 }  // namespace
@@ -153,19 +171,91 @@ void gru_orig_backward_r(const GruOrigBackwardR<T>& k) {
   run_step(s.gru_orig_backward_r, s, k, k.rows, k.H, kCostGruBackwardR);
 }
 
-#define RNNX_INSTANTIATE(T)                                               \
-  template void rnn_forward<T>(const RnnForward<T>&);                     \
-  template void lstm_forward<T>(const LstmForward<T>&);                   \
-  template void proj_forward<T>(const ProjForward<T>&);                   \
-  template void gru_forward<T>(const GruForward<T>&);                     \
-  template void gru_orig_gates_forward<T>(const GruOrigGatesForward<T>&); \
-  template void gru_orig_forward<T>(const GruOrigForward<T>&);            \
-  template void rnn_backward<T>(const RnnBackward<T>&);                   \
-  template void proj_backward<T>(const ProjBackward<T>&);                 \
-  template void lstm_backward<T>(const LstmBackward<T>&);                 \
-  template void gru_backward<T>(const GruBackward<T>&);                   \
-  template void gru_orig_backward_n<T>(const GruOrigBackwardN<T>&);       \
-  template void gru_orig_backward_r<T>(const GruOrigBackwardR<T>&);
+// ---- the generic kernels of ONNX's options ----
+
+template <typename T>
+void onnx_rnn_forward(const RnnForward<T>& k, const OnnxCell<T>& o) {
+  const StepKernels<T>& s = step_kernels<T>();
+  run_onnx_step(s.onnx_rnn_forward, s, k, o, k.rows, k.H, kCostRnn);
+}
+
+template <typename T>
+void onnx_lstm_forward(const LstmForward<T>& k, const OnnxCell<T>& o) {
+  const StepKernels<T>& s = step_kernels<T>();
+  run_onnx_step(s.onnx_lstm_forward, s, k, o, k.rows, k.H, kCostLstm);
+}
+
+template <typename T>
+void onnx_gru_forward(const GruForward<T>& k, const OnnxCell<T>& o) {
+  const StepKernels<T>& s = step_kernels<T>();
+  run_onnx_step(s.onnx_gru_forward, s, k, o, k.rows, k.H, kCostGru);
+}
+
+template <typename T>
+void onnx_gru_orig_gates_forward(const GruOrigGatesForward<T>& k, const OnnxCell<T>& o) {
+  const StepKernels<T>& s = step_kernels<T>();
+  run_onnx_step(s.onnx_gru_orig_gates_forward, s, k, o, k.rows, k.H, kCostGruGates);
+}
+
+template <typename T>
+void onnx_gru_orig_forward(const GruOrigForward<T>& k, const OnnxCell<T>& o) {
+  const StepKernels<T>& s = step_kernels<T>();
+  run_onnx_step(s.onnx_gru_orig_forward, s, k, o, k.rows, k.H, kCostGruN);
+}
+
+template <typename T>
+void onnx_rnn_backward(const RnnBackward<T>& k, const OnnxCell<T>& o) {
+  const StepKernels<T>& s = step_kernels<T>();
+  run_onnx_step(s.onnx_rnn_backward, s, k, o, k.rows, k.H, kCostRnnBackward);
+}
+
+template <typename T>
+void onnx_lstm_backward(const LstmBackward<T>& k, const OnnxCell<T>& o) {
+  const StepKernels<T>& s = step_kernels<T>();
+  run_onnx_step(s.onnx_lstm_backward, s, k, o, k.rows, k.H, kCostLstmBackward);
+}
+
+template <typename T>
+void onnx_gru_backward(const GruBackward<T>& k, const OnnxCell<T>& o) {
+  const StepKernels<T>& s = step_kernels<T>();
+  run_onnx_step(s.onnx_gru_backward, s, k, o, k.rows, k.H, kCostGruBackward);
+}
+
+template <typename T>
+void onnx_gru_orig_backward_n(const GruOrigBackwardN<T>& k, const OnnxCell<T>& o) {
+  const StepKernels<T>& s = step_kernels<T>();
+  run_onnx_step(s.onnx_gru_orig_backward_n, s, k, o, k.rows, k.H, kCostGruBackwardN);
+}
+
+template <typename T>
+void onnx_gru_orig_backward_r(const GruOrigBackwardR<T>& k, const OnnxCell<T>& o) {
+  const StepKernels<T>& s = step_kernels<T>();
+  run_onnx_step(s.onnx_gru_orig_backward_r, s, k, o, k.rows, k.H, kCostGruBackwardR);
+}
+
+#define RNNX_INSTANTIATE(T)                                                                        \
+  template void rnn_forward<T>(const RnnForward<T>&);                                              \
+  template void lstm_forward<T>(const LstmForward<T>&);                                            \
+  template void proj_forward<T>(const ProjForward<T>&);                                            \
+  template void gru_forward<T>(const GruForward<T>&);                                              \
+  template void gru_orig_gates_forward<T>(const GruOrigGatesForward<T>&);                          \
+  template void gru_orig_forward<T>(const GruOrigForward<T>&);                                     \
+  template void rnn_backward<T>(const RnnBackward<T>&);                                            \
+  template void proj_backward<T>(const ProjBackward<T>&);                                          \
+  template void lstm_backward<T>(const LstmBackward<T>&);                                          \
+  template void gru_backward<T>(const GruBackward<T>&);                                            \
+  template void gru_orig_backward_n<T>(const GruOrigBackwardN<T>&);                                \
+  template void gru_orig_backward_r<T>(const GruOrigBackwardR<T>&);                                \
+  template void onnx_rnn_forward<T>(const RnnForward<T>&, const OnnxCell<T>&);                     \
+  template void onnx_lstm_forward<T>(const LstmForward<T>&, const OnnxCell<T>&);                   \
+  template void onnx_gru_forward<T>(const GruForward<T>&, const OnnxCell<T>&);                     \
+  template void onnx_gru_orig_gates_forward<T>(const GruOrigGatesForward<T>&, const OnnxCell<T>&); \
+  template void onnx_gru_orig_forward<T>(const GruOrigForward<T>&, const OnnxCell<T>&);            \
+  template void onnx_rnn_backward<T>(const RnnBackward<T>&, const OnnxCell<T>&);                   \
+  template void onnx_lstm_backward<T>(const LstmBackward<T>&, const OnnxCell<T>&);                 \
+  template void onnx_gru_backward<T>(const GruBackward<T>&, const OnnxCell<T>&);                   \
+  template void onnx_gru_orig_backward_n<T>(const GruOrigBackwardN<T>&, const OnnxCell<T>&);       \
+  template void onnx_gru_orig_backward_r<T>(const GruOrigBackwardR<T>&, const OnnxCell<T>&);
 RNNX_INSTANTIATE(float)
 RNNX_INSTANTIATE(double)
 #undef RNNX_INSTANTIATE

@@ -293,10 +293,10 @@ void forward_time_loop(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64
 }
 
 // The time loop of one direction as one parallel region for all its steps (RNN, LSTM
-// without projection, linear-before-reset GRU): each thread owns the same cells of every
-// gate, computes their columns of the step's products on its share of the packed weights
-// (which stays in its core's cache), runs the step kernel on them, and packs its columns of
-// the new state as the next step's left operand; one barrier per step.
+// without projection, linear-before-reset GRU; fixed cells or ONNX's options): each thread owns the
+// same cells of every gate, computes their columns of the step's products on its share of the
+// packed weights (which stays in its core's cache), runs the step kernel on them, and packs its
+// columns of the new state as the next step's left operand; one barrier per step.
 template <typename T>
 void forward_time_loop_team(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64_t d,
                             const InputRows<T>& X, const InputGates<T>& g, T* Y,
@@ -320,6 +320,7 @@ void forward_time_loop_team(const PlanSpec& p, const ForwardArgs& a, int64_t l, 
     T* hs = db.h_state;
     const Clamp<T> cell_clip(p.config().cell_clip, p.config().clip_nan);
     const StepKernels<float>& kernels = step_kernels<float>();
+    const OnnxCell<T> ox = onnx_cell_of(p, w, po, d);
     const int64_t cell_panels = w_hh.panels_per_block();
     const int64_t x_units = (I + 15) / 16;  // the input's columns, packed 16 at a time
     const bool rev = p.reversed(d);
@@ -353,7 +354,25 @@ void forward_time_loop_team(const PlanSpec& p, const ForwardArgs& a, int64_t l, 
         }
         multiply_panel_range(bs, db.ah_pack[buf], w_hh, q0, q1, false, db.hg, GH);
         const Tile tile{0, bs, j0, j1};
-        if (j0 < j1) {
+        if (j0 < j1 && p.onnx_cell) {
+          OnnxCell<T> o = ox;
+          o.gate_pass = training && rd.gate_pass ? rd.gate_pass + r0 * GH : nullptr;
+          o.pre = p.is_rnn() && training ? gates : nullptr;
+          switch (p.cell) {
+            case CellType::rnn_tanh:
+            case CellType::rnn_relu:
+              kernels.onnx_rnn_forward(rnn_forward_args(p, db, bs, y, hs), o, tile);
+              break;
+            case CellType::lstm:
+              kernels.onnx_lstm_forward(
+                  lstm_forward_args(p, rd, db, training, bs, r0, gates, cell_clip, y, hs), o, tile);
+              break;
+            case CellType::gru:
+              kernels.onnx_gru_forward(gru_forward_args(p, rd, db, training, bs, r0, gates, y, hs),
+                                       o, tile);
+              break;
+          }
+        } else if (j0 < j1) {
           switch (p.cell) {
             case CellType::rnn_tanh:
             case CellType::rnn_relu:

@@ -16,6 +16,7 @@
 
 #include "cpu/cell_kernels.hpp"
 #include "cpu/isa.hpp"
+#include "cpu/onnx_cell.hpp"
 
 namespace rnnx::cpu {
 
@@ -43,11 +44,26 @@ struct StepKernels {
   void (*gru_orig_backward_n)(const GruOrigBackwardN<T>&, Tile);
   void (*gru_orig_backward_r)(const GruOrigBackwardR<T>&, Tile);
 
+  // The generic kernels of ONNX's cell options (onnx_cell.hpp), on the same tiles.
+  void (*onnx_rnn_forward)(const RnnForward<T>&, const OnnxCell<T>&, Tile);
+  void (*onnx_lstm_forward)(const LstmForward<T>&, const OnnxCell<T>&, Tile);
+  void (*onnx_gru_forward)(const GruForward<T>&, const OnnxCell<T>&, Tile);
+  void (*onnx_gru_orig_gates_forward)(const GruOrigGatesForward<T>&, const OnnxCell<T>&, Tile);
+  void (*onnx_gru_orig_forward)(const GruOrigForward<T>&, const OnnxCell<T>&, Tile);
+  void (*onnx_rnn_backward)(const RnnBackward<T>&, const OnnxCell<T>&, Tile);
+  void (*onnx_lstm_backward)(const LstmBackward<T>&, const OnnxCell<T>&, Tile);
+  void (*onnx_gru_backward)(const GruBackward<T>&, const OnnxCell<T>&, Tile);
+  void (*onnx_gru_orig_backward_n)(const GruOrigBackwardN<T>&, const OnnxCell<T>&, Tile);
+  void (*onnx_gru_orig_backward_r)(const GruOrigBackwardR<T>&, const OnnxCell<T>&, Tile);
+
   // The activations over n contiguous values (y may equal x), as the kernels compute
   // them; for tests and for other element-wise code.
   void (*exp)(const T* x, T* y, int64_t n);
   void (*sigmoid)(const T* x, T* y, int64_t n);
   void (*tanh)(const T* x, T* y, int64_t n);
+  // Any of ONNX's activations and its derivative, as the generic kernels compute them.
+  void (*activate)(const Activation& a, const T* x, T* y, int64_t n);
+  void (*activation_grad)(const Activation& a, const T* x, T* y, int64_t n);
 };
 
 // The kernels of min(isa, isa_detected()); avx512-bf16 runs the avx512 kernels.

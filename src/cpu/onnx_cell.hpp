@@ -1,8 +1,10 @@
 // The generic step kernels: one time step of each cell with ONNX's options that change the
 // cell's equations (activation functions, peepholes, gate clip, coupled input-forget gate),
-// forward and backward, plain loops in the working type on the functions of
-// core/cell_functions.hpp. They take the same arguments as the fast kernels of
-// cell_kernels.hpp plus an OnnxCell; only plans with PlanSpec::onnx_cell run them.
+// forward and backward. They take the same arguments as the fast kernels of
+// cell_kernels.hpp plus an OnnxCell, are vectorised per ISA like them
+// (src/cpu/kernels/onnx_step_kernels.inl, entries onnx_* of kernel_dispatch.hpp's table,
+// activations from src/cpu/kernels/activations.inl) and are split over threads the same way
+// (cell_kernels.cpp); only plans with PlanSpec::onnx_cell run them.
 #pragma once
 
 #include <cstdint>

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
-#include "core/cell_functions.hpp"
+#include "core/direction.hpp"
 #include "cpu/algo.hpp"
 #include "cpu/gemm.hpp"
 
@@ -59,7 +59,7 @@ struct PlanSpec {
   int64_t step_input_steps = 0;
   // The time loops run as one parallel region each (forward.cpp's forward_time_loop_team):
   // packed engine, RNN, LSTM without projection or linear-before-reset GRU, at most
-  // kPackedChunkRows rows, two or more threads, and no onnx_cell.
+  // kPackedChunkRows rows and two or more threads.
   bool team_loops = false;
 
   const core::Schedule& schedule() const { return ctx->schedule; }

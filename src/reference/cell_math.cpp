@@ -5,12 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/cell_functions.hpp"
+#include "reference/activations.hpp"
 
 namespace rnnx::reference {
-
-using core::activate;
-using core::activation_grad;
 
 namespace {
 
@@ -55,11 +52,11 @@ struct GateClip {
 }  // namespace
 
 double clip_value(double v, const Clip& clip, NanPolicy nan) {
-  return core::clamp_value(v, clip.enabled, clip.lo, clip.hi, nan);
+  return clamp_value(v, clip.enabled, clip.lo, clip.hi, nan);
 }
 
 bool clip_passes(double raw, const Clip& clip, NanPolicy nan) {
-  return core::clamp_passes(raw, clip.enabled, clip.lo, clip.hi, nan);
+  return clamp_passes(raw, clip.enabled, clip.lo, clip.hi, nan);
 }
 
 void cell_forward(const Config& cfg, const std::vector<Activation>& acts, const CellWeights& w,

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
-#include "core/cell_functions.hpp"
+#include "core/direction.hpp"
 #include "core/dropout.hpp"
 #include "reference/cell_math.hpp"
 

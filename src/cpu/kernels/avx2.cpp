@@ -38,6 +38,7 @@ struct VecF32 {
   static F sub(F a, F b) { return _mm256_sub_ps(a, b); }
   static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
   static F div_pos(F num, F d) { return _mm256_div_ps(num, d); }
+  static F div(F num, F d) { return _mm256_div_ps(num, d); }
   static F fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
   static F fnma(F a, F b, F c) { return _mm256_fnmadd_ps(a, b, c); }
   static F sign_bit() { return _mm256_castsi256_ps(_mm256_set1_epi32(INT32_MIN)); }
@@ -84,9 +85,15 @@ struct VecF32 {
   static F exp(F x) { return poly_exp<VecF32>(x); }
   static F sigmoid(F x) { return poly_sigmoid<VecF32>(x); }
   static F tanh(F x) { return poly_tanh<VecF32>(x); }
+  static F log1p_unit(F u) { return poly_log1p_unit<VecF32>(u); }
 };
 
 #include "cpu/kernels/step_kernels.inl"
+// The generic kernels use the fixed cells' helpers (for_vectors, clamp_value, plus_dy).
+#include "cpu/kernels/activations.inl"
+#include "cpu/kernels/onnx_step_kernels.inl"
+// Last, the table of every kernel above.
+#include "cpu/kernels/step_table.inl"
 
 }  // namespace
 

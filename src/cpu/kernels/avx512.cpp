@@ -44,6 +44,7 @@ struct VecF32 {
     const F q0 = _mm512_mul_ps(num, x0);
     return _mm512_fmadd_ps(_mm512_fnmadd_ps(q0, d, num), x0, q0);
   }
+  static F div(F num, F d) { return _mm512_div_ps(num, d); }
   static F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
   static F fnma(F a, F b, F c) { return _mm512_fnmadd_ps(a, b, c); }
   static F sign_bit() { return _mm512_castsi512_ps(_mm512_set1_epi32(INT32_MIN)); }
@@ -79,9 +80,15 @@ struct VecF32 {
   static F exp(F x) { return poly_exp<VecF32>(x); }
   static F sigmoid(F x) { return poly_sigmoid<VecF32>(x); }
   static F tanh(F x) { return poly_tanh<VecF32>(x); }
+  static F log1p_unit(F u) { return poly_log1p_unit<VecF32>(u); }
 };
 
 #include "cpu/kernels/step_kernels.inl"
+// The generic kernels use the fixed cells' helpers (for_vectors, clamp_value, plus_dy).
+#include "cpu/kernels/activations.inl"
+#include "cpu/kernels/onnx_step_kernels.inl"
+// Last, the table of every kernel above.
+#include "cpu/kernels/step_table.inl"
 
 }  // namespace
 

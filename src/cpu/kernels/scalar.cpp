@@ -28,6 +28,7 @@ struct Lane {
   static F sub(F a, F b) { return a - b; }
   static F mul(F a, F b) { return a * b; }
   static F div_pos(F a, F b) { return a / b; }
+  static F div(F a, F b) { return a / b; }
   static F fma(F a, F b, F c) { return a * b + c; }
   static F fnma(F a, F b, F c) { return c - a * b; }
   static F copysign(F mag, F sgn) {
@@ -73,15 +74,22 @@ struct LaneF32 : Lane<float> {
   static F exp(F x) { return poly_exp<LaneF32>(x); }
   static F sigmoid(F x) { return poly_sigmoid<LaneF32>(x); }
   static F tanh(F x) { return poly_tanh<LaneF32>(x); }
+  static F log1p_unit(F u) { return poly_log1p_unit<LaneF32>(u); }
 };
 
 struct LaneF64 : Lane<double> {
   static F exp(F x) { return ::exp(x); }
   static F sigmoid(F x) { return 1.0 / (1.0 + ::exp(-x)); }
   static F tanh(F x) { return ::tanh(x); }
+  static F log1p_unit(F u) { return ::log1p(u); }
 };
 
 #include "cpu/kernels/step_kernels.inl"
+// The generic kernels use the fixed cells' helpers (for_vectors, clamp_value, plus_dy).
+#include "cpu/kernels/activations.inl"
+#include "cpu/kernels/onnx_step_kernels.inl"
+// Last, the table of every kernel above.
+#include "cpu/kernels/step_table.inl"
 
 }  // namespace
 

@@ -12,7 +12,8 @@
 // (NaN stays), isnan, lt, le, ge, gt (false on NaN), mand, mor, mtrue,
 // select(m, if_true, if_false), load_flags/store_flags (one byte, 0 or 1, per lane), exp,
 // sigmoid, tanh; for vector_math.inl also round (to nearest), scale2(p, n) = p 2^n and
-// div_pos(a, d) for d in [1, 2^30].
+// div_pos(a, d) for d in [1, 2^30]; for activations.inl div (IEEE division) and
+// log1p_unit(u) for u in [0, 1].
 
 // The body of a kernel's vector loop is inlined at each of its call sites (head, full
 // vectors, tail), and so are the activations: as calls they pass vectors through memory.
@@ -378,35 +379,11 @@ void gru_orig_backward_r_tile(const GruOrigBackwardR<typename V::S>& k, Tile t) 
   }
 }
 
-// ---- activations over arrays, and the table ----
+// ---- activations over arrays ----
 
 template <class V, typename V::F (*Fn)(typename V::F)>
 void apply_activation(const typename V::S* x, typename V::S* y, int64_t n) {
   for_vectors<V>(0, n, y, [&](int64_t j, int m) RNNX_KERNEL_INLINE {
     V::store(y + j, Fn(V::load(x + j, m)), m);
   });
-}
-
-template <class V>
-constexpr StepKernels<typename V::S> step_table(const char* isa, int cost_scale) {
-  return StepKernels<typename V::S>{
-      isa,
-      V::W,
-      cost_scale,
-      &rnn_forward_tile<V>,
-      &lstm_forward_tile<V>,
-      &proj_forward_tile<V>,
-      &gru_forward_tile<V>,
-      &gru_orig_gates_forward_tile<V>,
-      &gru_orig_forward_tile<V>,
-      &rnn_backward_tile<V>,
-      &proj_backward_tile<V>,
-      &lstm_backward_tile<V>,
-      &gru_backward_tile<V>,
-      &gru_orig_backward_n_tile<V>,
-      &gru_orig_backward_r_tile<V>,
-      &apply_activation<V, &V::exp>,
-      &apply_activation<V, &V::sigmoid>,
-      &apply_activation<V, &V::tanh>,
-  };
 }

@@ -1,9 +1,9 @@
-// float32 exp, sigmoid and tanh over a vector type V, from the operations every ISA's V
-// provides (src/cpu/kernels/{scalar,avx2,avx512}.cpp include this file inside their own
-// namespace, so each ISA gets its own copy). Largest error over all 2^32 inputs, in ulp of
-// the exact value (tests/test_cpu_kernels.cpp with RNNX_TEST_EXHAUSTIVE=1; docs/math.md):
-// exp 1.01, sigmoid 2.41, tanh 1.33, subnormal results included; NaN in gives NaN out,
-// exp(-inf) = 0, exp(+inf) = inf, sigmoid(-inf) = 0, sigmoid(+inf) = 1, tanh(+-inf) = +-1,
+// float32 exp, sigmoid, tanh and log1p on [0, 1] over a vector type V, from the operations
+// every ISA's V provides (src/cpu/kernels/{scalar,avx2,avx512}.cpp include this file inside
+// their own namespace, so each ISA gets its own copy). Largest error over all 2^32 inputs,
+// in ulp of the exact value (tests/test_cpu_kernels.cpp with RNNX_TEST_EXHAUSTIVE=1;
+// docs/math.md): exp 1.01, sigmoid 2.41, tanh 1.33, subnormal results included; NaN in gives NaN
+// out, exp(-inf) = 0, exp(+inf) = inf, sigmoid(-inf) = 0, sigmoid(+inf) = 1, tanh(+-inf) = +-1,
 // tanh(-0) = -0. No file-level includes: this is pasted into a namespace.
 
 #ifndef RNNX_MATH_INLINE
@@ -66,4 +66,24 @@ RNNX_MATH_INLINE typename V::F poly_tanh(typename V::F x) {
   const F large = V::sub(one, V::div_pos(V::set1(2.0f), V::add(e, one)));
   // Both parts are >= 0 (or NaN); the sign comes last so that tanh(-0) = -0.
   return V::copysign(V::select(V::lt(ax, V::set1(0.625f)), small, large), x);
+}
+
+// log(1 + u) for u in [0, 1] (or NaN): with s = u / (2 + u) in [0, 1/3],
+// log(1 + u) = 2 atanh(s) = 2 (s + s^3/3 + s^5/5 + ...); every term is positive, so the
+// sum has no cancellation near 0, and 8 terms leave less than 2^-26 relative (s^2 <= 1/9).
+// float32 only: float64 vectors use libm's log1p (V::log1p_unit).
+template <class V>
+RNNX_MATH_INLINE typename V::F poly_log1p_unit(typename V::F u) {
+  using F = typename V::F;
+  const F s = V::div_pos(u, V::add(u, V::set1(2.0f)));
+  const F z = V::mul(s, s);
+  F p = V::set1(1.0f / 15.0f);
+  p = V::fma(p, z, V::set1(1.0f / 13.0f));
+  p = V::fma(p, z, V::set1(1.0f / 11.0f));
+  p = V::fma(p, z, V::set1(1.0f / 9.0f));
+  p = V::fma(p, z, V::set1(1.0f / 7.0f));
+  p = V::fma(p, z, V::set1(1.0f / 5.0f));
+  p = V::fma(p, z, V::set1(1.0f / 3.0f));
+  const F s2 = V::add(s, s);
+  return V::fma(V::mul(s2, z), p, s2);  // 2s + 2s * z * p
 }
