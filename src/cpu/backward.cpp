@@ -261,85 +261,56 @@ template <typename T>
 void backward_time_loop_team(const PlanSpec& p, const BackwardArgs& a, int64_t l, int64_t d,
                              const ReserveLayer<T>& res, const DirectionIo<T>& io,
                              const BackwardDirBuffers<T>& db, int threads) {
-  if constexpr (std::is_same_v<T, float>) {
-    const int64_t H = p.H, P = p.P, GH = p.GH;
-    const ReserveDir<T>& rd = res.dir[d];
-    const T* w = static_cast<const T*>(a.weights);
-    const BackwardWeights<T> bw = bind_backward_weights(p, w, p.param(l, d), db);
-    const PackedB w_hh{bw.hh.packed(), GH, P, 1, p.packed_type()};
-    const StepKernels<float>& kernels = step_kernels<float>();
-    const OnnxCell<T> ox = onnx_cell_of(p, w, p.param(l, d), d);
-    const bool lbr = p.cell == CellType::gru;  // team loops run no original GRU
-    T* dh = db.dh_state;
-    const int64_t cell_panels = w_hh.panels_per_block();
+  const int64_t H = p.H, P = p.P, GH = p.GH;
+  const ReserveDir<T>& rd = res.dir[d];
+  const T* w = static_cast<const T*>(a.weights);
+  const BackwardWeights<T> bw = bind_backward_weights(p, w, p.param(l, d), db);
+  const PackedB w_hh{bw.hh.packed(), GH, P, 1, p.packed_type()};
+  const StepKernels<float>& kernels = step_kernels<float>();
+  const OnnxCell<T> ox = onnx_cell_of(p, w, p.param(l, d), d);
+  const bool lbr = p.cell == CellType::gru;  // team loops run no original GRU
+  T* dh = db.dh_state;
+  const int64_t cell_panels = w_hh.panels_per_block();
 
-    TeamBarrier barrier;
+  TeamBarrier barrier;
 #pragma omp parallel num_threads(threads) if (p.T_eff > 0)
-    if (p.T_eff > 0) {
-      const int n = omp_get_num_threads(), th = omp_get_thread_num();
-      const int64_t q0 = cell_panels * th / n, q1 = cell_panels * (th + 1) / n;
-      const int64_t j0 = std::min(H, q0 * kPackedPanel), j1 = std::min(H, q1 * kPackedPanel);
-      for (int64_t k = 0; k < p.T_eff; ++k) {
-        const BackwardStep<T> st = backward_step(p, io, db, d, k);
-        const int64_t bs = st.bs, buf = k & 1;
-        T* dgh = lbr ? db.dgh + st.r0 * GH : st.dg;  // the left operand of the product
-        const Tile tile{0, bs, j0, j1};
-        if (j0 < j1) {
-          if (p.onnx_cell) {
-            OnnxCell<T> o = ox;
-            o.gate_pass = rd.gate_pass ? rd.gate_pass + st.r0 * GH : nullptr;
-            o.pre = rd.gates + st.r0 * GH;
-            switch (p.cell) {
-              case CellType::rnn_tanh:
-              case CellType::rnn_relu:
-                kernels.onnx_rnn_backward(rnn_backward_args(p, res, d, st, dh), o, tile);
-                break;
-              case CellType::lstm:
-                kernels.onnx_lstm_backward(lstm_backward_args(p, rd, db, d, st, dh), o, tile);
-                break;
-              case CellType::gru:
-                kernels.onnx_gru_backward(gru_backward_args(p, rd, db, st, dh), o, tile);
-                break;
-            }
-          } else {
-            switch (p.cell) {
-              case CellType::rnn_tanh:
-              case CellType::rnn_relu:
-                kernels.rnn_backward(rnn_backward_args(p, res, d, st, dh), tile);
-                break;
-              case CellType::lstm:
-                kernels.lstm_backward(lstm_backward_args(p, rd, db, d, st, dh), tile);
-                break;
-              case CellType::gru:
-                kernels.gru_backward(gru_backward_args(p, rd, db, st, dh), tile);
-                break;
-            }
-          }
-          for (int64_t g = 0; g < p.G; ++g) {
-            pack_a_columns(bs, GH, dgh, GH, g * H + j0, g * H + j1, db.ag_pack[buf],
-                           p.packed_type());
-          }
+  if (p.T_eff > 0) {
+    const int n = omp_get_num_threads(), th = omp_get_thread_num();
+    const TeamShare share(cell_panels, H, th, n);
+    const int64_t q0 = share.q0, q1 = share.q1, j0 = share.j0, j1 = share.j1;
+    for (int64_t k = 0; k < p.T_eff; ++k) {
+      const BackwardStep<T> st = backward_step(p, io, db, d, k);
+      const int64_t bs = st.bs, buf = k & 1;
+      T* dgh = lbr ? db.dgh + st.r0 * GH : st.dg;  // the left operand of the product
+      const Tile tile{0, bs, j0, j1};
+      if (j0 < j1) {
+        OnnxCell<T> o = ox;
+        if (p.onnx_cell) {
+          o.gate_pass = rd.gate_pass ? rd.gate_pass + st.r0 * GH : nullptr;
+          o.pre = rd.gates + st.r0 * GH;
         }
-        barrier.wait(n);
-        multiply_panel_range(bs, db.ag_pack[buf], w_hh, q0, q1, lbr, dh, P);
+        switch (p.cell) {
+          case CellType::rnn_tanh:
+          case CellType::rnn_relu:
+            tile_step(p, kernels.rnn_backward, kernels.onnx_rnn_backward, o,
+                      rnn_backward_args(p, res, d, st, dh), tile);
+            break;
+          case CellType::lstm:
+            tile_step(p, kernels.lstm_backward, kernels.onnx_lstm_backward, o,
+                      lstm_backward_args(p, rd, db, d, st, dh), tile);
+            break;
+          case CellType::gru:
+            tile_step(p, kernels.gru_backward, kernels.onnx_gru_backward, o,
+                      gru_backward_args(p, rd, db, st, dh), tile);
+            break;
+        }
+        for (int64_t g = 0; g < p.G; ++g) {
+          pack_a_columns(bs, GH, dgh, GH, g * H + j0, g * H + j1, db.ag_pack[buf], p.packed_type());
+        }
       }
+      barrier.wait(n);
+      multiply_panel_range(bs, db.ag_pack[buf], w_hh, q0, q1, lbr, dh, P);
     }
-  } else {
-    (void)p, (void)a, (void)l, (void)d, (void)res, (void)io, (void)db, (void)threads;
-  }
-}
-
-// The time loop of one direction: as a team where the plan says so and the packed engine
-// runs, else step by step.
-template <typename T>
-void run_time_loop(const PlanSpec& p, const BackwardArgs& a, int64_t l, int64_t d,
-                   const ReserveLayer<T>& res, const DirectionIo<T>& io,
-                   const BackwardDirBuffers<T>& db) {
-  if (p.team_loops && p.pack_weights()) {
-    // Inside the concurrent directions' region the team is this thread alone.
-    backward_time_loop_team(p, a, l, d, res, io, db, omp_in_parallel() ? 1 : omp_get_max_threads());
-  } else {
-    backward_time_loop(p, a, l, d, res, io, db);
   }
 }
 
@@ -484,7 +455,6 @@ void run_backward(const PlanSpec& p, const BackwardArgs& a, void* workspace,
     gather_rows_parallel(p.shape(), s, dY, buf.dy[(L - 1) % 2], p.DP);
     dY = buf.dy[(L - 1) % 2];
   }
-  const bool concurrent = p.concurrent_dirs && p.D == 2 && omp_get_max_threads() >= 2;
 
   for (int64_t l = L - 1; l >= 0; --l) {
     const ReserveLayer<T> res = reserve_layer<T>(p, a.reserve, l);
@@ -499,19 +469,19 @@ void run_backward(const PlanSpec& p, const BackwardArgs& a, void* workspace,
       io.x_rows = x0_rows;
       io.dX = a.dx ? (p.rows_in_place ? static_cast<T*>(a.dx) : buf.dx) : nullptr;
     }
-    if (concurrent) {
-      for (int64_t d = 0; d < 2; ++d) backward_prepare(p, a, l, d, res, buf.dir[d]);
-      run_directions_concurrently(
-          [&](int64_t d) { run_time_loop(p, a, l, d, res, io, buf.dir[d]); });
-      for (int64_t d = 0; d < 2; ++d)
-        backward_finish(p, a, l, d, res, io, buf.dir[d], buf.colsum, buf.gemm_scratch);
-    } else {
-      for (int64_t d = 0; d < p.D; ++d) {
-        backward_prepare(p, a, l, d, res, buf.dir[d]);
-        run_time_loop(p, a, l, d, res, io, buf.dir[d]);
-        backward_finish(p, a, l, d, res, io, buf.dir[d], buf.colsum, buf.gemm_scratch);
-      }
-    }
+    for_each_direction(
+        p, [&](int64_t d) { backward_prepare(p, a, l, d, res, buf.dir[d]); },
+        [&](int64_t d) {
+          run_time_loop<T>(
+              p,
+              [&](auto threads) {  // generic: compiled for float32 only (run_time_loop)
+                backward_time_loop_team(p, a, l, d, res, io, buf.dir[d], threads);
+              },
+              [&] { backward_time_loop(p, a, l, d, res, io, buf.dir[d]); });
+        },
+        [&](int64_t d) {
+          backward_finish(p, a, l, d, res, io, buf.dir[d], buf.colsum, buf.gemm_scratch);
+        });
     if (l > 0) {
       // The gradient flows back through the dropout that fed this layer.
       if (p.dropout_after(l - 1)) {

@@ -302,115 +302,86 @@ void forward_time_loop_team(const PlanSpec& p, const ForwardArgs& a, int64_t l, 
                             const InputRows<T>& X, const InputGates<T>& g, T* Y,
                             const ReserveDir<T>& rd, bool training, const ForwardDirBuffers<T>& db,
                             int threads) {
-  if constexpr (std::is_same_v<T, float>) {
-    const core::Schedule& s = p.schedule();
-    const int64_t H = p.H, P = p.P, GH = p.GH, DP = p.DP, I = p.input_width(l);
-    const T* w = static_cast<const T*>(a.weights);
-    const ParamOffsets& po = p.param(l, d);
-    combine_biases(p, w, po, db.bias);
-    const ForwardWeights<T> fw = bind_forward_weights(p, w, po, I, db);
-    const PackedType type = p.packed_type();
-    const PackedB w_hh{fw.hh.packed(), P, GH, p.G, type};
-    const PackedB w_ih{fw.ih.packed(), I, GH, p.G, type};
-    const int64_t sd = (l * p.D + d) * p.B;
-    core::gather_state(s, a.h0 ? static_cast<const T*>(a.h0) + sd * P : nullptr, db.h_state, P);
-    if (p.cell == CellType::lstm) {
-      core::gather_state(s, a.c0 ? static_cast<const T*>(a.c0) + sd * H : nullptr, db.c_state, H);
-    }
-    T* hs = db.h_state;
-    const Clamp<T> cell_clip(p.config().cell_clip, p.config().clip_nan);
-    const StepKernels<float>& kernels = step_kernels<float>();
-    const OnnxCell<T> ox = onnx_cell_of(p, w, po, d);
-    const int64_t cell_panels = w_hh.panels_per_block();
-    const int64_t x_units = (I + 15) / 16;  // the input's columns, packed 16 at a time
-    const bool rev = p.reversed(d);
-    auto time_of = [&](int64_t k) { return rev ? p.T_eff - 1 - k : k; };
+  const core::Schedule& s = p.schedule();
+  const int64_t H = p.H, P = p.P, GH = p.GH, DP = p.DP, I = p.input_width(l);
+  const T* w = static_cast<const T*>(a.weights);
+  const ParamOffsets& po = p.param(l, d);
+  combine_biases(p, w, po, db.bias);
+  const ForwardWeights<T> fw = bind_forward_weights(p, w, po, I, db);
+  const PackedType type = p.packed_type();
+  const PackedB w_hh{fw.hh.packed(), P, GH, p.G, type};
+  const PackedB w_ih{fw.ih.packed(), I, GH, p.G, type};
+  const int64_t sd = (l * p.D + d) * p.B;
+  core::gather_state(s, a.h0 ? static_cast<const T*>(a.h0) + sd * P : nullptr, db.h_state, P);
+  if (p.cell == CellType::lstm) {
+    core::gather_state(s, a.c0 ? static_cast<const T*>(a.c0) + sd * H : nullptr, db.c_state, H);
+  }
+  T* hs = db.h_state;
+  const Clamp<T> cell_clip(p.config().cell_clip, p.config().clip_nan);
+  const StepKernels<float>& kernels = step_kernels<float>();
+  const OnnxCell<T> ox = onnx_cell_of(p, w, po, d);
+  const int64_t cell_panels = w_hh.panels_per_block();
+  const int64_t x_units = (I + 15) / 16;  // the input's columns, packed 16 at a time
+  const bool rev = p.reversed(d);
+  auto time_of = [&](int64_t k) { return rev ? p.T_eff - 1 - k : k; };
 
-    TeamBarrier barrier;
+  TeamBarrier barrier;
 #pragma omp parallel num_threads(threads) if (p.T_eff > 0)
-    if (p.T_eff > 0) {
-      const int n = omp_get_num_threads(), th = omp_get_thread_num();
-      const int64_t q0 = cell_panels * th / n, q1 = cell_panels * (th + 1) / n;
-      const int64_t j0 = std::min(H, q0 * kPackedPanel), j1 = std::min(H, q1 * kPackedPanel);
-      const int64_t x0 = std::min(I, x_units * th / n * 16);
-      const int64_t x1 = std::min(I, x_units * (th + 1) / n * 16);
-      // This thread's columns of step k's left operands: the state (its cells) and the input.
-      auto pack_operands = [&](int64_t k) {
-        const int64_t t = time_of(k), bs = s.batch_sizes[t], buf = k & 1;
-        pack_a_columns(bs, P, hs, P, j0, j1, db.ah_pack[buf], type);
-        if (t < p.step_input_steps) {
-          pack_a_columns(bs, I, X.at(s.offsets[t]), I, x0, x1, db.ax_pack[buf], type,
-                         X.map_at(s.offsets[t]));
-        }
-      };
-      pack_operands(0);
-      barrier.wait(n);
-      for (int64_t k = 0; k < p.T_eff; ++k) {
-        const int64_t t = time_of(k), bs = s.batch_sizes[t], r0 = s.offsets[t], buf = k & 1;
-        T* y = Y + r0 * DP + d * P;
-        T* gates = g.at(r0);
-        if (t < p.step_input_steps) {
-          multiply_panel_range(bs, db.ax_pack[buf], w_ih, q0, q1, false, gates, g.ld);
-        }
-        multiply_panel_range(bs, db.ah_pack[buf], w_hh, q0, q1, false, db.hg, GH);
-        const Tile tile{0, bs, j0, j1};
-        if (j0 < j1 && p.onnx_cell) {
-          OnnxCell<T> o = ox;
+  if (p.T_eff > 0) {
+    const int n = omp_get_num_threads(), th = omp_get_thread_num();
+    const TeamShare share(cell_panels, H, th, n);
+    const int64_t q0 = share.q0, q1 = share.q1, j0 = share.j0, j1 = share.j1;
+    const int64_t x0 = std::min(I, x_units * th / n * 16);
+    const int64_t x1 = std::min(I, x_units * (th + 1) / n * 16);
+    // This thread's columns of step k's left operands: the state (its cells) and the input.
+    auto pack_operands = [&](int64_t k) {
+      const int64_t t = time_of(k), bs = s.batch_sizes[t], buf = k & 1;
+      pack_a_columns(bs, P, hs, P, j0, j1, db.ah_pack[buf], type);
+      if (t < p.step_input_steps) {
+        pack_a_columns(bs, I, X.at(s.offsets[t]), I, x0, x1, db.ax_pack[buf], type,
+                       X.map_at(s.offsets[t]));
+      }
+    };
+    pack_operands(0);
+    barrier.wait(n);
+    for (int64_t k = 0; k < p.T_eff; ++k) {
+      const int64_t t = time_of(k), bs = s.batch_sizes[t], r0 = s.offsets[t], buf = k & 1;
+      T* y = Y + r0 * DP + d * P;
+      T* gates = g.at(r0);
+      if (t < p.step_input_steps) {
+        multiply_panel_range(bs, db.ax_pack[buf], w_ih, q0, q1, false, gates, g.ld);
+      }
+      multiply_panel_range(bs, db.ah_pack[buf], w_hh, q0, q1, false, db.hg, GH);
+      const Tile tile{0, bs, j0, j1};
+      if (j0 < j1) {
+        OnnxCell<T> o = ox;
+        if (p.onnx_cell) {
           o.gate_pass = training && rd.gate_pass ? rd.gate_pass + r0 * GH : nullptr;
           o.pre = p.is_rnn() && training ? gates : nullptr;
-          switch (p.cell) {
-            case CellType::rnn_tanh:
-            case CellType::rnn_relu:
-              kernels.onnx_rnn_forward(rnn_forward_args(p, db, bs, y, hs), o, tile);
-              break;
-            case CellType::lstm:
-              kernels.onnx_lstm_forward(
-                  lstm_forward_args(p, rd, db, training, bs, r0, gates, cell_clip, y, hs), o, tile);
-              break;
-            case CellType::gru:
-              kernels.onnx_gru_forward(gru_forward_args(p, rd, db, training, bs, r0, gates, y, hs),
-                                       o, tile);
-              break;
-          }
-        } else if (j0 < j1) {
-          switch (p.cell) {
-            case CellType::rnn_tanh:
-            case CellType::rnn_relu:
-              kernels.rnn_forward(rnn_forward_args(p, db, bs, y, hs), tile);
-              break;
-            case CellType::lstm:
-              kernels.lstm_forward(
-                  lstm_forward_args(p, rd, db, training, bs, r0, gates, cell_clip, y, hs), tile);
-              break;
-            case CellType::gru:
-              kernels.gru_forward(gru_forward_args(p, rd, db, training, bs, r0, gates, y, hs),
-                                  tile);
-              break;
-          }
         }
-        if (k + 1 < p.T_eff) pack_operands(k + 1);
-        barrier.wait(n);
+        switch (p.cell) {
+          case CellType::rnn_tanh:
+          case CellType::rnn_relu:
+            tile_step(p, kernels.rnn_forward, kernels.onnx_rnn_forward, o,
+                      rnn_forward_args(p, db, bs, y, hs), tile);
+            break;
+          case CellType::lstm:
+            tile_step(p, kernels.lstm_forward, kernels.onnx_lstm_forward, o,
+                      lstm_forward_args(p, rd, db, training, bs, r0, gates, cell_clip, y, hs),
+                      tile);
+            break;
+          case CellType::gru:
+            tile_step(p, kernels.gru_forward, kernels.onnx_gru_forward, o,
+                      gru_forward_args(p, rd, db, training, bs, r0, gates, y, hs), tile);
+            break;
+        }
       }
+      if (k + 1 < p.T_eff) pack_operands(k + 1);
+      barrier.wait(n);
     }
-    if (a.hy) core::scatter_state(s, hs, static_cast<T*>(a.hy) + sd * P, P);
-    if (a.cy) core::scatter_state(s, db.c_state, static_cast<T*>(a.cy) + sd * H, H);
-  } else {
-    (void)p, (void)a, (void)l, (void)d, (void)X, (void)g, (void)Y, (void)rd, (void)training;
-    (void)db, (void)threads;
   }
-}
-
-template <typename T>
-void run_time_loop(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64_t d,
-                   const InputRows<T>& X, const InputGates<T>& g, T* Y, const ReserveDir<T>& rd,
-                   bool training, const ForwardDirBuffers<T>& db) {
-  if (p.team_loops && p.pack_weights()) {
-    // Inside the concurrent directions' region the team is this thread alone.
-    forward_time_loop_team(p, a, l, d, X, g, Y, rd, training, db,
-                           omp_in_parallel() ? 1 : omp_get_max_threads());
-  } else {
-    forward_time_loop(p, a, l, d, X, g, Y, rd, training, db);
-  }
+  if (a.hy) core::scatter_state(s, hs, static_cast<T*>(a.hy) + sd * P, P);
+  if (a.cy) core::scatter_state(s, db.c_state, static_cast<T*>(a.cy) + sd * H, H);
 }
 
 }  // namespace
@@ -431,7 +402,6 @@ void run_forward(const PlanSpec& p, const ForwardArgs& a, void* workspace) {
       X.x = buf.x;
     }
   }
-  const bool concurrent = p.concurrent_dirs && p.D == 2 && omp_get_max_threads() >= 2;
   T* Y = nullptr;
   for (int64_t l = 0; l < p.L; ++l) {
     const bool top = l == p.L - 1;
@@ -442,23 +412,23 @@ void run_forward(const PlanSpec& p, const ForwardArgs& a, void* workspace) {
     } else {
       Y = top && p.rows_in_place ? static_cast<T*>(a.y) : buf.y[l % 2];
     }
-    if (concurrent) {
-      // Both bulk input projections on all threads, then one thread per direction's loop.
-      InputGates<T> g[2];
-      for (int64_t d = 0; d < 2; ++d) {
-        g[d] = input_gates(p, d, Y, res.dir[d], training, buf.dir[d]);
-        bulk_input_projection(p, a, l, d, X, g[d], buf.gemm_scratch);
-      }
-      run_directions_concurrently([&](int64_t d) {
-        run_time_loop(p, a, l, d, X, g[d], Y, res.dir[d], training, buf.dir[d]);
-      });
-    } else {
-      for (int64_t d = 0; d < p.D; ++d) {
-        const InputGates<T> g = input_gates(p, d, Y, res.dir[d], training, buf.dir[d]);
-        bulk_input_projection(p, a, l, d, X, g, buf.gemm_scratch);
-        run_time_loop(p, a, l, d, X, g, Y, res.dir[d], training, buf.dir[d]);
-      }
-    }
+    InputGates<T> g[2];
+    for_each_direction(
+        p,
+        [&](int64_t d) {
+          g[d] = input_gates(p, d, Y, res.dir[d], training, buf.dir[d]);
+          bulk_input_projection(p, a, l, d, X, g[d], buf.gemm_scratch);
+        },
+        [&](int64_t d) {
+          run_time_loop<T>(
+              p,
+              [&](auto threads) {  // generic: compiled for float32 only (run_time_loop)
+                forward_time_loop_team(p, a, l, d, X, g[d], Y, res.dir[d], training, buf.dir[d],
+                                       threads);
+              },
+              [&] { forward_time_loop(p, a, l, d, X, g[d], Y, res.dir[d], training, buf.dir[d]); });
+        },
+        [](int64_t) {});
     X = {Y, p.DP};
     if (training && p.dropout_after(l)) {
       // The undropped output stays in y: it holds the recurrent states backward needs.

@@ -4,10 +4,14 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <exception>
+#include <type_traits>
 
+#include "cpu/kernel_dispatch.hpp"
 #include "cpu/onnx_cell.hpp"
+#include "cpu/packed_gemm.hpp"
 #include "cpu/plan_spec.hpp"
 #include "rnnx/plan.hpp"
 
@@ -60,6 +64,19 @@ void step(const PlanSpec& p, void (*fast)(const K&), void (*generic)(const K&, c
   }
 }
 
+// One tile of a step in a team time loop: the fixed-cell kernel of the table, or the
+// generic one when the plan has ONNX cell options.
+template <typename K, typename T>
+void tile_step(const PlanSpec& p, void (*fast)(const K&, Tile),
+               void (*generic)(const K&, const OnnxCell<T>&, Tile), const OnnxCell<T>& o,
+               const K& k, Tile tile) {
+  if (p.onnx_cell) {
+    generic(k, o, tile);
+  } else {
+    fast(k, tile);
+  }
+}
+
 // Runs fn(0) and fn(1), the time loops of the two directions, on two OpenMP threads at once
 // (both on one if the runtime gives only one). Whatever they start (step kernels, GEMMs)
 // runs on their own thread. The first exception is rethrown once both are done.
@@ -82,5 +99,54 @@ void run_directions_concurrently(const Fn& fn) {
     if (e) std::rethrow_exception(e);
   }
 }
+
+// The direction loop of one layer, the same for both passes: before(d) (on all threads:
+// forward's bulk input projection, backward's gathers), loop(d) (the time loop) and
+// after(d) (backward's all-token GEMMs) for each direction; with concurrent directions
+// (PlanSpec::concurrent_dirs, two threads or more) both befores, then the two loops at once,
+// one thread each, then both afters.
+template <typename Before, typename Loop, typename After>
+void for_each_direction(const PlanSpec& p, const Before& before, const Loop& loop,
+                        const After& after) {
+  if (p.concurrent_dirs && p.D == 2 && omp_get_max_threads() >= 2) {
+    for (int64_t d = 0; d < 2; ++d) before(d);
+    run_directions_concurrently(loop);
+    for (int64_t d = 0; d < 2; ++d) after(d);
+  } else {
+    for (int64_t d = 0; d < p.D; ++d) {
+      before(d);
+      loop(d);
+      after(d);
+    }
+  }
+}
+
+// One direction's time loop, the same choice for both passes: as one team for all its steps
+// (team(threads), float32 only: the packed engine's) where the plan says so and the packed
+// engine runs, else step by step (per_step()). Inside the concurrent directions' region the
+// team is this thread alone.
+template <typename T, typename Team, typename PerStep>
+void run_time_loop(const PlanSpec& p, const Team& team, const PerStep& per_step) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (p.team_loops && p.pack_weights()) {
+      team(omp_in_parallel() ? 1 : omp_get_max_threads());
+      return;
+    }
+  }
+  per_step();
+}
+
+// A team member's share of a team time loop: the same cells of every gate, whole panels of
+// the packed weights (kPackedPanel columns), so its columns of the step's products are the
+// ones its step kernel reads and its share of the weights stays in its core's cache.
+struct TeamShare {
+  int64_t q0, q1;  // panels
+  int64_t j0, j1;  // cells
+  TeamShare(int64_t panels, int64_t cells, int th, int n)
+      : q0(panels * th / n),
+        q1(panels * (th + 1) / n),
+        j0(std::min(cells, q0 * kPackedPanel)),
+        j1(std::min(cells, q1 * kPackedPanel)) {}
+};
 
 }  // namespace rnnx::cpu
