@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 # `rnnx info` and `rnnx bench` end to end on tiny problems: the fields they promise, the
-# token counts of each length distribution, the FLOP formula of docs/bench.md, and the
+# token counts of each length distribution, the FLOP formula of docs/bench.md (written out
+# again here, as the check of the one in bench/case), --dry-run and --cases, and the
 # refusal of bad flags. Timings are not judged (speed lives in benchmarks, not tests).
 """Needs only numpy. Usage: /usr/bin/python3 tests/python/cli_bench.py --rnnx PATH"""
 
@@ -11,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 
-GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
+GATES = {"lstm": 4, "gru": 3, "gru-orig": 3, "rnn_tanh": 1, "rnn_relu": 1}
 BENCH_KEYS = ["problem", "backend", "impl", "mode", "threads", "tokens", "ms_median", "ms_min",
               "ms_max", "gflops", "workspace_bytes", "reserve_bytes"]
 
@@ -71,6 +72,7 @@ def main():
         ("lstm", 5, 6, 0, 2, True, 4, 7, "full", 28),
         ("lstm", 5, 8, 3, 2, True, 4, 7, lengths_file, 11),
         ("gru", 9, 5, 0, 1, False, 16, 12, "longtail", None),
+        ("gru-orig", 6, 5, 0, 2, True, 4, 7, lengths_file, 11),
         ("rnn_tanh", 3, 4, 0, 3, True, 8, 6, "uniform", None),
         ("rnn_relu", 4, 4, 0, 1, False, 4, 7, lengths_file, 11),
     ]
@@ -138,6 +140,47 @@ def main():
     p = run(bench_argv("--mode", "infer,train", "--threads", "1,2"))
     report("text_lines", [] if p.returncode == 0 and len(p.stdout.splitlines()) == 4 else [p.stdout + p.stderr])
 
+    # --dry-run describes what the measurement runs: the same name, lengths, tokens and FLOPs.
+    flags = bench_argv("--lengths", "longtail", "--seed", "9", "--mode", "infer,fwdbwd") + ["--json"]
+    problems = []
+    try:
+        d = json.loads(run(flags + ["--dry-run"]).stdout)
+        rows = [json.loads(line) for line in run(flags).stdout.splitlines()]
+        if len(d["length_values"]) != 32 or not all(1 <= v <= 50 for v in d["length_values"]):
+            problems.append(f"length_values {d['length_values']}")
+        if not d["tokens"] == sum(d["length_values"]) == rows[0]["tokens"]:
+            problems.append(f"tokens {d['tokens']}, measured {rows[0]['tokens']}")
+        if [d["problem"]] * 2 != [r["problem"] for r in rows]:
+            problems.append(f"names {d['problem']} {[r['problem'] for r in rows]}")
+        if {r["mode"]: r["flops"] for r in rows} != d["flops"]:
+            problems.append(f"flops {d['flops']}, measured {[r['flops'] for r in rows]}")
+        if d["padded_tokens"] != 32 * 50 or d["line"] != "gru uni l=1 i=4 h=4 p=0 t=50 b=32":
+            problems.append(f"padded_tokens {d['padded_tokens']}, line {d['line']!r}")
+    except (ValueError, KeyError, IndexError) as e:
+        problems.append(f"bad output ({e})")
+    report("dry_run", problems)
+
+    # --cases: every case of a list in turn, the list's own text as its line.
+    case_list = os.path.join(tmp, "cases.txt")
+    with open(case_list, "w") as f:
+        f.write("# two cases\nlstm bidir l=2 i=5 h=6 p=3 t=7 b=4  # LSTMP\n\ngru-orig i=3 h=4 t=5 b=2\n")
+    common = ["bench", "--cases", case_list, "--backend", "reference", "--repeat", "1", "--warmup", "0",
+              "--json", "--lengths", "uniform"]
+    p, q = run(common + ["--dry-run"]), run(common)
+    problems = []
+    try:
+        described = [json.loads(line) for line in p.stdout.splitlines()]
+        timed = [json.loads(line) for line in q.stdout.splitlines()]
+        if [d["line"] for d in described] != ["lstm bidir l=2 i=5 h=6 p=3 t=7 b=4", "gru-orig i=3 h=4 t=5 b=2"]:
+            problems.append(f"lines {[d['line'] for d in described]}")
+        if [(d["problem"], d["tokens"]) for d in described] != [(r["problem"], r["tokens"]) for r in timed]:
+            problems.append(f"described {p.stdout!r}, timed {q.stdout!r}")
+        if described[1]["problem"] != "gru-orig_l1_uni_t5_b2_i3_h4_p0_len-mixed":
+            problems.append(f"name {described[1]['problem']}")
+    except (ValueError, KeyError, IndexError) as e:
+        problems.append(f"bad output ({e}): {p.stderr!r} {q.stderr!r}")
+    report("cases", problems)
+
     # Math modes side by side: the converting plan's error against the fp32 plan's outputs.
     if "cpu" in backends:
         p = run(bench_argv("--mode", "fwdbwd", "--math", "fp32,allow_conversion", "--rounds", "2",
@@ -175,6 +218,7 @@ def main():
         ("rounds_zero", ["--rounds", "0"], "--rounds (= 0)"),
         ("bad_math_env", ["--env", "RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION=on"],
          "RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION (= \"on\")"),
+        ("cases_and_case_flags", ["--cases", case_list], "excludes"),
     ]:
         env = None
         if extra[0] == "--env":
@@ -183,6 +227,15 @@ def main():
         p = run(bench_argv(*extra), env=env)
         lines = p.stderr.splitlines()
         ok = p.returncode == 2 and len(lines) == 1 and lines[0].startswith("rnnx: error: ") and needle in p.stderr
+        report(name, [] if ok else [f"status {p.returncode}, stderr {p.stderr!r}"])
+
+    bad_list = os.path.join(tmp, "bad-cases.txt")
+    with open(bad_list, "w") as f:
+        f.write("lstm i=3 h=4 t=5 b=2\ngru i=3 h=4 t=5\n")
+    for name, path, needle in [("cases_missing_key", bad_list, "bad-cases.txt:2: missing b="),
+                               ("cases_missing_file", os.path.join(tmp, "none"), "cannot be read")]:
+        p = run(["bench", "--cases", path, "--dry-run"])
+        ok = p.returncode == 2 and len(p.stderr.splitlines()) == 1 and needle in p.stderr
         report(name, [] if ok else [f"status {p.returncode}, stderr {p.stderr!r}"])
 
     print(f"{passed} passed, {failed} failed")

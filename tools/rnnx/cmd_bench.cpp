@@ -1,5 +1,6 @@
-// `rnnx bench`: times one problem given by flags in the modes infer, train and fwdbwd for
-// one or more thread counts. Every buffer is allocated once and touched before timing
+// `rnnx bench`: times one case given by flags, or every case of a list (--cases), in the
+// modes infer, train and fwdbwd for one or more thread counts; --dry-run describes the cases
+// (name, lengths, tokens, FLOPs) instead. Every buffer is allocated once and touched before timing
 // (first touch costs ~0.3 GB/s on our VMs, PERF-NOTES.md); warm-up runs precede the
 // timed ones. One line per measurement, text or JSON (docs/bench.md). Ctrl-C ends it at
 // once (status 130 in a shell), leaving only whole lines (docs/bench.md, "Interrupting").
@@ -7,7 +8,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -17,11 +17,12 @@
 #include <new>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "bench_problem.hpp"
+#include "bench_case.hpp"
+#include "bench_case_cli.hpp"
 #include "commands.hpp"
 #include "rnnx/rnnx.hpp"
 
@@ -32,17 +33,23 @@ namespace {
   throw Error(Status::invalid_argument, msg);
 }
 
+// The bench library reports a bad flag or list as std::invalid_argument; the command's
+// errors are rnnx::Error, whose code main.cpp turns into the exit status.
+template <typename F>
+auto checked(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::invalid_argument& e) {
+    invalid(e.what());
+  }
+}
+
+using bench::Mode;
+
 struct BenchOptions {
-  std::string cell = "lstm";
-  int64_t layers = 1;
-  bool bidirectional = false;
-  int64_t input = 0;
-  int64_t hidden = 0;
-  int64_t proj = 0;
-  int64_t batch = 0;
-  int64_t seq = 0;
-  std::string lengths = "full";
-  uint64_t seed = 0;
+  bench::CaseFlags case_flags;
+  std::string cases;  // a case list (bench/problems.txt) instead of the case flags
+  bool dry_run = false;
   std::string modes = "infer";
   std::string threads = "0";
   std::string backend = "cpu";
@@ -55,52 +62,9 @@ struct BenchOptions {
   bool json = false;
 };
 
-enum class Mode { infer, train, fwdbwd };
-const char* to_string(Mode m) {
-  return m == Mode::infer ? "infer" : m == Mode::train ? "train" : "fwdbwd";
-}
-
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> items;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) items.push_back(item);
-  return items;
-}
-
-std::vector<Mode> parse_modes(const std::string& s) {
-  std::vector<Mode> modes;
-  for (const auto& m : split_list(s)) {
-    if (m == "infer")
-      modes.push_back(Mode::infer);
-    else if (m == "train")
-      modes.push_back(Mode::train);
-    else if (m == "fwdbwd")
-      modes.push_back(Mode::fwdbwd);
-    else
-      invalid("--mode '" + m + "' is not one of infer, train, fwdbwd");
-  }
-  if (modes.empty()) invalid("--mode is empty");
-  return modes;
-}
-
-std::vector<int> parse_threads(const std::string& s) {
-  std::vector<int> threads;
-  for (const auto& t : split_list(s)) {
-    char* end = nullptr;
-    const long v = std::strtol(t.c_str(), &end, 10);
-    if (*end != '\0' || v < 0 || v > 4096) {
-      invalid("--threads '" + t + "' is not a thread count (0 = OpenMP default)");
-    }
-    threads.push_back(static_cast<int>(v));
-  }
-  if (threads.empty()) invalid("--threads is empty");
-  return threads;
-}
-
 std::vector<MathMode> parse_maths(const std::string& s) {
   std::vector<MathMode> maths;
-  for (const auto& m : split_list(s)) {
+  for (const auto& m : bench::split_list(s)) {
     if (m == "fp32") {
       maths.push_back(MathMode::fp32);
     } else if (m == "allow_conversion") {
@@ -122,6 +86,16 @@ std::vector<double> values(const void* p, DataType dt, int64_t n) {
     v[i] = dt == DataType::f32 ? static_cast<const float*>(p)[i] : static_cast<const double*>(p)[i];
   }
   return v;
+}
+
+// Fills `n` elements of `dtype` at `data` uniformly in [lo, hi).
+void fill_uniform(void* data, DataType dtype, int64_t n, double lo, double hi,
+                  bench::SplitMix64& rng) {
+  if (dtype == DataType::f64) {
+    bench::fill_uniform(static_cast<double*>(data), n, lo, hi, rng);
+  } else {
+    bench::fill_uniform(static_cast<float*>(data), n, lo, hi, rng);
+  }
 }
 
 // max |got - want| / max(1, max |want|): the error relative to the tensor's scale (as the
@@ -236,51 +210,98 @@ class InterruptGuard {
   bool own_stack_ = false;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 std::string mib(size_t bytes) {
   char s[32];
   std::snprintf(s, sizeof s, "%.2f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
   return s;
 }
 
-Config make_config(const BenchOptions& o) {
+Config make_config(const bench::BenchCase& bc, const BenchOptions& o) {
   Config c;
-  if (o.cell == "lstm")
+  if (bc.cell == "lstm") {
     c.cell = CellType::lstm;
-  else if (o.cell == "gru")
+  } else if (bc.cell == "gru" || bc.cell == "gru-orig") {
     c.cell = CellType::gru;
-  else if (o.cell == "rnn_tanh")
+    c.gru_linear_before_reset = bc.cell == "gru";
+  } else if (bc.cell == "rnn_tanh") {
     c.cell = CellType::rnn_tanh;
-  else
+  } else {
     c.cell = CellType::rnn_relu;
-  c.input_size = o.input;
-  c.hidden_size = o.hidden;
-  c.proj_size = o.proj;
-  c.num_layers = o.layers;
-  c.bidirectional = o.bidirectional;
+  }
+  c.input_size = bc.input;
+  c.hidden_size = bc.hidden;
+  c.proj_size = bc.proj;
+  c.num_layers = bc.layers;
+  c.bidirectional = bc.bidirectional;
   c.dropout = o.dropout;
-  c.seed = o.seed;
+  c.seed = o.case_flags.seed;
   c.dtype = o.dtype == "float64" ? DataType::f64 : DataType::f32;
   return c;
 }
 
-int run_bench(const BenchOptions& o) {
-  const InterruptGuard interrupt_guard;
-  const std::vector<Mode> modes = parse_modes(o.modes);
-  const std::vector<int> thread_counts = parse_threads(o.threads);
-  if (o.repeat < 1) invalid("--repeat (= " + std::to_string(o.repeat) + ") must be >= 1");
-  if (o.seq < 1) invalid("--seq (= " + std::to_string(o.seq) + ") must be >= 1");
-  if (o.batch < 1) invalid("--batch (= " + std::to_string(o.batch) + ") must be >= 1");
-  if (o.rounds < 1) invalid("--rounds (= " + std::to_string(o.rounds) + ") must be >= 1");
-  const std::vector<MathMode> maths = parse_maths(o.maths);
-  const Config config = make_config(o);
-  const std::vector<int64_t> lengths = make_lengths(o.lengths, o.seq, o.batch, o.seed);
-  const SequenceShape shape = SequenceShape::padded(o.seq, o.batch, lengths);
+// What every case of a run shares: the lists of modes, thread counts and math modes.
+struct RunLists {
+  std::vector<Mode> modes;
+  std::vector<int> thread_counts;
+  std::vector<MathMode> maths;
+};
+
+// --dry-run: the case as the runners see it, from a reference plan (which validates it like
+// any plan and names it) and the bench library (lengths, FLOPs). Nothing is allocated or run.
+void describe_case(const bench::BenchCase& bc, const BenchOptions& o, const RunLists& lists) {
+  const bench::CaseFlags& f = o.case_flags;
+  const std::vector<int64_t> lengths =
+      checked([&] { return bench::make_lengths(f.lengths, bc.seq, bc.batch, f.seed); });
+  const Plan plan(make_config(bc, o), SequenceShape::padded(bc.seq, bc.batch, lengths),
+                  PlanOptions{Backend::reference, 1});
+  const std::string line = bench::format_case_line(bc);
+  if (o.json) {
+    nlohmann::ordered_json flops;
+    for (Mode mode : lists.modes) flops[to_string(mode)] = bench::flops(bc, mode, plan.tokens());
+    const nlohmann::ordered_json j = {{"problem", plan.problem_name()},
+                                      {"line", line},
+                                      {"cell", bc.cell},
+                                      {"layers", bc.layers},
+                                      {"bidirectional", bc.bidirectional},
+                                      {"input", bc.input},
+                                      {"hidden", bc.hidden},
+                                      {"proj", bc.proj},
+                                      {"seq", bc.seq},
+                                      {"batch", bc.batch},
+                                      {"lengths", f.lengths},
+                                      {"seed", f.seed},
+                                      {"length_values", lengths},
+                                      {"tokens", plan.tokens()},
+                                      {"padded_tokens", bc.seq * bc.batch},
+                                      {"flops", flops}};
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::string text = plan.problem_name() + " (" + line + ") lengths=" + f.lengths +
+                       " seed=" + std::to_string(f.seed) +
+                       " tokens=" + std::to_string(plan.tokens()) + " of " +
+                       std::to_string(bc.seq * bc.batch);
+    for (Mode mode : lists.modes) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, " %s %.6g FLOP", to_string(mode),
+                    bench::flops(bc, mode, plan.tokens()));
+      text += buf;
+    }
+    text += ":";
+    for (int64_t len : lengths) text += " " + std::to_string(len);
+    std::printf("%s\n", text.c_str());
+  }
+  std::fflush(stdout);
+}
+
+void time_case(const bench::BenchCase& bc, const BenchOptions& o, const RunLists& lists) {
+  const std::vector<Mode>& modes = lists.modes;
+  const std::vector<int>& thread_counts = lists.thread_counts;
+  const std::vector<MathMode>& maths = lists.maths;
+  const bench::CaseFlags& case_flags = o.case_flags;
+  const Config config = make_config(bc, o);
+  const std::vector<int64_t> lengths = checked(
+      [&] { return bench::make_lengths(case_flags.lengths, bc.seq, bc.batch, case_flags.seed); });
+  const SequenceShape shape = SequenceShape::padded(bc.seq, bc.batch, lengths);
 
   // Plans first (one per thread count and math mode), so that every buffer can be sized for
   // all of them.
@@ -314,8 +335,8 @@ int run_bench(const BenchOptions& o) {
   Buffer w(p0.weights_numel() * es), dw(p0.weights_numel() * es);
   Buffer workspace(workspace_bytes), reserve(reserve_bytes);
   // Inputs and weights as PyTorch initialises them; states and gradients in [-1, 1).
-  SplitMix64 rng(o.seed + 1);
-  const double k = 1.0 / std::sqrt(static_cast<double>(o.hidden));
+  bench::SplitMix64 rng(case_flags.seed + 1);
+  const double k = 1.0 / std::sqrt(static_cast<double>(bc.hidden));
   fill_uniform(w.get(), config.dtype, p0.weights_numel(), -k, k, rng);
   fill_uniform(x.get(), config.dtype, p0.x_numel(), -1.0, 1.0, rng);
   fill_uniform(dy.get(), config.dtype, p0.y_numel(), -1.0, 1.0, rng);
@@ -324,7 +345,6 @@ int run_bench(const BenchOptions& o) {
   fill_uniform(c0.get(), config.dtype, p0.c_numel(), -1.0, 1.0, rng);
   fill_uniform(dcy.get(), config.dtype, p0.c_numel(), -1.0, 1.0, rng);
 
-  const double fwd_flops = forward_flops(config, p0.tokens());
   // The outputs of a run, to compare a converting plan's with the float32 plan's.
   struct Outputs {
     std::vector<double> y, dx, dw;
@@ -382,18 +402,9 @@ int run_bench(const BenchOptions& o) {
               plan.forward(f);
               if (mode == Mode::fwdbwd) plan.backward(b);
             };
-            for (int i = 0; i < o.warmup; ++i) once();
-            std::vector<double> ms;
-            for (int i = 0; i < o.repeat; ++i) {
-              const auto start = std::chrono::steady_clock::now();
-              once();
-              const auto stop = std::chrono::steady_clock::now();
-              ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
-            }
-            const double med = median(ms);
-            const double lo = *std::min_element(ms.begin(), ms.end());
-            const double hi = *std::max_element(ms.begin(), ms.end());
-            const double flops = fwd_flops * (mode == Mode::fwdbwd ? 3.0 : 1.0);
+            const bench::Timing timing = bench::time_runs(o.warmup, o.repeat, once);
+            const double med = timing.median_ms, lo = timing.min_ms, hi = timing.max_ms;
+            const double flops = bench::flops(bc, mode, p0.tokens());
             const double gflops = med > 0.0 ? flops / (med * 1e-3) / 1e9 : 0.0;
             const size_t ws_used =
                 std::max(plan.forward_workspace_size(training),
@@ -433,8 +444,8 @@ int run_bench(const BenchOptions& o) {
                                           {"dtype", o.dtype},
                                           {"math", to_string(resolved)},
                                           {"round", round},
-                                          {"lengths", o.lengths},
-                                          {"seed", o.seed},
+                                          {"lengths", case_flags.lengths},
+                                          {"seed", case_flags.seed},
                                           {"tokens", plan.tokens()},
                                           {"padded_tokens", plan.max_seq_len() * plan.batch()},
                                           {"repeat", o.repeat},
@@ -463,6 +474,31 @@ int run_bench(const BenchOptions& o) {
       }
     }
   }
+}
+
+int run_bench(const BenchOptions& o) {
+  const InterruptGuard interrupt_guard;
+  RunLists lists;
+  lists.modes = checked([&] { return bench::parse_modes(o.modes); });
+  lists.thread_counts = checked([&] { return bench::parse_threads(o.threads); });
+  const bench::BenchCase& flag_case = o.case_flags.bench_case;
+  if (o.repeat < 1) invalid("--repeat (= " + std::to_string(o.repeat) + ") must be >= 1");
+  if (o.cases.empty() && flag_case.seq < 1)
+    invalid("--seq (= " + std::to_string(flag_case.seq) + ") must be >= 1");
+  if (o.cases.empty() && flag_case.batch < 1)
+    invalid("--batch (= " + std::to_string(flag_case.batch) + ") must be >= 1");
+  if (o.rounds < 1) invalid("--rounds (= " + std::to_string(o.rounds) + ") must be >= 1");
+  lists.maths = parse_maths(o.maths);
+  const std::vector<bench::BenchCase> cases =
+      o.cases.empty() ? std::vector<bench::BenchCase>{flag_case}
+                      : checked([&] { return bench::read_case_list(o.cases); });
+  for (const bench::BenchCase& bc : cases) {
+    if (o.dry_run) {
+      describe_case(bc, o, lists);
+    } else {
+      time_case(bc, o, lists);
+    }
+  }
   return 0;
 }
 
@@ -470,22 +506,24 @@ int run_bench(const BenchOptions& o) {
 
 Command add_bench_command(CLI::App& parent) {
   auto o = std::make_shared<BenchOptions>();
-  CLI::App* app = parent.add_subcommand("bench", "Time a problem given by flags (docs/bench.md)");
-  app->add_option("--cell", o->cell, "lstm, gru, rnn_tanh or rnn_relu")
-      ->check(CLI::IsMember({"lstm", "gru", "rnn_tanh", "rnn_relu"}))
-      ->capture_default_str();
-  app->add_option("--layers", o->layers, "Number of layers")->capture_default_str();
-  app->add_flag("--bidirectional", o->bidirectional, "Two directions");
-  app->add_option("--input", o->input, "Input size I")->required();
-  app->add_option("--hidden", o->hidden, "Hidden size H")->required();
-  app->add_option("--proj", o->proj, "LSTM projection size (0 = none)")->capture_default_str();
-  app->add_option("--batch", o->batch, "Batch size B")->required();
-  app->add_option("--seq", o->seq, "Longest sequence T (the padded time axis)")->required();
-  app->add_option("--lengths", o->lengths,
-                  "full, uniform, longtail, or a file with one length per line")
-      ->capture_default_str();
-  app->add_option("--seed", o->seed, "Seed of the lengths, data and dropout")
-      ->capture_default_str();
+  CLI::App* app = parent.add_subcommand(
+      "bench", "Time a case given by flags, or every case of a list (docs/bench.md)");
+  bench::add_case_flags(*app, o->case_flags);
+  CLI::Option* cases =
+      app->add_option("--cases", o->cases,
+                      "A case list (bench/problems.txt) instead of --cell ... --seq: every "
+                      "case in turn, with the same other flags");
+  for (const char* flag : {"--cell", "--layers", "--bidirectional", "--input", "--hidden", "--proj",
+                           "--batch", "--seq"}) {
+    cases->excludes(flag);
+  }
+  app->add_flag("--dry-run", o->dry_run,
+                "Print each case (name, lengths, tokens, FLOPs per --mode) instead of timing it");
+  // Without a list the case flags are required; checked while parsing, so that the error
+  // points at `rnnx bench --help` like any other parse error.
+  app->callback([app, o] {
+    if (o->cases.empty()) bench::require_case_flags(*app);
+  });
   app->add_option("--mode", o->modes, "infer, train, fwdbwd, or a comma-separated list")
       ->capture_default_str();
   app->add_option("--threads", o->threads,
