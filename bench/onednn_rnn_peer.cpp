@@ -2,26 +2,26 @@
 // projection, GRU, linear-before-reset GRU; f32; uni- or bidirectional; multi-layer) on the
 // padded batch T x B, in the modes of `rnnx bench` (infer, train, fwdbwd), and with
 // --gemm-peak measures the machine's large-GEMM peak (dnnl_sgemm, f32 and bf16 matmul).
-// The problem flags and the JSON schema follow `rnnx bench` (docs/bench.md, bench/README.md).
+// The case flags, lengths, FLOP count, names and timing are `rnnx bench`'s own (bench/case),
+// and so is the JSON schema (docs/bench.md, bench/README.md).
 #include <omp.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <functional>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <oneapi/dnnl/dnnl.hpp>
-#include <set>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "bench_case.hpp"
+#include "bench_case_cli.hpp"
 
 namespace {
 
@@ -36,17 +36,12 @@ constexpr int kExitUnsupported = 3;
 // Options
 // ---------------------------------------------------------------------------------------
 
+using rnnx::bench::Mode;
+using rnnx::bench::SplitMix64;
+using json = nlohmann::ordered_json;
+
 struct Options {
-  std::string cell = "lstm";
-  int64_t layers = 1;
-  bool bidirectional = false;
-  int64_t input = 0;
-  int64_t hidden = 0;
-  int64_t proj = 0;
-  int64_t batch = 0;
-  int64_t seq = 0;
-  std::string lengths = "full";
-  uint64_t seed = 0;
+  rnnx::bench::CaseFlags case_flags;
   std::string modes = "infer";
   std::string threads = "1";
   int repeat = 10;
@@ -61,214 +56,53 @@ struct Options {
   throw std::invalid_argument(msg);
 }
 
-const char* kUsage =
-    "usage: rnnx_onednn_peer --cell lstm|gru|gru-orig|rnn_tanh|rnn_relu --input I --hidden H\n"
-    "                        --batch B --seq T [--layers N] [--bidirectional] [--proj P]\n"
-    "                        [--lengths full|uniform|longtail|FILE] [--seed S]\n"
-    "                        [--mode infer|train|fwdbwd[,...]] [--threads N[,...]]\n"
-    "                        [--repeat N] [--warmup N] [--json]\n"
-    "       rnnx_onednn_peer --gemm-peak [--gemm-size N] [--gemm-kinds "
-    "sgemm,matmul-f32,matmul-bf16]\n"
-    "                        [--threads N[,...]] [--repeat N] [--warmup N] [--json]\n";
-
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> items;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) items.push_back(item);
-  return items;
+// Registers every flag on `app`; the checks that need all of them run after parsing.
+void add_flags(CLI::App& app, Options& o) {
+  rnnx::bench::add_case_flags(app, o.case_flags);
+  app.add_option("--mode", o.modes, "infer, train, fwdbwd, or a comma-separated list")
+      ->capture_default_str();
+  app.add_option("--threads", o.threads,
+                 "Thread count or comma-separated list (0 = OpenMP default)")
+      ->capture_default_str();
+  app.add_option("--repeat", o.repeat, "Timed runs per measurement")->capture_default_str();
+  app.add_option("--warmup", o.warmup, "Untimed runs before the timed ones")->capture_default_str();
+  app.add_flag("--json", o.json, "One JSON object per line");
+  app.add_flag("--gemm-peak", o.gemm_peak,
+               "Time large GEMMs (the machine's peak) instead of a case");
+  app.add_option("--gemm-size", o.gemm_size, "m = n = k of --gemm-peak")->capture_default_str();
+  app.add_option("--gemm-kinds", o.gemm_kinds, "sgemm, matmul-f32, matmul-bf16 (comma-separated)")
+      ->capture_default_str();
+  app.callback([&app, &o] {
+    if (!o.gemm_peak) rnnx::bench::require_case_flags(app);
+  });
 }
 
-int64_t parse_int(const std::string& flag, const std::string& v) {
-  char* end = nullptr;
-  const long long x = std::strtoll(v.c_str(), &end, 10);
-  if (v.empty() || *end != '\0') usage_error(flag + " '" + v + "' is not an integer");
-  return x;
-}
-
-Options parse(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage_error(a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    } else if (a == "--cell")
-      o.cell = value();
-    else if (a == "--layers")
-      o.layers = parse_int(a, value());
-    else if (a == "--bidirectional")
-      o.bidirectional = true;
-    else if (a == "--input")
-      o.input = parse_int(a, value());
-    else if (a == "--hidden")
-      o.hidden = parse_int(a, value());
-    else if (a == "--proj")
-      o.proj = parse_int(a, value());
-    else if (a == "--batch")
-      o.batch = parse_int(a, value());
-    else if (a == "--seq")
-      o.seq = parse_int(a, value());
-    else if (a == "--lengths")
-      o.lengths = value();
-    else if (a == "--seed")
-      o.seed = static_cast<uint64_t>(parse_int(a, value()));
-    else if (a == "--mode")
-      o.modes = value();
-    else if (a == "--threads")
-      o.threads = value();
-    else if (a == "--repeat")
-      o.repeat = static_cast<int>(parse_int(a, value()));
-    else if (a == "--warmup")
-      o.warmup = static_cast<int>(parse_int(a, value()));
-    else if (a == "--json")
-      o.json = true;
-    else if (a == "--gemm-peak")
-      o.gemm_peak = true;
-    else if (a == "--gemm-size")
-      o.gemm_size = parse_int(a, value());
-    else if (a == "--gemm-kinds")
-      o.gemm_kinds = value();
-    else
-      usage_error("unknown argument '" + a + "'");
-  }
+void check(const Options& o) {
   if (o.repeat < 1) usage_error("--repeat (= " + std::to_string(o.repeat) + ") must be >= 1");
   if (o.warmup < 0) usage_error("--warmup (= " + std::to_string(o.warmup) + ") must be >= 0");
   if (o.gemm_peak) {
     if (o.gemm_size < 1) usage_error("--gemm-size must be >= 1");
-    return o;
+    return;
   }
-  const std::set<std::string> cells = {"lstm", "gru", "gru-orig", "rnn_tanh", "rnn_relu"};
-  if (!cells.count(o.cell))
-    usage_error("--cell '" + o.cell + "' is not one of lstm, gru, gru-orig, rnn_tanh, rnn_relu");
-  if (o.input < 1) usage_error("--input (= " + std::to_string(o.input) + ") must be >= 1");
-  if (o.hidden < 1) usage_error("--hidden (= " + std::to_string(o.hidden) + ") must be >= 1");
-  if (o.batch < 1) usage_error("--batch (= " + std::to_string(o.batch) + ") must be >= 1");
-  if (o.seq < 1) usage_error("--seq (= " + std::to_string(o.seq) + ") must be >= 1");
-  if (o.layers < 1) usage_error("--layers (= " + std::to_string(o.layers) + ") must be >= 1");
-  if (o.proj < 0 || (o.proj > 0 && o.cell != "lstm"))
-    usage_error("--proj (= " + std::to_string(o.proj) + ") needs --cell lstm and must be >= 0");
-  return o;
+  rnnx::bench::validate(o.case_flags.bench_case);
 }
 
-std::vector<int> parse_threads(const std::string& s) {
-  std::vector<int> t;
-  for (const auto& item : split_list(s)) {
-    const int64_t v = parse_int("--threads", item);
-    if (v < 0 || v > 4096) usage_error("--threads '" + item + "' is not a thread count");
-    t.push_back(v == 0 ? omp_get_max_threads() : static_cast<int>(v));
-  }
-  if (t.empty()) usage_error("--threads is empty");
+// --threads with 0 resolved to the OpenMP default.
+std::vector<int> thread_counts(const std::string& s) {
+  std::vector<int> t = rnnx::bench::parse_threads(s);
+  for (int& v : t) v = v == 0 ? omp_get_max_threads() : v;
   return t;
-}
-
-// ---------------------------------------------------------------------------------------
-// Lengths and data: the same generator and definitions as `rnnx bench` (docs/bench.md).
-// ---------------------------------------------------------------------------------------
-
-class SplitMix64 {
- public:
-  explicit SplitMix64(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  double uniform01() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-
- private:
-  uint64_t state_;
-};
-
-std::vector<int64_t> make_lengths(const std::string& spec, int64_t T, int64_t B, uint64_t seed) {
-  std::vector<int64_t> len(B, T);
-  SplitMix64 rng(seed);
-  if (spec == "full") return len;
-  if (spec == "uniform") {
-    for (auto& l : len) l = 1 + std::min(T - 1, static_cast<int64_t>(rng.uniform01() * double(T)));
-    return len;
-  }
-  if (spec == "longtail") {
-    std::vector<int64_t> order(B);
-    std::iota(order.begin(), order.end(), 0);
-    for (int64_t i = B - 1; i > 0; --i) std::swap(order[i], order[rng.next() % uint64_t(i + 1)]);
-    const int64_t long_count = std::max<int64_t>(1, B / 8);
-    std::vector<char> is_long(B, 0);
-    for (int64_t i = 0; i < long_count; ++i) is_long[order[i]] = 1;
-    for (int64_t b = 0; b < B; ++b) {
-      if (is_long[b]) continue;
-      const double e = -std::log1p(-rng.uniform01()) * double(T) / 8.0;
-      len[b] = std::min(T, 1 + static_cast<int64_t>(e));
-    }
-    return len;
-  }
-  std::ifstream in(spec);
-  if (!in) usage_error("--lengths " + spec + ": not full, uniform or longtail, and no such file");
-  len.clear();
-  std::string line;
-  for (int line_no = 1; std::getline(in, line); ++line_no) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    char* end = nullptr;
-    const long long v = std::strtoll(line.c_str(), &end, 10);
-    if (end == line.c_str() || std::string(end).find_first_not_of(" \t\r") != std::string::npos ||
-        v < 0 || v > T)
-      usage_error(spec + ":" + std::to_string(line_no) + ": expected a length in [0, " +
-                  std::to_string(T) + "], got '" + line + "'");
-    len.push_back(v);
-  }
-  if (int64_t(len.size()) != B)
-    usage_error(spec + ": has " + std::to_string(len.size()) + " lengths but --batch is " +
-                std::to_string(B));
-  return len;
 }
 
 // Fills a buffer (any format) uniformly in [lo, hi); writing it is also its first touch.
 void fill(const memory& m, double lo, double hi, SplitMix64& rng) {
   const size_t n = m.get_desc().get_size() / sizeof(float);
-  auto* p = static_cast<float*>(m.get_data_handle());
-  for (size_t i = 0; i < n; ++i) p[i] = static_cast<float>(lo + (hi - lo) * rng.uniform01());
+  rnnx::bench::fill_uniform(static_cast<float*>(m.get_data_handle()), static_cast<int64_t>(n), lo,
+                            hi, rng);
 }
 
 void zero(const memory& m) {
   if (m) std::memset(m.get_data_handle(), 0, m.get_desc().get_size());
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-std::string json_escape(const std::string& s) {
-  std::string r;
-  for (char c : s) {
-    if (c == '"' || c == '\\') r += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
-    r += c;
-  }
-  return r;
-}
-
-struct Timing {
-  double med = 0, lo = 0, hi = 0;
-};
-
-Timing time_runs(int warmup, int repeat, const std::function<void()>& once) {
-  for (int i = 0; i < warmup; ++i) once();
-  std::vector<double> ms;
-  for (int i = 0; i < repeat; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    once();
-    const auto stop = std::chrono::steady_clock::now();
-    ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
-  }
-  return {median(ms), *std::min_element(ms.begin(), ms.end()),
-          *std::max_element(ms.begin(), ms.end())};
 }
 
 // ---------------------------------------------------------------------------------------
@@ -292,29 +126,31 @@ struct Net {
   std::vector<StageShape> stages;
 };
 
-Net make_net(const Options& o) {
+Net make_net(const rnnx::bench::BenchCase& c) {
   Net n;
-  n.cell = o.cell;
-  n.L = o.layers;
-  n.D = o.bidirectional ? 2 : 1;
-  n.T = o.seq;
-  n.B = o.batch;
-  n.I = o.input;
-  n.H = o.hidden;
-  n.P = o.proj;
-  n.DIC = o.proj > 0 ? o.proj : o.hidden;
-  n.lstm = o.cell == "lstm";
-  n.proj = o.proj > 0;
-  n.dir = o.bidirectional ? dnnl::rnn_direction::bidirectional_concat
+  n.cell = c.cell;
+  n.L = c.layers;
+  n.D = c.directions();
+  n.T = c.seq;
+  n.B = c.batch;
+  n.I = c.input;
+  n.H = c.hidden;
+  n.P = c.proj;
+  n.DIC = c.output_size();
+  n.lstm = c.cell == "lstm";
+  n.proj = c.proj > 0;
+  n.dir = c.bidirectional ? dnnl::rnn_direction::bidirectional_concat
                           : dnnl::rnn_direction::unidirectional_left2right;
-  if (o.cell == "lstm")
-    n.kind = dnnl::algorithm::vanilla_lstm, n.G = 4, n.Gbias = 4;
-  else if (o.cell == "gru")
-    n.kind = dnnl::algorithm::lbr_gru, n.G = 3, n.Gbias = 4;
-  else if (o.cell == "gru-orig")
-    n.kind = dnnl::algorithm::vanilla_gru, n.G = 3, n.Gbias = 3;
+  n.G = rnnx::bench::gates_per_cell(c.cell);
+  // oneDNN's linear-before-reset GRU has a fourth bias, b_hn apart from b_in.
+  if (c.cell == "lstm")
+    n.kind = dnnl::algorithm::vanilla_lstm, n.Gbias = 4;
+  else if (c.cell == "gru")
+    n.kind = dnnl::algorithm::lbr_gru, n.Gbias = 4;
+  else if (c.cell == "gru-orig")
+    n.kind = dnnl::algorithm::vanilla_gru, n.Gbias = 3;
   else
-    n.kind = dnnl::algorithm::vanilla_rnn, n.G = 1, n.Gbias = 1;
+    n.kind = dnnl::algorithm::vanilla_rnn, n.Gbias = 1;
   if (n.L > 1 && n.D == 1 && n.I == n.DIC) {
     n.stages.push_back({n.L, n.I});
   } else {
@@ -492,12 +328,11 @@ void add_impl(std::string& all, const std::string& one) {
 
 // Builds the primitives of one mode: infer (forward_inference), train (forward_training),
 // fwdbwd (forward_training then backward, stages in reverse).
-Built build(const Net& n, const std::string& mode, Tensors& t, const dnnl::engine& eng,
-            dnnl::stream& strm) {
+Built build(const Net& n, Mode mode, Tensors& t, const dnnl::engine& eng, dnnl::stream& strm) {
   Built b;
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  const bool training = mode != "infer";
+  const bool training = mode != Mode::infer;
   const auto prop =
       training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
   std::vector<dnnl::primitive_desc> fwd_pds, bwd_pds;
@@ -517,7 +352,7 @@ Built build(const Net& n, const std::string& mode, Tensors& t, const dnnl::engin
       b.workspace_bytes += ws.get_desc().get_size();
     }
     workspaces.push_back(ws);
-    if (mode == "fwdbwd") {
+    if (mode == Mode::fwdbwd) {
       const dnnl_rnn_desc_t bd = backward_desc(n, m);
       dnnl::primitive_desc bpd(&bd, &attr, eng, fpd.get());
       add_impl(bwd_impl, bpd.impl_info_str());
@@ -529,7 +364,7 @@ Built build(const Net& n, const std::string& mode, Tensors& t, const dnnl::engin
   // their gradients are scratch of the backward.
   for (size_t s = 1; s < n.stages.size(); ++s) {
     b.extra_bytes += t.acts[s].get_desc().get_size();
-    if (mode == "fwdbwd") b.extra_bytes += t.dacts[s].get_desc().get_size();
+    if (mode == Mode::fwdbwd) b.extra_bytes += t.dacts[s].get_desc().get_size();
   }
   b.scratchpad = memory(
       memory::desc({static_cast<int64_t>(std::max<size_t>(b.scratchpad_bytes, 1))}, dt::u8, tag::a),
@@ -559,7 +394,7 @@ Built build(const Net& n, const std::string& mode, Tensors& t, const dnnl::engin
     a[DNNL_ARG_SCRATCHPAD] = scratch_for(pd);
     b.steps.push_back(std::move(st));
   }
-  if (mode == "fwdbwd") {
+  if (mode == Mode::fwdbwd) {
     for (size_t s = n.stages.size(); s-- > 0;) {
       auto& ts = t.st[s];
       const auto& pd = bwd_pds[s];
@@ -604,93 +439,80 @@ Built build(const Net& n, const std::string& mode, Tensors& t, const dnnl::engin
   return b;
 }
 
-double forward_flops(const Net& n, int64_t tokens) {
-  const double G = double(n.G), H = double(n.H), P = double(n.DIC), D = double(n.D);
-  double per_token = 0.0;
-  for (int64_t l = 0; l < n.L; ++l) {
-    const double in = l == 0 ? double(n.I) : D * P;
-    per_token += D * (2.0 * G * H * (in + P) + (n.proj ? 2.0 * H * P : 0.0));
-  }
-  return per_token * double(tokens);
-}
-
-std::string problem_name(const Options& o, const std::vector<int64_t>& lengths) {
-  const bool full =
-      std::all_of(lengths.begin(), lengths.end(), [&](int64_t l) { return l == o.seq; });
-  std::string cell = o.cell;
-  return cell + "_l" + std::to_string(o.layers) + (o.bidirectional ? "_bidir" : "_uni") + "_t" +
-         std::to_string(o.seq) + "_b" + std::to_string(o.batch) + "_i" + std::to_string(o.input) +
-         "_h" + std::to_string(o.hidden) + "_p" + std::to_string(o.proj) + "_len-" +
-         (full ? "full" : "mixed");
-}
-
 int run_rnn(const Options& o) {
-  const Net n = make_net(o);
-  const std::vector<int64_t> lengths = make_lengths(o.lengths, o.seq, o.batch, o.seed);
+  const rnnx::bench::BenchCase& c = o.case_flags.bench_case;
+  const Net n = make_net(c);
+  const std::vector<int64_t> lengths =
+      rnnx::bench::make_lengths(o.case_flags.lengths, c.seq, c.batch, o.case_flags.seed);
   const int64_t real_tokens = std::accumulate(lengths.begin(), lengths.end(), int64_t{0});
-  const int64_t padded_tokens = o.seq * o.batch;
-  const std::string name = problem_name(o, lengths);
-  std::vector<std::string> modes = split_list(o.modes);
-  for (const auto& m : modes)
-    if (m != "infer" && m != "train" && m != "fwdbwd")
-      usage_error("--mode '" + m + "' is not one of infer, train, fwdbwd");
-  if (modes.empty()) usage_error("--mode is empty");
+  const int64_t padded_tokens = c.seq * c.batch;
+  const std::string name = rnnx::bench::case_name(c, lengths);
+  const std::vector<Mode> modes = rnnx::bench::parse_modes(o.modes);
 
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   dnnl::stream strm(eng);
   int status = 0;
-  for (int threads : parse_threads(o.threads)) {
+  for (int threads : thread_counts(o.threads)) {
     omp_set_num_threads(threads);
-    Tensors t = make_tensors(n, eng, o.seed);
-    for (const auto& mode : modes) {
-      const char* fmt_err =
-          "{\"problem\":\"%s\",\"backend\":\"onednn-rnn\",\"mode\":\"%s\",\"threads\":%d,"
-          "\"lengths\":\"%s\",\"error\":\"%s\"}\n";
+    Tensors t = make_tensors(n, eng, o.case_flags.seed);
+    for (const Mode mode : modes) {
+      const char* mode_name = rnnx::bench::to_string(mode);
       try {
         Built b = build(n, mode, t, eng, strm);
-        const Timing tm = time_runs(o.warmup, o.repeat, [&] {
+        const rnnx::bench::Timing tm = rnnx::bench::time_runs(o.warmup, o.repeat, [&] {
           for (auto& s : b.steps) s.prim.execute(strm, s.args);
           strm.wait();
         });
-        const double flops = forward_flops(n, real_tokens) * (mode == "fwdbwd" ? 3.0 : 1.0);
-        const double gflops = tm.med > 0 ? flops / (tm.med * 1e-3) / 1e9 : 0.0;
-        const bool training = mode != "infer";
+        const double flops = rnnx::bench::flops(c, mode, real_tokens);
+        const double gflops = tm.median_ms > 0 ? flops / (tm.median_ms * 1e-3) / 1e9 : 0.0;
+        const bool training = mode != Mode::infer;
         const size_t ws = b.scratchpad_bytes + (training ? 0 : b.extra_bytes);
         const size_t rs = training ? b.workspace_bytes + b.extra_bytes : 0;
         if (o.json) {
-          std::printf(
-              "{\"problem\":\"%s\",\"backend\":\"onednn-rnn\",\"impl\":\"%s\",\"mode\":\"%s\","
-              "\"threads\":%d,\"dtype\":\"float32\",\"lengths\":\"%s\",\"seed\":%llu,"
-              "\"tokens\":%lld,\"padded_tokens\":%lld,\"real_tokens\":%lld,\"repeat\":%d,"
-              "\"ms_median\":%.6g,\"ms_min\":%.6g,\"ms_max\":%.6g,\"flops\":%.6g,\"gflops\":%.6g,"
-              "\"workspace_bytes\":%zu,\"reserve_bytes\":%zu,\"stages\":%zu}\n",
-              name.c_str(), json_escape(b.impl).c_str(), mode.c_str(), threads,
-              json_escape(o.lengths).c_str(), static_cast<unsigned long long>(o.seed),
-              static_cast<long long>(padded_tokens), static_cast<long long>(padded_tokens),
-              static_cast<long long>(real_tokens), o.repeat, tm.med, tm.lo, tm.hi, flops, gflops,
-              ws, rs, n.stages.size());
+          const json j = {{"problem", name},
+                          {"backend", "onednn-rnn"},
+                          {"impl", b.impl},
+                          {"mode", mode_name},
+                          {"threads", threads},
+                          {"dtype", "float32"},
+                          {"lengths", o.case_flags.lengths},
+                          {"seed", o.case_flags.seed},
+                          {"tokens", padded_tokens},
+                          {"padded_tokens", padded_tokens},
+                          {"real_tokens", real_tokens},
+                          {"repeat", o.repeat},
+                          {"ms_median", tm.median_ms},
+                          {"ms_min", tm.min_ms},
+                          {"ms_max", tm.max_ms},
+                          {"flops", flops},
+                          {"gflops", gflops},
+                          {"workspace_bytes", ws},
+                          {"reserve_bytes", rs},
+                          {"stages", n.stages.size()}};
+          std::printf("%s\n", j.dump().c_str());
         } else {
           std::printf(
               "%s onednn-rnn %s %-6s threads=%d tokens=%lld (real %lld)  median %.3f ms "
               "(min %.3f, max %.3f)  %.2f GFLOP/s on real tokens  workspace %.2f MiB  "
               "reserve %.2f MiB\n",
-              name.c_str(), b.impl.c_str(), mode.c_str(), threads,
-              static_cast<long long>(padded_tokens), static_cast<long long>(real_tokens), tm.med,
-              tm.lo, tm.hi, gflops, ws / 1048576.0, rs / 1048576.0);
+              name.c_str(), b.impl.c_str(), mode_name, threads,
+              static_cast<long long>(padded_tokens), static_cast<long long>(real_tokens),
+              tm.median_ms, tm.min_ms, tm.max_ms, gflops, ws / 1048576.0, rs / 1048576.0);
         }
       } catch (const dnnl::error& e) {
         // "valid, but oneDNN cannot do it": report and go on with the other modes.
         status = kExitUnsupported;
-        std::string msg = std::string("oneDNN: ") + e.what();
+        const std::string msg = std::string("oneDNN: ") + e.what();
         if (o.json) {
-          std::printf(fmt_err, name.c_str(), mode.c_str(), threads, json_escape(o.lengths).c_str(),
-                      json_escape(msg).c_str());
+          const json j = {
+              {"problem", name},    {"backend", "onednn-rnn"},         {"mode", mode_name},
+              {"threads", threads}, {"lengths", o.case_flags.lengths}, {"error", msg}};
+          std::printf("%s\n", j.dump().c_str());
         } else {
-          std::printf("%s onednn-rnn %s threads=%d: unsupported: %s\n", name.c_str(), mode.c_str(),
+          std::printf("%s onednn-rnn %s threads=%d: unsupported: %s\n", name.c_str(), mode_name,
                       threads, msg.c_str());
         }
-        std::fprintf(stderr, "rnnx_onednn_peer: %s %s: %s\n", name.c_str(), mode.c_str(),
-                     msg.c_str());
+        std::fprintf(stderr, "rnnx_onednn_peer: %s %s: %s\n", name.c_str(), mode_name, msg.c_str());
       }
       std::fflush(stdout);
     }
@@ -703,20 +525,38 @@ int run_rnn(const Options& o) {
 // ---------------------------------------------------------------------------------------
 
 void print_gemm(const Options& o, const std::string& kind, int64_t m, int64_t nn, int64_t k,
-                const Timing& tm, int threads, const std::string& impl) {
-  const double gflops = 2.0 * double(m) * double(nn) * double(k) / (tm.med * 1e-3) / 1e9;
+                const rnnx::bench::Timing& tm, int threads, const std::string& impl) {
+  const double gflops = 2.0 * double(m) * double(nn) * double(k) / (tm.median_ms * 1e-3) / 1e9;
   if (o.json) {
-    std::printf(
-        "{\"backend\":\"gemm-peak\",\"kind\":\"%s\",\"impl\":\"%s\",\"m\":%lld,\"n\":%lld,"
-        "\"k\":%lld,\"threads\":%d,\"repeat\":%d,\"ms_median\":%.6g,\"ms_min\":%.6g,"
-        "\"ms_max\":%.6g,\"gflops\":%.6g}\n",
-        kind.c_str(), json_escape(impl).c_str(), (long long)m, (long long)nn, (long long)k, threads,
-        o.repeat, tm.med, tm.lo, tm.hi, gflops);
+    const json j = {{"backend", "gemm-peak"},
+                    {"kind", kind},
+                    {"impl", impl},
+                    {"m", m},
+                    {"n", nn},
+                    {"k", k},
+                    {"threads", threads},
+                    {"repeat", o.repeat},
+                    {"ms_median", tm.median_ms},
+                    {"ms_min", tm.min_ms},
+                    {"ms_max", tm.max_ms},
+                    {"gflops", gflops}};
+    std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("gemm-peak %-12s %s m=n=k=%lld threads=%d  median %.3f ms  %.1f GFLOP/s\n",
-                kind.c_str(), impl.c_str(), (long long)m, threads, tm.med, gflops);
+                kind.c_str(), impl.c_str(), (long long)m, threads, tm.median_ms, gflops);
   }
   std::fflush(stdout);
+}
+
+// A GEMM kind that did not run: its reason, as a JSON record or a line.
+void print_gemm_error(const Options& o, const std::string& kind, int threads,
+                      const std::string& why) {
+  if (o.json) {
+    const json j = {{"backend", "gemm-peak"}, {"kind", kind}, {"threads", threads}, {"error", why}};
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("gemm-peak %s threads=%d: %s\n", kind.c_str(), threads, why.c_str());
+  }
 }
 
 int run_gemm_peak(const Options& o) {
@@ -724,20 +564,20 @@ int run_gemm_peak(const Options& o) {
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   dnnl::stream strm(eng);
   int status = 0;
-  for (int threads : parse_threads(o.threads)) {
+  for (int threads : thread_counts(o.threads)) {
     omp_set_num_threads(threads);
-    SplitMix64 rng(o.seed + 1);
+    SplitMix64 rng(o.case_flags.seed + 1);
     memory a(md({N, N}, tag::ab), eng), w(md({N, N}, tag::ab), eng), c(md({N, N}, tag::ab), eng);
     fill(a, -1.0, 1.0, rng);
     fill(w, -1.0, 1.0, rng);
     zero(c);
-    for (const auto& kind : split_list(o.gemm_kinds)) {
+    for (const auto& kind : rnnx::bench::split_list(o.gemm_kinds)) {
       try {
         if (kind == "sgemm") {
           const auto* pa = static_cast<const float*>(a.get_data_handle());
           const auto* pw = static_cast<const float*>(w.get_data_handle());
           auto* pc = static_cast<float*>(c.get_data_handle());
-          const Timing tm = time_runs(o.warmup, o.repeat, [&] {
+          const rnnx::bench::Timing tm = rnnx::bench::time_runs(o.warmup, o.repeat, [&] {
             if (dnnl_sgemm('N', 'N', N, N, N, 1.0f, pa, N, pw, N, 0.0f, pc, N) != dnnl_success)
               throw std::runtime_error("dnnl_sgemm failed");
           });
@@ -752,11 +592,8 @@ int run_gemm_peak(const Options& o) {
           const std::string impl = pd.impl_info_str();
           if (impl.rfind("ref", 0) == 0) {
             // A reference kernel says the CPU lacks the instructions; its time means nothing.
-            std::printf(
-                o.json ? "{\"backend\":\"gemm-peak\",\"kind\":\"%s\",\"threads\":%d,"
-                         "\"error\":\"only oneDNN's reference kernel (%s): not supported here\"}\n"
-                       : "gemm-peak %s threads=%d: only oneDNN's reference kernel (%s)\n",
-                kind.c_str(), threads, impl.c_str());
+            print_gemm_error(o, kind, threads,
+                             "only oneDNN's reference kernel (" + impl + "): not supported here");
             continue;
           }
           memory src = a, wt(pd.weights_desc(), eng), dst(pd.dst_desc(), eng);
@@ -774,7 +611,7 @@ int run_gemm_peak(const Options& o) {
                                                         {DNNL_ARG_WEIGHTS, wt},
                                                         {DNNL_ARG_DST, dst},
                                                         {DNNL_ARG_SCRATCHPAD, scratch}};
-          const Timing tm = time_runs(o.warmup, o.repeat, [&] {
+          const rnnx::bench::Timing tm = rnnx::bench::time_runs(o.warmup, o.repeat, [&] {
             mm.execute(strm, args);
             strm.wait();
           });
@@ -784,10 +621,7 @@ int run_gemm_peak(const Options& o) {
         }
       } catch (const dnnl::error& e) {
         status = kExitUnsupported;
-        std::printf(
-            o.json ? "{\"backend\":\"gemm-peak\",\"kind\":\"%s\",\"threads\":%d,\"error\":\"%s\"}\n"
-                   : "gemm-peak %s threads=%d: unsupported: %s\n",
-            kind.c_str(), threads, json_escape(e.what()).c_str());
+        print_gemm_error(o, kind, threads, std::string("oneDNN: ") + e.what());
       }
     }
   }
@@ -797,11 +631,24 @@ int run_gemm_peak(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  CLI::App app{
+      "rnnx_onednn_peer: oneDNN's RNN primitives on a case of `rnnx bench`, or --gemm-peak "
+      "(bench/README.md)"};
+  app.name("rnnx_onednn_peer");
+  Options o;
+  add_flags(app, o);
   try {
-    const Options o = parse(argc, argv);
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    std::fprintf(stderr, "rnnx_onednn_peer: error: %s (see rnnx_onednn_peer --help)\n", e.what());
+    return kExitInvalid;
+  }
+  try {
+    check(o);
     return o.gemm_peak ? run_gemm_peak(o) : run_rnn(o);
   } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "rnnx_onednn_peer: error: %s\n%s", e.what(), kUsage);
+    std::fprintf(stderr, "rnnx_onednn_peer: error: %s (see rnnx_onednn_peer --help)\n", e.what());
     return kExitInvalid;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rnnx_onednn_peer: error: %s\n", e.what());
