@@ -133,10 +133,11 @@ def make_engines(a):
     engines = []
     problem = ["--cell", a.cell, "--input", str(a.input), "--hidden", str(a.hidden),
                "--batch", str(a.batch), "--seq", str(a.seq)]
+    # The PyTorch peer asks rnnx what the case is (its lengths and FLOPs): needed for it too.
+    first = a.rnnx or find_file(a.build, ["tools/rnnx/rnnx", "rnnx", "bin/rnnx"])
+    if not first and ("rnnx" in a.engines or "torch" in a.engines):
+        raise SystemExit(f"no rnnx command in {a.build} (build rnnx_cli, or give --rnnx)")
     if "rnnx" in a.engines:
-        first = a.rnnx or find_file(a.build, ["tools/rnnx/rnnx", "rnnx", "bin/rnnx"])
-        if not first:
-            raise SystemExit(f"no rnnx command in {a.build} (build rnnx_cli, or give --rnnx)")
         bins = [("", first)]
         for spec in a.rnnx_bin:
             label, sep, path = spec.partition("=")
@@ -161,7 +162,7 @@ def make_engines(a):
     if "torch" in a.engines:
         engines.append(Engine("PyTorch nn.LSTM" if a.cell == "lstm" else "PyTorch", "torch",
                               [a.torch_python, os.path.join(HERE, "torch_peer.py"),
-                               "--variant", "padded"] + problem))
+                               "--variant", "padded", "--rnnx", first] + problem))
     return engines
 
 

@@ -1,12 +1,13 @@
 #!/usr/bin/python3
 """The side-by-side benchmark in one command: rnnx against oneDNN's RNN primitives and PyTorch.
 
-For every problem of bench/problems.txt x lengths (full, uniform, longtail) x thread count it
+For every case of bench/problems.txt x lengths (full, uniform, longtail) x thread count it
 runs, each as its own process: `rnnx bench --backend cpu`, rnnx_onednn_peer (oneDNN, padded
 T x B), torch_peer.py --variant padded and --variant packed, and for variable lengths rnnx on
 the equivalent full batch (the "ragged" reference). It measures the GEMM peak once per thread
 count, prints one table and writes bench/RESULTS.md (and the raw records to RESULTS.jsonl).
-Definitions: bench/README.md. Run with Debian's /usr/bin/python3 (python3-torch).
+The cases, their names, lengths and FLOP counts are `rnnx bench --cases LIST --dry-run`'s
+(rnnx_cases.py). Definitions: bench/README.md. Run with Debian's /usr/bin/python3 (python3-torch).
 """
 
 import argparse
@@ -16,18 +17,14 @@ import os
 import platform
 import re
 import shlex
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
-from dataclasses import dataclass
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import lengths as lengths_mod  # noqa: E402
+import rnnx_cases  # noqa: E402
 
-GATES = {"lstm": 4, "gru": 3, "gru-orig": 3, "rnn_tanh": 1, "rnn_relu": 1}
 DISTRIBUTIONS = ("full", "uniform", "longtail")
 MODES = ("infer", "train", "fwdbwd")
 PEERS = ("onednn", "torch-padded", "torch-packed")
@@ -40,77 +37,40 @@ TARGET_RAGGED = 1.15           # ragged time / time of the equivalent full batch
 
 
 # ----------------------------------------------------------------------------------------
-# Problems
+# Cases
 # ----------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Problem:
-    cell: str
-    layers: int
-    bidir: bool
-    input: int
-    hidden: int
-    proj: int
-    T: int
-    B: int
-    line: str = ""
+class BenchCase:
+    """A case of the list with its lengths drawn: the record of `rnnx bench --dry-run`
+    (docs/bench.md, "Dry run"), which names the case and counts its tokens and FLOPs."""
+
+    def __init__(self, record):
+        self.record = record
+        self.line = record["line"]
+        self.name = record["problem"]
+        self.lengths = record["length_values"]
+        self.tokens = record["tokens"]
+        self.T = record["seq"]
+        self.B = record["batch"]
 
     def flags(self, T=None, B=None):
-        f = ["--cell", self.cell, "--layers", str(self.layers), "--input", str(self.input),
-             "--hidden", str(self.hidden), "--proj", str(self.proj),
-             "--batch", str(self.B if B is None else B), "--seq", str(self.T if T is None else T)]
-        return f + (["--bidirectional"] if self.bidir else [])
+        return rnnx_cases.case_flags(self.record, seq=T, batch=B)
 
-    def name(self, lens, T=None, B=None):
-        """Plan::problem_name() of rnnx."""
-        T = self.T if T is None else T
-        B = self.B if B is None else B
-        full = all(v == T for v in lens)
-        return (f"{self.cell}_l{self.layers}_{'bidir' if self.bidir else 'uni'}_t{T}_b{B}"
-                f"_i{self.input}_h{self.hidden}_p{self.proj}_len-{'full' if full else 'mixed'}")
+    def flops(self, mode):
+        return self.record["flops"][mode]
 
-    def forward_flops(self, tokens):
-        G, H, D = GATES[self.cell], self.hidden, 2 if self.bidir else 1
-        P = self.proj if self.proj > 0 else H
-        per_token = 0.0
-        for l in range(self.layers):
-            i_l = self.input if l == 0 else D * P
-            per_token += D * (2.0 * G * H * (i_l + P) + (2.0 * H * P if self.proj > 0 else 0.0))
-        return per_token * tokens
-
-    def flops(self, mode, tokens):
-        return self.forward_flops(tokens) * (3.0 if mode == "fwdbwd" else 1.0)
+    def full(self):
+        return all(v == self.T for v in self.lengths)
 
 
-def parse_problems(path):
-    """One problem a line: `lstm l=2 bidir i=256 h=256 p=0 t=100 b=32`; '#' starts a comment."""
-    problems = []
-    keys = {"l": "layers", "i": "input", "h": "hidden", "p": "proj", "t": "T", "b": "B"}
-    with open(path) as f:
-        for line_no, raw in enumerate(f, 1):
-            line = raw.split("#", 1)[0].strip()
-            if not line:
-                continue
-            words = line.split()
-            where = f"{path}:{line_no}"
-            if words[0] not in GATES:
-                raise SystemExit(f"{where}: cell '{words[0]}' is not one of {', '.join(GATES)}")
-            v = {"layers": 1, "proj": 0, "bidir": False}
-            for w in words[1:]:
-                if w in ("bidir", "uni"):
-                    v["bidir"] = w == "bidir"
-                    continue
-                k, _, val = w.partition("=")
-                if k not in keys or not val.isdigit():
-                    raise SystemExit(f"{where}: '{w}' is not bidir, uni or one of "
-                                     f"{', '.join(k + '=N' for k in keys)}")
-                v[keys[k]] = int(val)
-            missing = [k for k, name in keys.items() if name not in v]
-            if missing:
-                raise SystemExit(f"{where}: missing {', '.join(k + '=' for k in missing)}")
-            problems.append(Problem(words[0], v["layers"], v["bidir"], v["input"], v["hidden"],
-                                    v["proj"], v["T"], v["B"], line))
-    return problems
+def read_cases(rnnx, path, distributions, seed, modes):
+    """{distribution: [BenchCase]} for the list at `path`, one list per distribution in the
+    order of the file."""
+    try:
+        return {d: [BenchCase(r) for r in rnnx_cases.describe(rnnx, ["--cases", path], d, seed, modes)]
+                for d in distributions}
+    except rnnx_cases.CaseError as e:
+        raise SystemExit(f"run_all.py: the case list: {e}")
 
 
 # ----------------------------------------------------------------------------------------
@@ -178,20 +138,18 @@ class Runners:
                 "--threads", str(threads), "--repeat", str(self.args.repeat),
                 "--warmup", str(self.args.warmup), "--json"]
 
-    def rnnx_cmd(self, prob, modes, threads, lengths_arg, seed, T=None, B=None):
-        if not self.rnnx:
-            return None
-        return ([self.rnnx, "bench", "--backend", self.args.rnnx_backend] + prob.flags(T, B)
+    def rnnx_cmd(self, case, modes, threads, lengths_arg, seed, T=None, B=None):
+        return ([self.rnnx, "bench", "--backend", self.args.rnnx_backend] + case.flags(T, B)
                 + self.common(modes, threads, lengths_arg, seed))
 
-    def onednn_cmd(self, prob, modes, threads, lengths_arg, seed):
+    def onednn_cmd(self, case, modes, threads, lengths_arg, seed):
         if not self.onednn:
             return None
-        return [self.onednn] + prob.flags() + self.common(modes, threads, lengths_arg, seed)
+        return [self.onednn] + case.flags() + self.common(modes, threads, lengths_arg, seed)
 
-    def torch_cmd(self, variant, prob, modes, threads, lengths_arg, seed):
-        cmd = [self.args.torch_python, self.torch_peer, "--variant", variant] + prob.flags()
-        cmd += self.common(modes, threads, lengths_arg, seed)
+    def torch_cmd(self, variant, case, modes, threads, lengths_arg, seed):
+        cmd = [self.args.torch_python, self.torch_peer, "--variant", variant, "--rnnx", self.rnnx]
+        cmd += case.flags() + self.common(modes, threads, lengths_arg, seed)
         if self.args.torch_budget_s > 0:
             cmd += ["--budget-s", str(self.args.torch_budget_s)]
         return cmd
@@ -248,13 +206,13 @@ def ratio(num, den):
     return num / den if num and den else None
 
 
-def make_row(prob, dist, lens, mode, threads, res, ragged_ref, peak):
-    tokens = sum(lens)
-    row = {"problem": prob.name(lens), "lengths": dist, "mode": mode, "threads": threads,
-           "real_tokens": tokens, "padded_tokens": prob.T * prob.B}
+def make_row(case, dist, mode, threads, res, ragged_ref, peak):
+    tokens = case.tokens
+    row = {"problem": case.name, "lengths": dist, "mode": mode, "threads": threads,
+           "real_tokens": tokens, "padded_tokens": case.T * case.B}
     rx = res["rnnx"].get(mode)
     rx_ms = ms_of(rx)
-    flops = prob.flops(mode, tokens)
+    flops = case.flops(mode)
     row["rnnx_impl"] = rx.get("impl") if rx else None
     row["rnnx_ms"] = rx_ms
     row["rnnx_ms_min"] = rx.get("ms_min") if rx_ms else None
@@ -284,14 +242,13 @@ def make_row(prob, dist, lens, mode, threads, res, ragged_ref, peak):
             row["ragged_ref_ms"] = scaled
             row["ragged"] = rx_ms / scaled
         row["ragged_ref_shape"] = f"T'={ragged_ref['T']} B'={ragged_ref['B']}"
-    row["targets"] = targets(row, dist, lens, prob)
+    row["targets"] = targets(row, dist, case.full())
     return row
 
 
-def targets(row, dist, lens, prob):
+def targets(row, dist, full):
     """[(label, ok or None when not measurable)] for the issue's targets that apply."""
     t = []
-    full = all(v == prob.T for v in lens)
     torch_ms = [row[f"{p}_ms"] for p in ("torch-padded", "torch-packed") if row[f"{p}_ms"]]
     if full:
         x = row["x_onednn"]
@@ -497,9 +454,9 @@ def parse_args(argv=None):
     p.add_argument("--onednn-peer", help="path of rnnx_onednn_peer (default: found in --build)")
     p.add_argument("--rnnx-backend", default="cpu", help="backend of `rnnx bench` (default cpu)")
     p.add_argument("--torch-python", default="/usr/bin/python3", help="a Python with torch")
-    p.add_argument("--problems", help="problem list (default bench/problems.txt, "
+    p.add_argument("--problems", help="case list (default bench/problems.txt, "
                                       "bench/problems-quick.txt with --quick)")
-    p.add_argument("--filter", help="regular expression: keep problems whose line or name matches")
+    p.add_argument("--filter", help="regular expression: keep cases whose line or name matches")
     p.add_argument("--lengths", default=",".join(DISTRIBUTIONS),
                    help="comma-separated: full, uniform, longtail")
     p.add_argument("--seed", type=int, default=0)
@@ -552,42 +509,25 @@ def parse_args(argv=None):
     return a
 
 
-def check_lengths_generator(runners, seed, notes):
-    """The driver hands every runner a lengths file; still check once that its generator is
-    `rnnx bench`'s, so that `rnnx bench --lengths uniform` means the same lengths by hand."""
-    if not runners.rnnx:
-        return
-    T, B = 100, 64
-    for dist in ("uniform", "longtail"):
-        cmd = [runners.rnnx, "bench", "--backend", "reference", "--cell", "rnn_tanh", "--input", "1",
-               "--hidden", "1", "--batch", str(B), "--seq", str(T), "--lengths", dist,
-               "--seed", str(seed), "--repeat", "1", "--warmup", "0", "--json"]
-        recs, err = runners.run("rnnx", cmd, 1)
-        mine = sum(lengths_mod.make_lengths(dist, T, B, seed))
-        if err or not recs:
-            notes.append(f"lengths check ({dist}) could not run rnnx: {err}")
-        elif recs[0].get("tokens") != mine:
-            notes.append(f"lengths check FAILED: rnnx bench --lengths {dist} gives "
-                         f"{recs[0].get('tokens')} tokens, bench/lengths.py {mine}")
-
-
 def main(argv=None):
     args = parse_args(argv)
     started = time.monotonic()
     runners = Runners(args)
     notes = []
     if not runners.rnnx:
-        notes.append("rnnx not found: every rnnx column is n/a")
+        raise SystemExit(f"run_all.py: no rnnx command in {args.build} (build rnnx_cli, or give "
+                         f"--rnnx): it times rnnx, and it says what each case is")
     if not runners.onednn:
         notes.append("rnnx_onednn_peer not found: oneDNN columns and the GEMM peak are n/a")
-    problems = parse_problems(args.problems)
+    cases = read_cases(runners.rnnx, args.problems, sorted(set(args.lengths) | {"full"}),
+                       args.seed, args.modes)
+    keep = range(len(cases["full"]))
     if args.filter:
         rx = re.compile(args.filter)
-        problems = [p for p in problems if rx.search(p.line) or rx.search(p.name([p.T] * p.B))]
-    if not problems:
-        raise SystemExit(f"no problem in {args.problems} matches --filter {args.filter!r}")
+        keep = [i for i in keep if rx.search(cases["full"][i].line) or rx.search(cases["full"][i].name)]
+    if not keep:
+        raise SystemExit(f"no case in {args.problems} matches --filter {args.filter!r}")
 
-    check_lengths_generator(runners, args.seed, notes)
     peaks = {}
     for t in args.threads:
         peaks[t], err = runners.gemm_peak(t)
@@ -597,62 +537,60 @@ def main(argv=None):
         print(f"GEMM peak, {t} thread(s): {got or 'n/a'} GFLOP/s", file=sys.stderr)
 
     busy = BusyProbe()
-    tmp = tempfile.mkdtemp(prefix="rnnx-bench-")
     rows = []
     raw = []
-    work = [(p, d, t) for p in problems for d in args.lengths for t in args.threads]
-    try:
-        for k, (prob, dist, threads) in enumerate(work, 1):
-            lens = lengths_mod.make_lengths(dist, prob.T, prob.B, args.seed)
-            if dist != "full" and lens == [prob.T] * prob.B and "full" in args.lengths:
-                notes.append(f"{prob.line}: {dist} lengths are all T (B = {prob.B}); same as full, skipped")
-                continue
-            lfile = os.path.join(tmp, f"lengths-{k}.txt")
-            lengths_mod.write_lengths_file(lfile, lens)
-            res = {"errors": {}}
-            t0 = time.monotonic()
+    work = [(i, d, t) for i in keep for d in args.lengths for t in args.threads]
+    for k, (i, dist, threads) in enumerate(work, 1):
+        case = cases[dist][i]
+        if dist != "full" and case.full() and "full" in args.lengths:
+            notes.append(f"{case.line}: {dist} lengths are all T (B = {case.B}); same as full, skipped")
+            continue
+        # Every runner draws the same lengths from the distribution and seed: rnnx and the
+        # oneDNN peer with the one generator they link (bench/case), PyTorch by asking rnnx.
+        res = {"errors": {}}
+        t0 = time.monotonic()
 
-            def go(key, cmd):
-                busy.sample()
-                recs, err = runners.run(key, cmd, threads)
-                for r in recs:
-                    raw.append(dict(r, runner=key, lengths_dist=dist, line=prob.line))
-                res[key] = by_mode(recs, threads)
-                if err:
-                    res["errors"][key] = err
+        def go(key, cmd):
+            busy.sample()
+            recs, err = runners.run(key, cmd, threads)
+            for r in recs:
+                raw.append(dict(r, runner=key, lengths_dist=dist, line=case.line))
+            res[key] = by_mode(recs, threads)
+            if err:
+                res["errors"][key] = err
 
-            go("rnnx", runners.rnnx_cmd(prob, args.modes, threads, lfile, args.seed))
-            for peer in PEERS:
-                if peer in args.skip:
-                    res[peer] = {}
-                    res["errors"][peer] = "skipped (--skip)"
-                elif peer == "onednn":
-                    go(peer, runners.onednn_cmd(prob, args.modes, threads, lfile, args.seed))
-                else:
-                    go(peer, runners.torch_cmd(peer.split("-")[1], prob, args.modes, threads, lfile, args.seed))
-            ragged_ref = None
-            tokens = sum(lens)
-            if dist != "full" and tokens > 0 and "ragged" not in args.skip:
-                Tr = max(lens)
-                Br = max(1, round(tokens / Tr))
-                recs, err = runners.run("rnnx", runners.rnnx_cmd(prob, args.modes, threads, "full",
-                                                                 args.seed, T=Tr, B=Br), threads)
-                for r in recs:
-                    raw.append(dict(r, runner="rnnx-ragged-ref", lengths_dist="full", line=prob.line))
-                ragged_ref = {"T": Tr, "B": Br, "recs": by_mode(recs, threads)}
-            for mode in args.modes:
-                row = make_row(prob, dist, lens, mode, threads, res, ragged_ref,
-                               best_f32_peak(peaks.get(threads, {})))
-                rows.append(row)
-                rx_tokens = (res["rnnx"].get(mode) or {}).get("tokens")
-                if rx_tokens is not None and rx_tokens != tokens:
-                    notes.append(f"{row['problem']} {dist}: rnnx reports {rx_tokens} tokens, the lengths file has {tokens}")
-            print(f"[{k}/{len(work)}] {prob.name(lens)} {dist} threads={threads}: "
-                  f"{time.monotonic() - t0:.1f} s; rnnx "
-                  + ", ".join(f"{m} {fmt(ms_of(res['rnnx'].get(m)), '.2f')} ms" for m in args.modes),
-                  file=sys.stderr)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        go("rnnx", runners.rnnx_cmd(case, args.modes, threads, dist, args.seed))
+        for peer in PEERS:
+            if peer in args.skip:
+                res[peer] = {}
+                res["errors"][peer] = "skipped (--skip)"
+            elif peer == "onednn":
+                go(peer, runners.onednn_cmd(case, args.modes, threads, dist, args.seed))
+            else:
+                go(peer, runners.torch_cmd(peer.split("-")[1], case, args.modes, threads, dist, args.seed))
+        ragged_ref = None
+        if dist != "full" and case.tokens > 0 and "ragged" not in args.skip:
+            Tr = max(case.lengths)
+            Br = max(1, round(case.tokens / Tr))
+            recs, err = runners.run("rnnx", runners.rnnx_cmd(case, args.modes, threads, "full",
+                                                             args.seed, T=Tr, B=Br), threads)
+            for r in recs:
+                raw.append(dict(r, runner="rnnx-ragged-ref", lengths_dist="full", line=case.line))
+            ragged_ref = {"T": Tr, "B": Br, "recs": by_mode(recs, threads)}
+        for mode in args.modes:
+            row = make_row(case, dist, mode, threads, res, ragged_ref,
+                           best_f32_peak(peaks.get(threads, {})))
+            rows.append(row)
+            for key in ["rnnx"] + list(PEERS):
+                rec = res.get(key, {}).get(mode) or {}
+                got = rec.get("real_tokens", rec.get("tokens") if key == "rnnx" else None)
+                if got is not None and got != case.tokens:
+                    notes.append(f"{row['problem']} {dist}: {key} reports {got} real tokens, "
+                                 f"rnnx bench --dry-run {case.tokens}")
+        print(f"[{k}/{len(work)}] {case.name} {dist} threads={threads}: "
+              f"{time.monotonic() - t0:.1f} s; rnnx "
+              + ", ".join(f"{m} {fmt(ms_of(res['rnnx'].get(m)), '.2f')} ms" for m in args.modes),
+              file=sys.stderr)
 
     elapsed = time.monotonic() - started
     if busy.note():

@@ -7,6 +7,7 @@
                   user with padded data and lengths takes, as rnnx takes padded data + lengths.
 Modes: infer (eval, no_grad), train (forward with autograd recording), fwdbwd (forward, then
 backward of sum(y*dy) + sum(hy*dhy) [+ sum(cy*dcy)] w.r.t. the input and all weights).
+The case's name, lengths and FLOP count are `rnnx bench --dry-run`'s (--rnnx; rnnx_cases.py).
 Run with Debian's /usr/bin/python3 (python3-torch). Prints the JSON schema of `rnnx bench`.
 """
 
@@ -14,17 +15,16 @@ import argparse
 import json
 import math
 import os
+import shutil
 import statistics
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import lengths as lengths_mod  # noqa: E402
+import rnnx_cases  # noqa: E402
 
 import torch  # noqa: E402
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence  # noqa: E402
-
-GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
 
 
 def parse_args(argv=None):
@@ -48,30 +48,18 @@ def parse_args(argv=None):
                    help="cap the timed runs of one measurement at about this many seconds "
                         "(at least 3 runs); 0 = always --repeat")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--rnnx", default=shutil.which("rnnx"),
+                   help="the rnnx command, which says the case's name, lengths and FLOPs "
+                        "(rnnx bench --dry-run; default: rnnx on PATH)")
     a = p.parse_args(argv)
+    if not a.rnnx:
+        p.error("--rnnx: no rnnx command on PATH; give its path (it describes the case)")
     if a.proj and a.cell != "lstm":
         p.error(f"--proj (= {a.proj}) needs --cell lstm")
     for m in a.mode.split(","):
         if m not in ("infer", "train", "fwdbwd"):
             p.error(f"--mode '{m}' is not one of infer, train, fwdbwd")
     return a
-
-
-def forward_flops(a, tokens):
-    """GEMM FLOPs of one forward over `tokens` real tokens (bench/README.md)."""
-    G, H, D = GATES[a.cell], a.hidden, 2 if a.bidirectional else 1
-    P = a.proj if a.proj > 0 else H
-    per_token = 0.0
-    for l in range(a.layers):
-        i_l = a.input if l == 0 else D * P
-        per_token += D * (2.0 * G * H * (i_l + P) + (2.0 * H * P if a.proj > 0 else 0.0))
-    return per_token * tokens
-
-
-def problem_name(a, lens):
-    full = all(v == a.seq for v in lens)
-    return (f"{a.cell}_l{a.layers}_{'bidir' if a.bidirectional else 'uni'}_t{a.seq}_b{a.batch}"
-            f"_i{a.input}_h{a.hidden}_p{a.proj}_len-{'full' if full else 'mixed'}")
 
 
 def make_module(a):
@@ -89,11 +77,16 @@ def uniform(shape, gen):
 
 def main():
     a = parse_args()
-    lens = lengths_mod.make_lengths(a.lengths, a.seq, a.batch, a.seed)
-    real_tokens = sum(lens)
-    name = problem_name(a, lens)
-    backend = f"torch-{a.variant}"
     modes = a.mode.split(",")
+    try:
+        case = rnnx_cases.describe(a.rnnx, rnnx_cases.case_flags(vars(a)), a.lengths, a.seed, modes)[0]
+    except rnnx_cases.CaseError as e:
+        print(f"torch_peer.py: error: {e}", file=sys.stderr)
+        return 2
+    lens = case["length_values"]
+    real_tokens = case["tokens"]
+    name = case["problem"]
+    backend = f"torch-{a.variant}"
     base = dict(problem=name, backend=backend)
 
     def emit(rec):
@@ -189,7 +182,7 @@ def main():
             emit(dict(rec, error=f"torch: {e}".replace("\n", " ")))
             continue
         med = statistics.median(ms)
-        flops = forward_flops(a, real_tokens) * (3.0 if m == "fwdbwd" else 1.0)
+        flops = case["flops"][m]
         tokens = T * B if a.variant == "padded" else real_tokens
         rec.update(
             impl=f"aten-native/torch-{torch.__version__}",
