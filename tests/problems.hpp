@@ -1,7 +1,7 @@
-// The problem list the cpu backend is checked on against the reference: every cell
+// The test cases the cpu backend is checked on against the reference: every cell
 // variant crossed with a table of scenarios (topology, awkward sizes, lengths, layout,
 // optional tensors, gradient mode), plus the options that only some cells have (dropout,
-// cell/projection clipping with both NaN policies, NaN inputs). Each problem has a
+// cell/projection clipping with both NaN policies, NaN inputs). Each test case has a
 // printable name: Plan::problem_name() plus a variant tag for what that name leaves out.
 #pragma once
 
@@ -16,7 +16,7 @@
 
 namespace rnnx_test {
 
-struct Problem {
+struct TestCase {
   std::string name;  // sanitized problem_name() + "_" + variant (dtype is added by the test)
   Config cfg;        // dtype is set by the test
   SequenceShape shape;
@@ -29,7 +29,7 @@ struct Problem {
   bool nan_in_x = false;
 };
 
-inline std::ostream& operator<<(std::ostream& os, const Problem& p) {
+inline std::ostream& operator<<(std::ostream& os, const TestCase& p) {
   return os << p.name;
 }
 
@@ -94,10 +94,10 @@ inline std::string variant_tag(const Config& c, LayoutKind layout, const DataOpt
   return s;
 }
 
-inline Problem make_problem(const Config& c, LayoutKind layout, int64_t T, int64_t B,
-                            std::vector<int64_t> lengths, DataOptions d, GradMode mode,
-                            bool backward = true, const std::string& extra = "") {
-  Problem p;
+inline TestCase make_test_case(const Config& c, LayoutKind layout, int64_t T, int64_t B,
+                               std::vector<int64_t> lengths, DataOptions d, GradMode mode,
+                               bool backward = true, const std::string& extra = "") {
+  TestCase p;
   p.cfg = c;
   p.shape = make_shape(layout, T, B, lengths);
   d.c0 = d.h0;  // c0 goes with h0
@@ -127,8 +127,8 @@ inline std::vector<int64_t> medium_uniform_lengths(int64_t B, int64_t T) {
   return l;
 }
 
-inline std::vector<Problem> cpu_vs_reference_problems() {
-  std::vector<Problem> out;
+inline std::vector<TestCase> cpu_vs_reference_cases() {
+  std::vector<TestCase> out;
   using LK = LayoutKind;
   const DataOptions all{};
   const DataOptions noh0{false, false, true, true, true};
@@ -172,7 +172,7 @@ inline std::vector<Problem> cpu_vs_reference_problems() {
     for (const Scenario& s : scenarios) {
       Config c = config_for(v, s.I, s.H, s.L, s.bidir, s.bias);
       c.padding_fill = s.fill;
-      out.push_back(make_problem(c, s.layout, s.T, s.B, s.lengths, s.data, s.mode));
+      out.push_back(make_test_case(c, s.layout, s.T, s.B, s.lengths, s.data, s.mode));
     }
   }
   // Medium problems, every cell: sizes at which the fast paths all run together, which
@@ -182,11 +182,11 @@ inline std::vector<Problem> cpu_vs_reference_problems() {
   // a long-tail ragged batch whose active rows fall step by step to 1 (zeros included).
   for (const CellVariant& v : cell_variants()) {
     Config c = config_for(v, 40, 64, 2, true, true);
-    out.push_back(make_problem(c, LK::time_major, 20, 48, medium_long_tail_lengths(48, 20), all, OW,
-                               true, "_medium"));
+    out.push_back(make_test_case(c, LK::time_major, 20, 48, medium_long_tail_lengths(48, 20), all,
+                                 OW, true, "_medium"));
     c = config_for(v, 24, 72, 3, false, true);
-    out.push_back(make_problem(c, LK::batch_first, 12, 41, medium_uniform_lengths(41, 12), dy_only,
-                               ACC, true, "_medium"));
+    out.push_back(make_test_case(c, LK::batch_first, 12, 41, medium_uniform_lengths(41, 12),
+                                 dy_only, ACC, true, "_medium"));
   }
 
   // Dropout between layers (training), fixed seed and counter, every cell.
@@ -194,20 +194,20 @@ inline std::vector<Problem> cpu_vs_reference_problems() {
     Config c = config_for(v, 9, 12, 2, true, true);
     c.dropout = 0.3;
     c.seed = 42;
-    Problem p = make_problem(c, LK::time_major, 6, 4, {6, 3, 0, 5}, all, OW);
+    TestCase p = make_test_case(c, LK::time_major, 6, 4, {6, 3, 0, 5}, all, OW);
     p.dropout_counter = 7;
     out.push_back(p);
     c = config_for(v, 7, 10, 3, false, true);
     c.dropout = 0.3;
     c.seed = 0x123456789abcdefull;
-    p = make_problem(c, LK::packed_sorted_indices, 5, 3, {5, 5, 2}, dy_only, ACC);
+    p = make_test_case(c, LK::packed_sorted_indices, 5, 3, {5, 5, 2}, dy_only, ACC);
     p.dropout_counter = (1ull << 32) + 3;  // the counter's high half matters too
     out.push_back(p);
   }
   {  // p = 1: the upper layer sees only zeros.
     Config c = config_for(cell_variants()[2], 6, 8, 2, true, true);
     c.dropout = 1.0;
-    Problem p = make_problem(c, LK::time_major, 4, 3, {4, 1, 3}, all, OW, true, "_p1");
+    TestCase p = make_test_case(c, LK::time_major, 4, 3, {4, 1, 3}, all, OW, true, "_p1");
     out.push_back(p);
   }
 
@@ -220,44 +220,44 @@ inline std::vector<Problem> cpu_vs_reference_problems() {
     c.clip_nan = nan;
     return c;
   };
-  out.push_back(make_problem(
+  out.push_back(make_test_case(
       clipped(config_for(lstm, 7, 9, 2, true, true), true, false, NanPolicy::propagate),
       LK::time_major, 6, 4, {6, 2, 0, 5}, all, OW));
-  out.push_back(make_problem(
+  out.push_back(make_test_case(
       clipped(config_for(lstm, 5, 17, 1, false, true), true, false, NanPolicy::replace),
       LK::batch_first, 7, 3, {7, 7, 4}, all, ACC));
-  out.push_back(make_problem(
+  out.push_back(make_test_case(
       clipped(config_for(lstmp, 6, 12, 2, true, true), true, true, NanPolicy::propagate),
       LK::time_major, 5, 4, {5, 1, 3, 0}, all, OW));
-  out.push_back(make_problem(
+  out.push_back(make_test_case(
       clipped(config_for(lstmp, 8, 10, 2, false, false), false, true, NanPolicy::replace),
       LK::batch_first, 6, 3, {}, noh0, OW));
   {
     Config c = clipped(config_for(lstmp, 5, 9, 3, true, true), true, true, NanPolicy::replace);
     c.dropout = 0.3;
     c.seed = 9;
-    Problem p = make_problem(c, LK::packed_sorted_indices, 4, 3, {2, 4, 3}, all, OW);
+    TestCase p = make_test_case(c, LK::packed_sorted_indices, 4, 3, {2, 4, 3}, all, OW);
     p.dropout_counter = 11;
     out.push_back(p);
   }
 
   // NaN in x (forward only): where NaN goes and where a clip replaces it.
-  auto nan_problem = [&](Config c) {
-    Problem p = make_problem(c, LK::time_major, 5, 3, {5, 4, 2}, all, OW, false, "_nanx");
+  auto nan_case = [&](Config c) {
+    TestCase p = make_test_case(c, LK::time_major, 5, 3, {5, 4, 2}, all, OW, false, "_nanx");
     p.nan_in_x = true;
     out.push_back(p);
   };
-  nan_problem(clipped(config_for(lstm, 4, 6, 2, true, true), true, false, NanPolicy::propagate));
-  nan_problem(clipped(config_for(lstm, 4, 6, 2, true, true), true, false, NanPolicy::replace));
-  nan_problem(clipped(config_for(lstmp, 4, 6, 2, true, true), true, true, NanPolicy::propagate));
-  nan_problem(clipped(config_for(lstmp, 4, 6, 2, true, true), true, true, NanPolicy::replace));
-  nan_problem(config_for(cell_variants()[5], 4, 6, 1, false, true));
+  nan_case(clipped(config_for(lstm, 4, 6, 2, true, true), true, false, NanPolicy::propagate));
+  nan_case(clipped(config_for(lstm, 4, 6, 2, true, true), true, false, NanPolicy::replace));
+  nan_case(clipped(config_for(lstmp, 4, 6, 2, true, true), true, true, NanPolicy::propagate));
+  nan_case(clipped(config_for(lstmp, 4, 6, 2, true, true), true, true, NanPolicy::replace));
+  nan_case(config_for(cell_variants()[5], 4, 6, 1, false, true));
   for (NanPolicy nan : {NanPolicy::propagate, NanPolicy::replace}) {  // the gate clip's policy
     for (const CellVariant& v : {lstm, cell_variants()[4]}) {
       Config c = config_for(v, 4, 6, 2, true, true);
       c.gate_clip = 0.5;
       c.clip_nan = nan;
-      nan_problem(c);
+      nan_case(c);
     }
   }
 
@@ -303,66 +303,66 @@ inline std::vector<Problem> cpu_vs_reference_problems() {
     for (int64_t k = 0; k < nk; ++k) {
       Config c = config_for(rnn, 5, 7, 1, k % 2 == 1, true);
       c.activations = {act(kinds[k])};
-      out.push_back(make_problem(c, LK::time_major, 5, 3, {5, 0, 3}, all, k % 3 ? OW : ACC));
+      out.push_back(make_test_case(c, LK::time_major, 5, 3, {5, 0, 3}, all, k % 3 ? OW : ACC));
     }
     for (int64_t k = 0; k < nk; k += 3) {
       Config c = config_for(lstm, 6, 9, 1, false, true);
       c.activations = {act(kinds[k]), act(kinds[(k + 1) % nk]), act(kinds[(k + 2) % nk])};
-      out.push_back(make_problem(c, LK::batch_first, 6, 3, {6, 2, 4}, all, OW));
+      out.push_back(make_test_case(c, LK::batch_first, 6, 3, {6, 2, 4}, all, OW));
     }
     for (int64_t k = 0; k < nk; k += 2) {
       Config c = config_for(k % 4 == 0 ? gru : gru_orig, 6, 8, 1, false, true);
       c.activations = {act(kinds[k]), act(kinds[(k + 1) % nk])};
-      out.push_back(make_problem(c, LK::time_major, 5, 3, {5, 3, 0}, all, OW));
+      out.push_back(make_test_case(c, LK::time_major, 5, 3, {5, 3, 0}, all, OW));
     }
     // Bidirectional with different activations per direction, two layers, GRU both ways.
     for (const CellVariant& v : {gru, gru_orig}) {
       Config c = config_for(v, 5, 6, 2, true, true);
       c.activations = {act(K::hard_sigmoid), act(K::softsign), act(K::sigmoid), act(K::elu)};
-      out.push_back(make_problem(c, LK::time_major, 5, 4, {5, 2, 0, 4}, all, ACC));
+      out.push_back(make_test_case(c, LK::time_major, 5, 4, {5, 2, 0, 4}, all, ACC));
     }
     // reverse alone (fast kernels), with zero lengths, packed, multi-layer, every cell.
     for (const CellVariant& v : cell_variants()) {
       Config c = config_for(v, 7, 10, 2, false, true);
       c.reverse = true;
-      out.push_back(make_problem(c, LK::time_major, 6, 4, {6, 0, 3, 1}, all, OW));
+      out.push_back(make_test_case(c, LK::time_major, 6, 4, {6, 0, 3, 1}, all, OW));
       c = config_for(v, 5, 8, 1, false, v.proj);
       c.reverse = true;
-      out.push_back(make_problem(c, LK::packed_sorted_indices, 5, 3, {2, 5, 4}, dy_only, ACC));
+      out.push_back(make_test_case(c, LK::packed_sorted_indices, 5, 3, {2, 5, 4}, dy_only, ACC));
     }
     // Gate clip alone, bounds that many pre-activations cross, both NaN policies.
     for (const CellVariant& v : cell_variants()) {
       Config c = config_for(v, 6, 9, 1, v.cell == CellType::gru, true);
       c.gate_clip = 0.3;
       c.clip_nan = v.lbr ? NanPolicy::propagate : NanPolicy::replace;
-      out.push_back(make_problem(c, LK::time_major, 5, 3, {5, 4, 0}, all, OW));
+      out.push_back(make_test_case(c, LK::time_major, 5, 3, {5, 4, 0}, all, OW));
     }
     // LSTM: peephole alone, input_forget alone, everything at once (with projection, cell
     // clip, reverse, dropout), bidirectional peepholes with cell clip.
     {
       Config c = config_for(lstm, 6, 9, 1, false, true);
       c.peephole = true;
-      out.push_back(make_problem(c, LK::time_major, 6, 4, {6, 3, 0, 5}, all, OW));
+      out.push_back(make_test_case(c, LK::time_major, 6, 4, {6, 3, 0, 5}, all, OW));
       c = config_for(lstm, 6, 9, 1, false, true);
       c.input_forget = true;
-      out.push_back(make_problem(c, LK::batch_first, 6, 3, {6, 1, 4}, all, ACC));
+      out.push_back(make_test_case(c, LK::batch_first, 6, 3, {6, 1, 4}, all, ACC));
       c = clipped(config_for(lstmp, 7, 12, 2, false, true), true, true, NanPolicy::replace);
       c.peephole = c.input_forget = c.reverse = true;
       c.gate_clip = 0.4;
       c.activations = {act(K::hard_sigmoid), act(K::softsign), act(K::scaled_tanh)};
       c.dropout = 0.25;
       c.seed = 3;
-      Problem p = make_problem(c, LK::time_major, 6, 4, {6, 0, 2, 5}, all, OW);
+      TestCase p = make_test_case(c, LK::time_major, 6, 4, {6, 0, 2, 5}, all, OW);
       p.dropout_counter = 5;
       out.push_back(p);
       c = clipped(config_for(lstm, 5, 8, 2, true, false), true, false, NanPolicy::propagate);
       c.peephole = true;
       c.gate_clip = 0.5;
-      out.push_back(make_problem(c, LK::packed, 5, 3, {5, 4, 2}, noh0, ACC));
+      out.push_back(make_test_case(c, LK::packed, 5, 3, {5, 4, 2}, noh0, ACC));
       c = clipped(config_for(lstmp, 5, 10, 1, true, true), true, false, NanPolicy::propagate);
       c.peephole = true;
       c.activations = {act(K::sigmoid), act(K::relu), act(K::softplus)};
-      out.push_back(make_problem(c, LK::batch_first, 5, 3, {5, 3, 1}, dy_dcy, OW));
+      out.push_back(make_test_case(c, LK::batch_first, 5, 3, {5, 3, 1}, dy_dcy, OW));
     }
     // GRU and RNN with gate clip, activations, reverse and dropout at once.
     for (const CellVariant& v : {rnn, gru, gru_orig}) {
@@ -374,7 +374,7 @@ inline std::vector<Problem> cpu_vs_reference_problems() {
                           : std::vector<Activation>{act(K::leaky_relu)};
       c.dropout = 0.3;
       c.seed = 8;
-      Problem p = make_problem(c, LK::batch_first, 5, 4, {5, 5, 0, 2}, all, ACC);
+      TestCase p = make_test_case(c, LK::batch_first, 5, 4, {5, 5, 0, 2}, all, ACC);
       p.dropout_counter = 2;
       out.push_back(p);
     }
@@ -382,7 +382,7 @@ inline std::vector<Problem> cpu_vs_reference_problems() {
 
   // Names must be unique (gtest refuses duplicates): say so here rather than at startup.
   std::map<std::string, int> seen;
-  for (Problem& p : out)
+  for (TestCase& p : out)
     if (seen[p.name]++ > 0) p.name += "_dup" + std::to_string(seen[p.name]);
   return out;
 }
@@ -445,7 +445,7 @@ inline std::vector<std::string> tensors_jumping_within_bf16_reach(Plan& ref, con
 // A converting run (math mode allow_conversion) is compared in norm as well (rnnx::
 // norm_error_bound), every tensor of every cell; where a derivative jumps, its gradients
 // only in norm.
-inline void check_cpu_against_reference(Problem p, DataType dtype) {
+inline void check_cpu_against_reference(TestCase p, DataType dtype) {
   p.cfg.dtype = dtype;
   const Config& c = p.cfg;
   Plan ref(c, p.shape, backend_options(Backend::reference));

@@ -10,8 +10,8 @@
 namespace rnnx_test {
 namespace {
 
-std::vector<Problem> large_problems() {
-  std::vector<Problem> out;
+std::vector<TestCase> large_cases() {
+  std::vector<TestCase> out;
   const DataOptions all{};
   auto ragged = [](int64_t T, int64_t B, uint64_t seed) {
     Rng rng(seed);
@@ -22,23 +22,23 @@ std::vector<Problem> large_problems() {
     return l;
   };
   for (const CellVariant& v : cell_variants()) {
-    out.push_back(make_problem(config_for(v, 64, 96, 2, true, true), LayoutKind::time_major, 24, 12,
-                               ragged(24, 12, 1), all, GradMode::overwrite));
+    out.push_back(make_test_case(config_for(v, 64, 96, 2, true, true), LayoutKind::time_major, 24,
+                                 12, ragged(24, 12, 1), all, GradMode::overwrite));
     Config c = config_for(v, 33, 128, 3, false, true);
     c.dropout = 0.25;
     c.seed = 77;
     if (v.cell == CellType::lstm) c.cell_clip = {true, -0.8, 0.9};
     std::vector<int64_t> l = ragged(30, 16, 2);
     l[15] = 1;  // packed: no empty sequences
-    Problem p =
-        make_problem(c, LayoutKind::packed_sorted_indices, 30, 16, l, all, GradMode::accumulate);
+    TestCase p =
+        make_test_case(c, LayoutKind::packed_sorted_indices, 30, 16, l, all, GradMode::accumulate);
     p.dropout_counter = 5;
     out.push_back(p);
   }
   return out;
 }
 
-using Param = std::tuple<Problem, DataType>;
+using Param = std::tuple<TestCase, DataType>;
 class SlowCpuVsReference : public ::testing::TestWithParam<Param> {};
 
 TEST_P(SlowCpuVsReference, ForwardAndBackward) {
@@ -47,7 +47,7 @@ TEST_P(SlowCpuVsReference, ForwardAndBackward) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Large, SlowCpuVsReference,
-                         ::testing::Combine(::testing::ValuesIn(large_problems()),
+                         ::testing::Combine(::testing::ValuesIn(large_cases()),
                                             ::testing::Values(DataType::f32, DataType::f64)),
                          [](const ::testing::TestParamInfo<Param>& info) {
                            return std::get<0>(info.param).name + "_" +

@@ -45,8 +45,8 @@ PlanContext context(const Config& c, const SequenceShape& s, int threads) {
 
 // A problem with every kind of choice open: bidirectional float32 LSTM on two threads,
 // ragged lengths (so the input projection's split matters).
-Problem open_problem() {
-  Problem p;
+TestCase open_case() {
+  TestCase p;
   p.cfg = make_config(CellType::lstm, 7, 40, 2, true, DataType::f32);
   p.shape = SequenceShape::padded(9, 5, {9, 3, 0, 7, 1});
   p.name = "lstm_l2_bidir_ragged";
@@ -54,7 +54,7 @@ Problem open_problem() {
 }
 
 TEST(Autotune, NamesRoundTrip) {
-  const Problem p = open_problem();
+  const TestCase p = open_case();
   for (bool f32 : {true, false}) {
     Config c = p.cfg;
     c.dtype = f32 ? DataType::f32 : DataType::f64;
@@ -76,7 +76,7 @@ TEST(Autotune, NamesRoundTrip) {
 
 TEST(Autotune, SpaceFollowsTheEnvironment) {
   RNNX_SKIP_UNLESS_AVAILABLE(Backend::cpu);
-  const Problem p = open_problem();
+  const TestCase p = open_case();
   const PlanContext ctx = context(p.cfg, p.shape, 2);
   {
     ScopedEnv e("RNNX_CPU_DIRECTIONS", "sequential");
@@ -131,7 +131,7 @@ TEST(Autotune, SpaceFollowsTheEnvironment) {
 TEST(Autotune, SearchesRemembersAndCanBeTurnedOff) {
   RNNX_SKIP_UNLESS_AVAILABLE(Backend::cpu);
   FreshCache fresh;
-  const Problem p = open_problem();
+  const TestCase p = open_case();
   const PlanOptions o = backend_options(Backend::cpu, 2);
   const AlgoSpace space = cpu::algo_space(context(p.cfg, p.shape, 2));
   ASSERT_GE(space.candidates.size(), 2u);
@@ -175,7 +175,7 @@ TEST(Autotune, SearchesRemembersAndCanBeTurnedOff) {
 TEST(Autotune, SearchUnderInterferenceKeepsNothing) {
   RNNX_SKIP_UNLESS_AVAILABLE(Backend::cpu);
   FreshCache fresh;
-  const Problem p = open_problem();
+  const TestCase p = open_case();
   const PlanOptions o = backend_options(Backend::cpu, 2);
   const AlgoSpace space = cpu::algo_space(context(p.cfg, p.shape, 2));
   ASSERT_GE(space.candidates.size(), 2u);
@@ -258,7 +258,7 @@ TEST(Autotune, UnknownSwitchValueIsRefused) {
   RNNX_SKIP_UNLESS_AVAILABLE(Backend::cpu);
   FreshCache fresh;
   ScopedEnv bad("RNNX_AUTOTUNE", "yes");
-  const Problem p = open_problem();
+  const TestCase p = open_case();
   try {
     Plan plan(p.cfg, p.shape, backend_options(Backend::cpu, 2));
     FAIL() << "RNNX_AUTOTUNE=yes accepted";
@@ -273,7 +273,7 @@ TEST(Autotune, DiskCacheIsReadWrittenAndChecked) {
   RNNX_SKIP_UNLESS_AVAILABLE(Backend::cpu);
   FreshCache fresh;
   ScopedEnv on("RNNX_AUTOTUNE", nullptr);
-  const Problem p = open_problem();
+  const TestCase p = open_case();
   const PlanOptions o = backend_options(Backend::cpu, 2);
   const PlanContext ctx = context(p.cfg, p.shape, 2);
   const std::string key = cpu::autotune_key(ctx);
@@ -349,16 +349,16 @@ TEST(Autotune, DiskCacheIsReadWrittenAndChecked) {
 
 // Every candidate the search can pick, forced through the cache, against the reference:
 // results may differ between choices only by float rounding.
-std::vector<Problem> search_problems() {
-  std::vector<Problem> out;
+std::vector<TestCase> search_cases() {
+  std::vector<TestCase> out;
   auto add = [&](const char* name, Config c, SequenceShape s) {
-    Problem p;
+    TestCase p;
     p.name = name;
     p.cfg = c;
     p.shape = s;
     out.push_back(p);
   };
-  add("lstm_bidir_ragged", open_problem().cfg, open_problem().shape);
+  add("lstm_bidir_ragged", open_case().cfg, open_case().shape);
   add("gru_orig_bidir", make_config(CellType::gru, 6, 33, 1, true, DataType::f32, 0, false),
       SequenceShape::padded(6, 4, {6, 6, 2, 5}));
   add("lstmp_l2", make_config(CellType::lstm, 5, 36, 2, false, DataType::f32, 12),
@@ -370,7 +370,7 @@ std::vector<Problem> search_problems() {
   return out;
 }
 
-class EveryCandidate : public ::testing::TestWithParam<std::tuple<Problem, DataType>> {};
+class EveryCandidate : public ::testing::TestWithParam<std::tuple<TestCase, DataType>> {};
 
 TEST_P(EveryCandidate, MatchesTheReference) {
   RNNX_SKIP_UNLESS_AVAILABLE(Backend::cpu);
@@ -378,7 +378,7 @@ TEST_P(EveryCandidate, MatchesTheReference) {
   ScopedEnv on("RNNX_AUTOTUNE", nullptr);
   ScopedEnv no_file("RNNX_AUTOTUNE_CACHE", nullptr);
   omp_set_num_threads(2);  // check_cpu_against_reference's plans use the OpenMP default
-  Problem p = std::get<0>(GetParam());
+  TestCase p = std::get<0>(GetParam());
   p.cfg.dtype = std::get<1>(GetParam());
   const PlanContext ctx = context(p.cfg, p.shape, 0);
   const bool f32 = p.cfg.dtype == DataType::f32;
@@ -408,7 +408,7 @@ TEST_P(EveryCandidate, MatchesTheReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Problems, EveryCandidate,
-                         ::testing::Combine(::testing::ValuesIn(search_problems()),
+                         ::testing::Combine(::testing::ValuesIn(search_cases()),
                                             ::testing::Values(DataType::f32, DataType::f64)),
                          [](const auto& info) {
                            return std::get<0>(info.param).name + "_" +

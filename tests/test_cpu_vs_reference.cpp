@@ -20,7 +20,7 @@ TEST(CpuBackend, Available) {
   EXPECT_EQ(p.impl_name().rfind("cpu", 0), 0u) << p.impl_name();
 }
 
-using Param = std::tuple<Problem, DataType>;
+using Param = std::tuple<TestCase, DataType>;
 
 class CpuVsReference : public ::testing::TestWithParam<Param> {};
 
@@ -30,7 +30,7 @@ TEST_P(CpuVsReference, ForwardAndBackward) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Problems, CpuVsReference,
-                         ::testing::Combine(::testing::ValuesIn(cpu_vs_reference_problems()),
+                         ::testing::Combine(::testing::ValuesIn(cpu_vs_reference_cases()),
                                             ::testing::Values(DataType::f32, DataType::f64)),
                          [](const ::testing::TestParamInfo<Param>& info) {
                            return std::get<0>(info.param).name + "_" +
@@ -39,10 +39,10 @@ INSTANTIATE_TEST_SUITE_P(Problems, CpuVsReference,
 
 // The reference itself on the NaN problems of the list: NaN stays in its own sequence,
 // goes where the policy sends it (the cpu backend is held to the same by the list above).
-class ReferenceNanPolicy : public ::testing::TestWithParam<Problem> {};
+class ReferenceNanPolicy : public ::testing::TestWithParam<TestCase> {};
 
 TEST_P(ReferenceNanPolicy, NanGoesWhereThePolicySays) {
-  Problem p = GetParam();
+  TestCase p = GetParam();
   const Config& c = p.cfg;
   Plan ref(c, p.shape, backend_options(Backend::reference));
   const Geometry g = geometry_of(p.shape);
@@ -75,15 +75,15 @@ TEST_P(ReferenceNanPolicy, NanGoesWhereThePolicySays) {
   }
 }
 
-std::vector<Problem> nan_problems() {
-  std::vector<Problem> v;
-  for (const Problem& p : cpu_vs_reference_problems())
+std::vector<TestCase> nan_cases() {
+  std::vector<TestCase> v;
+  for (const TestCase& p : cpu_vs_reference_cases())
     if (p.nan_in_x) v.push_back(p);
   return v;
 }
 
-INSTANTIATE_TEST_SUITE_P(Problems, ReferenceNanPolicy, ::testing::ValuesIn(nan_problems()),
-                         [](const ::testing::TestParamInfo<Problem>& info) {
+INSTANTIATE_TEST_SUITE_P(Problems, ReferenceNanPolicy, ::testing::ValuesIn(nan_cases()),
+                         [](const ::testing::TestParamInfo<TestCase>& info) {
                            return info.param.name;
                          });
 

@@ -218,18 +218,18 @@ TEST(MathMode, Float32UnchangedWhenOff) {
 }
 
 // Every problem of the cpu-vs-reference list with math = allow_conversion, float32.
-class MathModeVsReference : public ::testing::TestWithParam<Problem> {};
+class MathModeVsReference : public ::testing::TestWithParam<TestCase> {};
 
 TEST_P(MathModeVsReference, ForwardAndBackward) {
   RNNX_SKIP_UNLESS_AVAILABLE(Backend::cpu);
-  Problem p = GetParam();
+  TestCase p = GetParam();
   p.cfg.math = MathMode::allow_conversion;
   check_cpu_against_reference(p, DataType::f32);
 }
 
 INSTANTIATE_TEST_SUITE_P(Problems, MathModeVsReference,
-                         ::testing::ValuesIn(cpu_vs_reference_problems()),
-                         [](const ::testing::TestParamInfo<Problem>& info) {
+                         ::testing::ValuesIn(cpu_vs_reference_cases()),
+                         [](const ::testing::TestParamInfo<TestCase>& info) {
                            return info.param.name;
                          });
 
