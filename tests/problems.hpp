@@ -3,15 +3,20 @@
 // optional tensors, gradient mode), plus the options that only some cells have (dropout,
 // cell/projection clipping with both NaN policies, NaN inputs). Each test case has a
 // printable name: Plan::problem_name() plus a variant tag for what that name leaves out.
+// And the benchmark's case lists (bench/problems*.txt), read as `rnnx bench --cases` reads
+// them: every bench case is a test case too.
 #pragma once
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
+#include "bench_case.hpp"
 #include "test_util.hpp"
 
 namespace rnnx_test {
@@ -384,6 +389,56 @@ inline std::vector<TestCase> cpu_vs_reference_cases() {
   std::map<std::string, int> seen;
   for (TestCase& p : out)
     if (seen[p.name]++ > 0) p.name += "_dup" + std::to_string(seen[p.name]);
+  return out;
+}
+
+// A case list of bench/ (RNNX_BENCH_DIR, set by tests/CMakeLists.txt).
+inline std::string bench_list_path(const std::string& file) {
+  return std::string(RNNX_BENCH_DIR) + "/" + file;
+}
+
+// The lengths bench/run_all.py crosses every case with, at its default seed.
+inline const std::vector<std::string>& bench_distributions() {
+  static const std::vector<std::string> d = {"full", "uniform", "longtail"};
+  return d;
+}
+constexpr uint64_t kBenchSeed = 0;
+
+// The network of a bench case, as `rnnx bench` builds it (bias on, gru-orig the original GRU).
+inline Config bench_config(const rnnx::bench::BenchCase& bc) {
+  const CellType cell = bc.cell == "lstm"                           ? CellType::lstm
+                        : bc.cell == "gru" || bc.cell == "gru-orig" ? CellType::gru
+                        : bc.cell == "rnn_tanh"                     ? CellType::rnn_tanh
+                                                                    : CellType::rnn_relu;
+  return make_config(cell, bc.input, bc.hidden, bc.layers, bc.bidirectional, DataType::f32, bc.proj,
+                     bc.cell != "gru-orig");
+}
+
+// Every case of a bench list crossed with bench_distributions(), as the benchmark runs it:
+// padded time-major [T, B, I], h0 and c0 given, every output gradient (when `backward`).
+// The name is the test-case name of the same problem plus "_bench_" and the distribution;
+// a distribution whose lengths are all T (as full's) is left out, as run_all.py leaves it.
+// A list that cannot be read gives no case (BenchCases.ListsAreRead says why).
+inline std::vector<TestCase> bench_list_cases(const std::string& file, bool backward) {
+  std::vector<rnnx::bench::BenchCase> cases;
+  try {
+    cases = rnnx::bench::read_case_list(bench_list_path(file));
+  } catch (const std::invalid_argument&) {
+    return {};
+  }
+  std::vector<TestCase> out;
+  for (const rnnx::bench::BenchCase& bc : cases) {
+    for (const std::string& dist : bench_distributions()) {
+      const std::vector<int64_t> lengths =
+          rnnx::bench::make_lengths(dist, bc.seq, bc.batch, kBenchSeed);
+      const bool all_full =
+          std::all_of(lengths.begin(), lengths.end(), [&](int64_t l) { return l == bc.seq; });
+      if (dist != "full" && all_full) continue;
+      out.push_back(make_test_case(bench_config(bc), LayoutKind::time_major, bc.seq, bc.batch,
+                                   lengths, DataOptions{}, GradMode::overwrite, backward,
+                                   "_bench_" + dist));
+    }
+  }
   return out;
 }
 

@@ -1,7 +1,7 @@
 // Slow (ctest label "slow", executable rnnx_tests_slow): the cpu backend against the
 // reference on larger problems -- hidden sizes of 96 and 128, 24-30 steps, batches of 12-16
 // with ragged lengths -- where blocking, threading and vector tails of the GEMMs and cell
-// kernels take other paths than at the default suite's sizes.
+// kernels take other paths than at the default suite's sizes; and the benchmark's cases.
 #include <gtest/gtest.h>
 
 #include "problems.hpp"
@@ -52,6 +52,24 @@ INSTANTIATE_TEST_SUITE_P(Large, SlowCpuVsReference,
                          [](const ::testing::TestParamInfo<Param>& info) {
                            return std::get<0>(info.param).name + "_" +
                                   to_string(std::get<1>(info.param));
+                         });
+
+// Every case of the benchmark's list (bench/problems.txt, problems.hpp: bench_list_cases),
+// crossed with its lengths, as the benchmark runs it. Forward only (inference and training)
+// and float32: the reference's plain double loops do about 1.5 GFLOP/s, and the list's
+// cases are 0.2-27 GFLOP per forward (190 with all lengths), so this takes minutes. The
+// quick list runs complete in the default suite (test_bench_cases.cpp).
+class SlowBenchCaseCpuVsReference : public ::testing::TestWithParam<TestCase> {};
+
+TEST_P(SlowBenchCaseCpuVsReference, Forward) {
+  RNNX_SKIP_UNLESS_AVAILABLE(Backend::cpu);
+  check_cpu_against_reference(GetParam(), DataType::f32);
+}
+
+INSTANTIATE_TEST_SUITE_P(FullList, SlowBenchCaseCpuVsReference,
+                         ::testing::ValuesIn(bench_list_cases("problems.txt", /*backward=*/false)),
+                         [](const ::testing::TestParamInfo<TestCase>& info) {
+                           return info.param.name + "_float32";
                          });
 
 // One and two threads on a size where the work is really split.
