@@ -374,11 +374,11 @@ Built build(const Net& n, Mode mode, Tensors& t, const dnnl::engine& eng, dnnl::
     return memory(pd.scratchpad_desc(), eng, b.scratchpad.get_data_handle());
   };
 
-  for (size_t s = 0; s < n.stages.size(); ++s) {
-    auto& ts = t.st[s];
-    const auto& pd = fwd_pds[s];
-    Step st{dnnl::primitive(pd), {}};
-    auto& a = st.args;
+  // What a stage's forward and backward primitives both take: activations, states, the
+  // weights in the format `pd` asks for, the bias, the shared scratchpad.
+  auto stage_args = [&](size_t s, const dnnl::primitive_desc& pd) {
+    const auto& ts = t.st[s];
+    std::unordered_map<int, memory> a;
     a[DNNL_ARG_SRC_LAYER] = t.acts[s];
     a[DNNL_ARG_DST_LAYER] = t.acts[s + 1];
     a[DNNL_ARG_SRC_ITER] = ts.h0;
@@ -390,46 +390,35 @@ Built build(const Net& n, Mode mode, Tensors& t, const dnnl::engine& eng, dnnl::
       a[DNNL_ARG_WEIGHTS_PROJECTION] =
           weights_for(pd, DNNL_ARG_WEIGHTS_PROJECTION, ts.wp, eng, strm);
     a[DNNL_ARG_BIAS] = ts.bias;
-    if (training) a[DNNL_ARG_WORKSPACE] = workspaces[s];
     a[DNNL_ARG_SCRATCHPAD] = scratch_for(pd);
+    return a;
+  };
+
+  for (size_t s = 0; s < n.stages.size(); ++s) {
+    Step st{dnnl::primitive(fwd_pds[s]), stage_args(s, fwd_pds[s])};
+    if (training) st.args[DNNL_ARG_WORKSPACE] = workspaces[s];
     b.steps.push_back(std::move(st));
   }
   if (mode == Mode::fwdbwd) {
     for (size_t s = n.stages.size(); s-- > 0;) {
       auto& ts = t.st[s];
       const auto& pd = bwd_pds[s];
-      Step st{dnnl::primitive(pd), {}};
+      Step st{dnnl::primitive(pd), stage_args(s, pd)};
       auto& a = st.args;
-      a[DNNL_ARG_SRC_LAYER] = t.acts[s];
-      a[DNNL_ARG_DST_LAYER] = t.acts[s + 1];
-      a[DNNL_ARG_SRC_ITER] = ts.h0;
-      a[DNNL_ARG_DST_ITER] = ts.hy;
       a[DNNL_ARG_DIFF_SRC_LAYER] = t.dacts[s];
       a[DNNL_ARG_DIFF_DST_LAYER] = t.dacts[s + 1];
       a[DNNL_ARG_DIFF_SRC_ITER] = ts.dh0;
       a[DNNL_ARG_DIFF_DST_ITER] = ts.dhy;
-      if (n.lstm) {
-        a[DNNL_ARG_SRC_ITER_C] = ts.c0, a[DNNL_ARG_DST_ITER_C] = ts.cy;
-        a[DNNL_ARG_DIFF_SRC_ITER_C] = ts.dc0, a[DNNL_ARG_DIFF_DST_ITER_C] = ts.dcy;
-      }
-      a[DNNL_ARG_WEIGHTS_LAYER] = weights_for(pd, DNNL_ARG_WEIGHTS_LAYER, ts.wl, eng, strm);
-      a[DNNL_ARG_WEIGHTS_ITER] = weights_for(pd, DNNL_ARG_WEIGHTS_ITER, ts.wi, eng, strm);
-      a[DNNL_ARG_BIAS] = ts.bias;
+      if (n.lstm) a[DNNL_ARG_DIFF_SRC_ITER_C] = ts.dc0, a[DNNL_ARG_DIFF_DST_ITER_C] = ts.dcy;
       a[DNNL_ARG_DIFF_BIAS] = ts.dbias;
-      auto grad = [&](int arg) {
+      for (int arg : {DNNL_ARG_DIFF_WEIGHTS_LAYER, DNNL_ARG_DIFF_WEIGHTS_ITER,
+                      DNNL_ARG_DIFF_WEIGHTS_PROJECTION}) {
+        if (arg == DNNL_ARG_DIFF_WEIGHTS_PROJECTION && !n.proj) continue;
         memory m(pd.query_md(dnnl::query::exec_arg_md, arg), eng);
         zero(m);
         a[arg] = m;
-      };
-      grad(DNNL_ARG_DIFF_WEIGHTS_LAYER);
-      grad(DNNL_ARG_DIFF_WEIGHTS_ITER);
-      if (n.proj) {
-        a[DNNL_ARG_WEIGHTS_PROJECTION] =
-            weights_for(pd, DNNL_ARG_WEIGHTS_PROJECTION, ts.wp, eng, strm);
-        grad(DNNL_ARG_DIFF_WEIGHTS_PROJECTION);
       }
       a[DNNL_ARG_WORKSPACE] = workspaces[s];
-      a[DNNL_ARG_SCRATCHPAD] = scratch_for(pd);
       b.steps.push_back(std::move(st));
     }
     b.impl = "fwd:" + fwd_impl + " bwd:" + bwd_impl;
