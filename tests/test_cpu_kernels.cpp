@@ -955,8 +955,6 @@ TEST_P(PerIsa, StepKernelsMatchTheEquationsForAnyTiling) {
 // The dispatching entry points of cell_kernels.hpp split big steps over threads: the
 // result is the one of a single tile, bit for bit, for 1 and 2 threads and any row count.
 TEST_P(PerIsa, ThreadedStepsEqualOneTile) {
-  set_cpu_isa_limit(cpu::isa_name(GetParam()));
-  ASSERT_EQ(cpu::isa_used(), GetParam());
   const int threads = omp_get_max_threads();
   for (int64_t R : {1, 2, 5, 64}) {
     const int64_t H = 9001;  // enough work for 2 threads even at one row; not a multiple of 16
@@ -984,12 +982,11 @@ TEST_P(PerIsa, ThreadedStepsEqualOneTile) {
     for (int nt : {1, 2, 3}) {
       omp_set_num_threads(nt);
       Bufs many = in;
-      cpu::lstm_forward(args(many));
+      cpu::lstm_forward(k(), args(many));
       EXPECT_TRUE(many == one) << nt << " threads";
     }
   }
   omp_set_num_threads(threads);
-  set_cpu_isa_limit(nullptr);
 }
 
 INSTANTIATE_TEST_SUITE_P(Isas, PerIsa, ::testing::Values(Isa::scalar, Isa::avx2, Isa::avx512),
@@ -1009,7 +1006,6 @@ TEST(CpuIsa, LimitCapsWhatIsUsed) {
   EXPECT_STREQ(cpu_isa_used(), cpu_isa_detected()) << "no cap: the best the machine has";
   set_cpu_isa_limit("scalar");
   EXPECT_STREQ(cpu_isa_used(), "scalar");
-  EXPECT_STREQ(cpu::step_kernels<float>().isa, "scalar");
   Config c = make_config(CellType::lstm, 3, 5, 1, false, DataType::f32);
   Plan p(c, SequenceShape::padded(2, 2), backend_options(Backend::cpu));
   EXPECT_EQ(p.impl_name().rfind("cpu:scalar/", 0), 0u) << p.impl_name();
@@ -1024,9 +1020,41 @@ TEST(CpuIsa, LimitCapsWhatIsUsed) {
   EXPECT_STREQ(cpu_isa_used(), cpu_isa_detected()) << "\"\" removes the cap too";
 }
 
+// A plan's ISA level is fixed when it is built: a cap set or lifted later changes neither its
+// name nor a bit of its results (its step kernels and GEMM engine stay those it was built
+// with, forward and backward), while a plan built after the change follows the new cap.
+TEST(CpuIsa, PlanKeepsTheIsaItWasBuiltWith) {
+  if (std::getenv("RNNX_CPU_ISA")) GTEST_SKIP() << "RNNX_CPU_ISA is set for this run";
+  if (cpu::isa_detected() == Isa::scalar) GTEST_SKIP() << "the machine has only scalar kernels";
+  ApiCapReset reset;
+  const Config c = make_config(CellType::lstm, 7, 24, 2, true, DataType::f32);
+  const std::vector<int64_t> lengths = {5, 0, 3, 5};
+  const SequenceShape shape = SequenceShape::padded(5, 4, lengths);
+  const Data d = make_data(c, lengths, 11);
+  RunOptions ro;
+  ro.backward = true;
+  for (const char* built_at : {"scalar", ""}) {
+    SCOPED_TRACE(std::string("built at cap \"") + built_at + "\"");
+    set_cpu_isa_limit(built_at);
+    Plan plan(c, shape, backend_options(Backend::cpu, 2));
+    const std::string name = plan.impl_name();
+    const std::string level = cpu_isa_used();
+    EXPECT_EQ(name.rfind("cpu:" + level + "/", 0), 0u) << name;
+    const Tensors in = make_tensors(plan, d);
+    const Results before = run(plan, in, ro);
+    set_cpu_isa_limit(*built_at ? "" : "scalar");  // the other cap
+    EXPECT_EQ(plan.impl_name(), name);
+    EXPECT_TRUE(results_identical(run(plan, in, ro), before));
+    Plan later(c, shape, backend_options(Backend::cpu, 2));
+    EXPECT_EQ(later.impl_name().rfind(std::string("cpu:") + cpu_isa_used() + "/", 0), 0u)
+        << later.impl_name();
+    EXPECT_NE(later.impl_name(), name);
+  }
+}
+
 TEST(CpuIsa, UnknownLimitIsRefused) {
   ApiCapReset reset;
-  const Isa before = cpu::isa_used();
+  const Isa before = cpu::isa_for_plan();
   for (const char* bad : {"avx", "sse2", "avx-512", "neon", " avx2"}) {
     try {
       set_cpu_isa_limit(bad);
@@ -1038,7 +1066,7 @@ TEST(CpuIsa, UnknownLimitIsRefused) {
           << e.what();
     }
   }
-  EXPECT_EQ(cpu::isa_used(), before) << "a refused name changes nothing";
+  EXPECT_EQ(cpu::isa_for_plan(), before) << "a refused name changes nothing";
 }
 
 TEST(CpuIsa, ConcurrentLimitChangesAreSafe) {
@@ -1052,7 +1080,7 @@ TEST(CpuIsa, ConcurrentLimitChangesAreSafe) {
       while (!stop.load()) {
         const std::string used = cpu_isa_used();
         if (used != "scalar" && used != "avx2" && used != "avx512" && used != "avx512-bf16") ++bad;
-        cpu::step_kernels<float>().sigmoid(x.data(), y.data(), 100);
+        cpu::step_kernels<float>(cpu::isa_for_plan()).sigmoid(x.data(), y.data(), 100);
         if (std::abs(y[99] - 0.62245933f) > 1e-6f) ++bad;
       }
     });

@@ -233,9 +233,11 @@ INSTANTIATE_TEST_SUITE_P(Problems, MathModeVsReference,
                            return info.param.name;
                          });
 
-// A plan built for bf16 whose ISA cap drops below avx512-bf16 before it runs: its
-// products go to float32 (dnnl_sgemm) in the same workspace, still correct.
-TEST(MathMode, CapLoweredAfterThePlanFallsBackToFloat32) {
+// The ISA level is the plan's, fixed when it is built: a plan built for bf16 whose ISA cap
+// drops below avx512-bf16 before it runs keeps its bf16 products (the same bits as under the
+// cap it was built with), while a plan built under the lower cap multiplies in float32
+// (dnnl_sgemm or the float32 packed engine), within the float32 tolerance.
+TEST(MathMode, CapLoweredAfterThePlanKeepsItsEngine) {
   RNNX_SKIP_UNLESS_AVAILABLE(Backend::cpu);
   if (!bf16_machine()) GTEST_SKIP() << "no AVX512-BF16 (or capped below it)";
   Config c = make_config(CellType::gru, 21, 35, 1, true, DataType::f32);
@@ -247,11 +249,14 @@ TEST(MathMode, CapLoweredAfterThePlanFallsBackToFloat32) {
   RunOptions o;
   o.backward = true;
   o.caller_workspace = true;
+  const Results bf16 = run(cpu, make_tensors(cpu, d), o);
   set_cpu_isa_limit("avx512");
-  const Results got = run(cpu, make_tensors(cpu, d), o);
+  EXPECT_TRUE(results_identical(run(cpu, make_tensors(cpu, d), o), bf16));
+  Plan lowered(c, shape, backend_options(Backend::cpu));
+  const Results got = run(lowered, make_tensors(lowered, d), o);
   set_cpu_isa_limit(nullptr);
+  EXPECT_EQ(lowered.impl_name().find("bf16/"), std::string::npos) << lowered.impl_name();
   const Results want = run(ref, make_tensors(ref, d), o);
-  // float32 products now: the float32 tolerance.
   Config f = c;
   f.math = MathMode::fp32;
   expect_results_near(got, want, tolerance(f, 5, 3, false), tolerance(f, 5, 3, true));

@@ -20,6 +20,11 @@ namespace {
 
 using rnnx::cpu::Op;
 
+// Whether the kernels of `type` run here, at the level a plan would be built with.
+bool available(rnnx::cpu::PackedType type = rnnx::cpu::PackedType::f32) {
+  return rnnx::cpu::packed_gemm_available(type, rnnx::cpu::isa_for_plan());
+}
+
 struct Shape {
   int64_t M, N, K;
 };
@@ -87,7 +92,7 @@ void check(const Shape& s, Op op, bool accumulate, int threads) {
 }
 
 TEST(PackedGemm, MatchesDoubleLoop) {
-  if (!rnnx::cpu::packed_gemm_available()) GTEST_SKIP() << "no AVX-512 (or capped below it)";
+  if (!available()) GTEST_SKIP() << "no AVX-512 (or capped below it)";
   const std::vector<Shape> shapes = {
       {1, 1, 1},    {1, 5, 7},     {2, 31, 16}, {3, 32, 17},   {4, 33, 15},  {13, 64, 33},
       {14, 65, 40}, {15, 100, 48}, {29, 96, 1}, {64, 200, 37}, {225, 40, 9}, {450, 70, 20},
@@ -104,7 +109,7 @@ TEST(PackedGemm, MatchesDoubleLoop) {
 // Weights packed in gate blocks (PackedB::blocks) and multiplied the way a team loop does:
 // each of `parts` threads packs its columns of A and multiplies its panels of every block.
 TEST(PackedGemm, BlocksAndPieces) {
-  if (!rnnx::cpu::packed_gemm_available()) GTEST_SKIP() << "no AVX-512 (or capped below it)";
+  if (!available()) GTEST_SKIP() << "no AVX-512 (or capped below it)";
   for (const Shape& s : std::vector<Shape>{{5, 3 * 40, 37}, {14, 4 * 64, 20}, {9, 2 * 7, 16}}) {
     for (int64_t blocks : {int64_t{1}, int64_t{2}}) {
       for (int parts : {1, 2, 3}) {
@@ -152,7 +157,7 @@ TEST(PackedGemm, BlocksAndPieces) {
 // The all-token products: both operands packed block by block of K (several blocks, a
 // short last one), rows in several chunks, every operand form, one to three threads.
 TEST(PackedGemm, FullMatchesDoubleLoop) {
-  if (!rnnx::cpu::packed_gemm_available()) GTEST_SKIP() << "no AVX-512 (or capped below it)";
+  if (!available()) GTEST_SKIP() << "no AVX-512 (or capped below it)";
   using rnnx::cpu::kPackedFullDepth;
   using rnnx::cpu::kPackedFullRows;
   const std::vector<Shape> shapes = {{3, 5, 7},
@@ -215,7 +220,7 @@ TEST(PackedGemm, FullMatchesDoubleLoop) {
 TEST(PackedGemm, RowMapsReadTheRowsWhereTheyAre) {
   using rnnx::cpu::PackedType;
   for (PackedType type : {PackedType::f32, PackedType::bf16}) {
-    if (!rnnx::cpu::packed_gemm_available(type)) continue;
+    if (!available(type)) continue;
     SCOPED_TRACE(type == PackedType::f32 ? "f32" : "bf16");
     const int64_t M = 37, N = 70, K = 45, ld = K + 3, spread = 3 * M + 5;
     Rng rng(4242);
@@ -281,7 +286,7 @@ TEST(PackedGemm, RowMapsReadTheRowsWhereTheyAre) {
 
 // K = 0: overwrite gives zeros, accumulate leaves C alone; M = 0 or N = 0 touch nothing.
 TEST(PackedGemm, EmptyProducts) {
-  if (!rnnx::cpu::packed_gemm_available()) GTEST_SKIP() << "no AVX-512 (or capped below it)";
+  if (!available()) GTEST_SKIP() << "no AVX-512 (or capped below it)";
   std::vector<float> C(6, 2.0f), scratch(8);
   rnnx::cpu::PackedB none{scratch.data(), 0, 3};
   rnnx::cpu::packed_gemm(2, scratch.data(), 0, none, true, C.data(), 3, scratch.data());

@@ -27,7 +27,7 @@ constexpr PackedType kBf16 = PackedType::bf16;
 class PackedGemmBf16 : public ::testing::TestWithParam<PackedType> {
  protected:
   void SetUp() override {
-    if (!rnnx::cpu::packed_gemm_available(GetParam())) {
+    if (!rnnx::cpu::packed_gemm_available(GetParam(), rnnx::cpu::isa_for_plan())) {
       GTEST_SKIP() << (GetParam() == PackedType::bf16_amx ? "no AMX-BF16" : "no AVX512-BF16")
                    << " (or capped below avx512-bf16)";
     }

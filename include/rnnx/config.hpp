@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "rnnx/export.h"
+
+RNNX_EXPORT_BEGIN
 namespace rnnx {
 
 enum class CellType { rnn_tanh, rnn_relu, lstm, gru };
@@ -130,3 +133,4 @@ MathMode resolved_math_mode(const Config& config);
 void validate(const Config& config);
 
 }  // namespace rnnx
+RNNX_EXPORT_END

@@ -8,8 +8,10 @@
 #include <vector>
 
 #include "rnnx/config.hpp"
+#include "rnnx/export.h"
 #include "rnnx/weights.hpp"
 
+RNNX_EXPORT_BEGIN
 namespace rnnx {
 
 // One layer's ONNX tensors (dense, row-major, double) into `flat` (the config's dtype).
@@ -39,3 +41,4 @@ std::vector<Activation> onnx_activations(const std::vector<std::string>& names,
                                          const std::vector<double>& beta);
 
 }  // namespace rnnx
+RNNX_EXPORT_END

@@ -6,6 +6,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "rnnx/export.h"
+
+RNNX_EXPORT_BEGIN
 namespace rnnx {
 
 enum class Status : int {
@@ -21,6 +24,9 @@ const char* to_string(Status s);
 class Error : public std::runtime_error {
  public:
   Error(Status code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  // Out of line: the library holds Error's vtable and type information, which catch
+  // clauses in the caller's code then match.
+  ~Error() override;
   Status code() const noexcept { return code_; }
 
  private:
@@ -28,3 +34,4 @@ class Error : public std::runtime_error {
 };
 
 }  // namespace rnnx
+RNNX_EXPORT_END

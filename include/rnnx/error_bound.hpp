@@ -6,7 +6,9 @@
 #include <cstdint>
 
 #include "rnnx/config.hpp"
+#include "rnnx/export.h"
 
+RNNX_EXPORT_BEGIN
 namespace rnnx {
 
 // max |got - exact| <= bound * (max(1, max |exact|) + |exact|), elementwise, for a problem
@@ -32,3 +34,4 @@ double error_bound(const Config& config, int64_t max_seq_len, int64_t batch, boo
 double norm_error_bound(const Config& config, int64_t max_seq_len, int64_t batch, bool backward);
 
 }  // namespace rnnx
+RNNX_EXPORT_END

@@ -27,9 +27,11 @@
 #include <string>
 
 #include "rnnx/config.hpp"
+#include "rnnx/export.h"
 #include "rnnx/sequence.hpp"
 #include "rnnx/weights.hpp"
 
+RNNX_EXPORT_BEGIN
 namespace rnnx {
 
 enum class Backend { reference, cpu };
@@ -121,3 +123,4 @@ class Plan {
 };
 
 }  // namespace rnnx
+RNNX_EXPORT_END

@@ -33,11 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#if defined(__GNUC__)
-#define RNNX_API __attribute__((visibility("default")))
-#else
-#define RNNX_API
-#endif
+#include "rnnx/export.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -4,6 +4,7 @@
 
 #include "rnnx/config.hpp"
 #include "rnnx/convert.hpp"
+#include "rnnx/cpu.hpp"
 #include "rnnx/error.hpp"
 #include "rnnx/error_bound.hpp"
 #include "rnnx/plan.hpp"

@@ -10,6 +10,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "rnnx/export.h"
+
+RNNX_EXPORT_BEGIN
 namespace rnnx {
 
 enum class Layout { time_major, batch_first, packed };
@@ -31,3 +34,4 @@ struct SequenceShape {
 const char* to_string(Layout layout);
 
 }  // namespace rnnx
+RNNX_EXPORT_END

@@ -14,7 +14,9 @@
 #include <vector>
 
 #include "rnnx/config.hpp"
+#include "rnnx/export.h"
 
+RNNX_EXPORT_BEGIN
 namespace rnnx {
 
 enum class WeightKind { w_ih, w_hh, b_ih, b_hh, w_hr, w_peephole };
@@ -55,3 +57,4 @@ class WeightLayout {
 };
 
 }  // namespace rnnx
+RNNX_EXPORT_END

@@ -10,8 +10,8 @@
 #include <mutex>
 #include <set>
 
+#include "rnnx/cpu.hpp"
 #include "rnnx/error.hpp"
-#include "rnnx/version.hpp"
 
 namespace rnnx::core {
 namespace {

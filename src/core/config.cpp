@@ -38,6 +38,8 @@ void validate_clip(const Clip& clip, const char* name) {
 
 }  // namespace
 
+Error::~Error() = default;
+
 const char* to_string(Status s) {
   switch (s) {
     case Status::success:

@@ -65,12 +65,14 @@ AlgoSpace algo_space(const PlanContext& ctx) {
   // engine where AVX-512 is within the ISA cap, in bf16 with math mode allow_conversion
   // where the machine can), and dnnl_sgemm as the alternative to the float32 packed one.
   // The search never changes the math mode: a bf16 engine has no float32 alternative.
+  const Isa isa = isa_for_plan();
   const GemmEngine best_engine =
-      gemm_engine_for(f32, ctx.math == MathMode::allow_conversion, gemm == "sgemm");
+      gemm_engine_for(f32, ctx.math == MathMode::allow_conversion, gemm == "sgemm", isa);
   std::vector<GemmEngine> engines = {best_engine};
   if (gemm.empty() && best_engine == GemmEngine::packed) engines.push_back(GemmEngine::sgemm);
 
   AlgoSpace space;
+  space.isa = isa;
   for (GemmEngine engine : engines) {
     const bool capable = team_capable(ctx, engine);
     // Team loops on one thread or with another engine only when forced (the forced value

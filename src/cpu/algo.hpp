@@ -8,6 +8,7 @@
 
 #include "core/backend.hpp"
 #include "cpu/gemm.hpp"
+#include "cpu/isa.hpp"
 
 namespace rnnx::cpu {
 
@@ -43,6 +44,9 @@ int plan_threads(const PlanContext& ctx);
 struct AlgoSpace {
   Algo heuristic;
   std::vector<Algo> candidates;  // heuristic first
+  // The ISA level every candidate runs at, read once here (isa_for_plan(): refuses an
+  // unknown RNNX_CPU_ISA): the engines above depend on it, and the plan keeps it.
+  Isa isa = Isa::scalar;
 };
 AlgoSpace algo_space(const PlanContext& ctx);
 

@@ -20,6 +20,7 @@
 #include "cpu/buffers.hpp"
 #include "cpu/passes.hpp"
 #include "cpu/plan_spec.hpp"
+#include "rnnx/cpu.hpp"
 #include "rnnx/error.hpp"
 #include "rnnx/version.hpp"
 
@@ -51,7 +52,7 @@ template <typename T>
 struct Sized {
   PlanSpec problem;
   size_t reserve = 0, workspace = 0;
-  Sized(const PlanContext& ctx, const Algo& algo) : problem(ctx, algo) {
+  Sized(const PlanContext& ctx, const Algo& algo, Isa isa) : problem(ctx, algo, isa) {
     const BufferSizes s = lay_out_buffers<T>(problem);
     reserve = s.reserve;
     workspace = std::max(s.forward[1], s.backward);
@@ -156,7 +157,7 @@ std::optional<Algo> search(const PlanContext& ctx, const AlgoSpace& space) {
   std::vector<std::unique_ptr<Sized<T>>> sized;
   size_t reserve = 0, workspace = 0;
   for (const Algo& a : space.candidates) {
-    sized.push_back(std::make_unique<Sized<T>>(ctx, a));
+    sized.push_back(std::make_unique<Sized<T>>(ctx, a, space.isa));
     reserve = std::max(reserve, sized.back()->reserve);
     workspace = std::max(workspace, sized.back()->workspace);
   }
@@ -251,7 +252,7 @@ PlanContext search_context(const PlanContext& ctx) {
 }
 
 // The key of a problem as search_context() shortened it.
-std::string key_of(const PlanContext& probe) {
+std::string key_of(const PlanContext& probe, Isa isa) {
   const Config& c = probe.config;
   const core::Schedule& s = probe.schedule;
   std::ostringstream k;
@@ -261,14 +262,14 @@ std::string key_of(const PlanContext& probe) {
     << " L=" << c.num_layers << " D=" << c.num_directions() << " bias=" << c.bias
     << " onnx=" << uses_onnx_options(c) << " bf16=" << (probe.math == MathMode::allow_conversion)
     << " B=" << s.B << " T~" << quarter_octave(s.T_eff) << " tokens~" << quarter_octave(s.tokens)
-    << " threads=" << plan_threads(probe) << " isa=" << cpu_isa_used();
+    << " threads=" << plan_threads(probe) << " isa=" << isa_name(isa);
   return k.str();
 }
 
 }  // namespace
 
 std::string autotune_key(const PlanContext& ctx) {
-  return key_of(search_context(ctx));
+  return key_of(search_context(ctx), isa_for_plan());
 }
 
 template <typename T>
@@ -277,7 +278,7 @@ AlgoChoice choose_algo(const PlanContext& ctx, const AlgoSpace& space) {
     return {space.heuristic, false};
   }
   const PlanContext probe = search_context(ctx);
-  const std::string key = key_of(probe);
+  const std::string key = key_of(probe, space.isa);
   Algo cached;
   if (auto text = core::autotune_lookup(key)) {
     if (*text == kDisturbedSearch) return {space.heuristic, false};

@@ -56,7 +56,7 @@ template <typename T>
 BackwardWeights<T> bind_backward_weights(const PlanSpec& p, const T* w, const ParamOffsets& po,
                                          const BackwardDirBuffers<T>& db) {
   const int64_t H = p.H, P = p.P;
-  const bool pack = p.pack_weights();
+  const bool pack = p.packed_engine();
   const PackedType type = p.packed_type();
   T* wp = pack ? db.w_pack : nullptr;
   BackwardWeights<T> bw;
@@ -202,7 +202,8 @@ void backward_time_loop(const PlanSpec& p, const BackwardArgs& a, int64_t l, int
         if (p.proj) {
           // dr per token is kept for dW_hr; dh_full = dr W_hr goes to scratch.
           T* dr = db.dr + r0 * P;
-          proj_backward(ProjBackward<T>{.rows = bs,
+          proj_backward(p.kernels<T>(),
+                        ProjBackward<T>{.rows = bs,
                                         .P = P,
                                         .dh = dh,
                                         .dy = dy,
@@ -266,7 +267,7 @@ void backward_time_loop_team(const PlanSpec& p, const BackwardArgs& a, int64_t l
   const T* w = static_cast<const T*>(a.weights);
   const BackwardWeights<T> bw = bind_backward_weights(p, w, p.param(l, d), db);
   const PackedB w_hh{bw.hh.packed(), GH, P, 1, p.packed_type()};
-  const StepKernels<float>& kernels = step_kernels<float>();
+  const StepKernels<float>& kernels = p.kernels<float>();
   const OnnxCell<T> ox = onnx_cell_of(p, w, p.param(l, d), d);
   const bool lbr = p.cell == CellType::gru;  // team loops run no original GRU
   T* dh = db.dh_state;
@@ -387,7 +388,7 @@ void backward_finish(const PlanSpec& p, const BackwardArgs& a, int64_t l, int64_
   if (a.dh0) core::scatter_state(s, db.dh_state, static_cast<T*>(a.dh0) + sd * P, P);
   if (a.dc0) core::scatter_state(s, db.dc_state, static_cast<T*>(a.dc0) + sd * H, H);
 
-  T* scratch = p.pack_weights() ? gemm_scratch : nullptr;
+  T* scratch = p.packed_engine() ? gemm_scratch : nullptr;
   const PackedType type = p.packed_type();
   if (a.dweights) {
     T* dw = static_cast<T*>(a.dweights);
@@ -443,7 +444,7 @@ void run_backward(const PlanSpec& p, const BackwardArgs& a, void* workspace,
   const T* x0 = static_cast<const T*>(a.x);
   const int64_t* x0_rows = nullptr;
   if (!p.rows_in_place && a.dweights) {
-    if (p.pack_weights()) {
+    if (p.packed_engine()) {
       x0_rows = p.caller_rows.data();  // dW_ih's packer reads the caller's rows: no copy
     } else {
       gather_rows_parallel(p.shape(), s, x0, buf.x, p.I0);

@@ -98,164 +98,156 @@ void run_onnx_step(void (*fn)(const K&, const OnnxCell<T>&, Tile), const StepKer
 // ---- forward ----
 
 template <typename T>
-void rnn_forward(const RnnForward<T>& k) {
-  const StepKernels<T>& s = step_kernels<T>();
+void rnn_forward(const StepKernels<T>& s, const RnnForward<T>& k) {
   run_step(s.rnn_forward, s, k, k.rows, k.H, kCostRnn);
 }
 
 template <typename T>
-void lstm_forward(const LstmForward<T>& k) {
-  const StepKernels<T>& s = step_kernels<T>();
+void lstm_forward(const StepKernels<T>& s, const LstmForward<T>& k) {
   run_step(s.lstm_forward, s, k, k.rows, k.H, kCostLstm);
 }
 
 template <typename T>
-void proj_forward(const ProjForward<T>& k) {
-  const StepKernels<T>& s = step_kernels<T>();
+void proj_forward(const StepKernels<T>& s, const ProjForward<T>& k) {
   run_step(s.proj_forward, s, k, k.rows, k.P, kCostProj);
 }
 
 template <typename T>
-void gru_forward(const GruForward<T>& k) {
-  const StepKernels<T>& s = step_kernels<T>();
+void gru_forward(const StepKernels<T>& s, const GruForward<T>& k) {
   run_step(s.gru_forward, s, k, k.rows, k.H, kCostGru);
 }
 
 template <typename T>
-void gru_orig_gates_forward(const GruOrigGatesForward<T>& k) {
-  const StepKernels<T>& s = step_kernels<T>();
+void gru_orig_gates_forward(const StepKernels<T>& s, const GruOrigGatesForward<T>& k) {
   run_step(s.gru_orig_gates_forward, s, k, k.rows, k.H, kCostGruGates);
 }
 
 template <typename T>
-void gru_orig_forward(const GruOrigForward<T>& k) {
-  const StepKernels<T>& s = step_kernels<T>();
+void gru_orig_forward(const StepKernels<T>& s, const GruOrigForward<T>& k) {
   run_step(s.gru_orig_forward, s, k, k.rows, k.H, kCostGruN);
 }
 
 // ---- backward ----
 
 template <typename T>
-void rnn_backward(const RnnBackward<T>& k) {
-  const StepKernels<T>& s = step_kernels<T>();
+void rnn_backward(const StepKernels<T>& s, const RnnBackward<T>& k) {
   run_step(s.rnn_backward, s, k, k.rows, k.H, kCostRnnBackward);
 }
 
 template <typename T>
-void proj_backward(const ProjBackward<T>& k) {
-  const StepKernels<T>& s = step_kernels<T>();
+void proj_backward(const StepKernels<T>& s, const ProjBackward<T>& k) {
   run_step(s.proj_backward, s, k, k.rows, k.P, kCostProjBackward);
 }
 
 template <typename T>
-void lstm_backward(const LstmBackward<T>& k) {
-  const StepKernels<T>& s = step_kernels<T>();
+void lstm_backward(const StepKernels<T>& s, const LstmBackward<T>& k) {
   run_step(s.lstm_backward, s, k, k.rows, k.H, kCostLstmBackward);
 }
 
 template <typename T>
-void gru_backward(const GruBackward<T>& k) {
-  const StepKernels<T>& s = step_kernels<T>();
+void gru_backward(const StepKernels<T>& s, const GruBackward<T>& k) {
   run_step(s.gru_backward, s, k, k.rows, k.H, kCostGruBackward);
 }
 
 template <typename T>
-void gru_orig_backward_n(const GruOrigBackwardN<T>& k) {
-  const StepKernels<T>& s = step_kernels<T>();
+void gru_orig_backward_n(const StepKernels<T>& s, const GruOrigBackwardN<T>& k) {
   run_step(s.gru_orig_backward_n, s, k, k.rows, k.H, kCostGruBackwardN);
 }
 
 template <typename T>
-void gru_orig_backward_r(const GruOrigBackwardR<T>& k) {
-  const StepKernels<T>& s = step_kernels<T>();
+void gru_orig_backward_r(const StepKernels<T>& s, const GruOrigBackwardR<T>& k) {
   run_step(s.gru_orig_backward_r, s, k, k.rows, k.H, kCostGruBackwardR);
 }
 
 // ---- the generic kernels of ONNX's options ----
 
 template <typename T>
-void onnx_rnn_forward(const RnnForward<T>& k, const OnnxCell<T>& o) {
-  const StepKernels<T>& s = step_kernels<T>();
+void onnx_rnn_forward(const StepKernels<T>& s, const RnnForward<T>& k, const OnnxCell<T>& o) {
   run_onnx_step(s.onnx_rnn_forward, s, k, o, k.rows, k.H, kCostRnn);
 }
 
 template <typename T>
-void onnx_lstm_forward(const LstmForward<T>& k, const OnnxCell<T>& o) {
-  const StepKernels<T>& s = step_kernels<T>();
+void onnx_lstm_forward(const StepKernels<T>& s, const LstmForward<T>& k, const OnnxCell<T>& o) {
   run_onnx_step(s.onnx_lstm_forward, s, k, o, k.rows, k.H, kCostLstm);
 }
 
 template <typename T>
-void onnx_gru_forward(const GruForward<T>& k, const OnnxCell<T>& o) {
-  const StepKernels<T>& s = step_kernels<T>();
+void onnx_gru_forward(const StepKernels<T>& s, const GruForward<T>& k, const OnnxCell<T>& o) {
   run_onnx_step(s.onnx_gru_forward, s, k, o, k.rows, k.H, kCostGru);
 }
 
 template <typename T>
-void onnx_gru_orig_gates_forward(const GruOrigGatesForward<T>& k, const OnnxCell<T>& o) {
-  const StepKernels<T>& s = step_kernels<T>();
+void onnx_gru_orig_gates_forward(const StepKernels<T>& s, const GruOrigGatesForward<T>& k,
+                                 const OnnxCell<T>& o) {
   run_onnx_step(s.onnx_gru_orig_gates_forward, s, k, o, k.rows, k.H, kCostGruGates);
 }
 
 template <typename T>
-void onnx_gru_orig_forward(const GruOrigForward<T>& k, const OnnxCell<T>& o) {
-  const StepKernels<T>& s = step_kernels<T>();
+void onnx_gru_orig_forward(const StepKernels<T>& s, const GruOrigForward<T>& k,
+                           const OnnxCell<T>& o) {
   run_onnx_step(s.onnx_gru_orig_forward, s, k, o, k.rows, k.H, kCostGruN);
 }
 
 template <typename T>
-void onnx_rnn_backward(const RnnBackward<T>& k, const OnnxCell<T>& o) {
-  const StepKernels<T>& s = step_kernels<T>();
+void onnx_rnn_backward(const StepKernels<T>& s, const RnnBackward<T>& k, const OnnxCell<T>& o) {
   run_onnx_step(s.onnx_rnn_backward, s, k, o, k.rows, k.H, kCostRnnBackward);
 }
 
 template <typename T>
-void onnx_lstm_backward(const LstmBackward<T>& k, const OnnxCell<T>& o) {
-  const StepKernels<T>& s = step_kernels<T>();
+void onnx_lstm_backward(const StepKernels<T>& s, const LstmBackward<T>& k, const OnnxCell<T>& o) {
   run_onnx_step(s.onnx_lstm_backward, s, k, o, k.rows, k.H, kCostLstmBackward);
 }
 
 template <typename T>
-void onnx_gru_backward(const GruBackward<T>& k, const OnnxCell<T>& o) {
-  const StepKernels<T>& s = step_kernels<T>();
+void onnx_gru_backward(const StepKernels<T>& s, const GruBackward<T>& k, const OnnxCell<T>& o) {
   run_onnx_step(s.onnx_gru_backward, s, k, o, k.rows, k.H, kCostGruBackward);
 }
 
 template <typename T>
-void onnx_gru_orig_backward_n(const GruOrigBackwardN<T>& k, const OnnxCell<T>& o) {
-  const StepKernels<T>& s = step_kernels<T>();
+void onnx_gru_orig_backward_n(const StepKernels<T>& s, const GruOrigBackwardN<T>& k,
+                              const OnnxCell<T>& o) {
   run_onnx_step(s.onnx_gru_orig_backward_n, s, k, o, k.rows, k.H, kCostGruBackwardN);
 }
 
 template <typename T>
-void onnx_gru_orig_backward_r(const GruOrigBackwardR<T>& k, const OnnxCell<T>& o) {
-  const StepKernels<T>& s = step_kernels<T>();
+void onnx_gru_orig_backward_r(const StepKernels<T>& s, const GruOrigBackwardR<T>& k,
+                              const OnnxCell<T>& o) {
   run_onnx_step(s.onnx_gru_orig_backward_r, s, k, o, k.rows, k.H, kCostGruBackwardR);
 }
 
 #define RNNX_INSTANTIATE(T)                                                                        \
-  template void rnn_forward<T>(const RnnForward<T>&);                                              \
-  template void lstm_forward<T>(const LstmForward<T>&);                                            \
-  template void proj_forward<T>(const ProjForward<T>&);                                            \
-  template void gru_forward<T>(const GruForward<T>&);                                              \
-  template void gru_orig_gates_forward<T>(const GruOrigGatesForward<T>&);                          \
-  template void gru_orig_forward<T>(const GruOrigForward<T>&);                                     \
-  template void rnn_backward<T>(const RnnBackward<T>&);                                            \
-  template void proj_backward<T>(const ProjBackward<T>&);                                          \
-  template void lstm_backward<T>(const LstmBackward<T>&);                                          \
-  template void gru_backward<T>(const GruBackward<T>&);                                            \
-  template void gru_orig_backward_n<T>(const GruOrigBackwardN<T>&);                                \
-  template void gru_orig_backward_r<T>(const GruOrigBackwardR<T>&);                                \
-  template void onnx_rnn_forward<T>(const RnnForward<T>&, const OnnxCell<T>&);                     \
-  template void onnx_lstm_forward<T>(const LstmForward<T>&, const OnnxCell<T>&);                   \
-  template void onnx_gru_forward<T>(const GruForward<T>&, const OnnxCell<T>&);                     \
-  template void onnx_gru_orig_gates_forward<T>(const GruOrigGatesForward<T>&, const OnnxCell<T>&); \
-  template void onnx_gru_orig_forward<T>(const GruOrigForward<T>&, const OnnxCell<T>&);            \
-  template void onnx_rnn_backward<T>(const RnnBackward<T>&, const OnnxCell<T>&);                   \
-  template void onnx_lstm_backward<T>(const LstmBackward<T>&, const OnnxCell<T>&);                 \
-  template void onnx_gru_backward<T>(const GruBackward<T>&, const OnnxCell<T>&);                   \
-  template void onnx_gru_orig_backward_n<T>(const GruOrigBackwardN<T>&, const OnnxCell<T>&);       \
-  template void onnx_gru_orig_backward_r<T>(const GruOrigBackwardR<T>&, const OnnxCell<T>&);
+  template void rnn_forward<T>(const StepKernels<T>&, const RnnForward<T>&);                       \
+  template void lstm_forward<T>(const StepKernels<T>&, const LstmForward<T>&);                     \
+  template void proj_forward<T>(const StepKernels<T>&, const ProjForward<T>&);                     \
+  template void gru_forward<T>(const StepKernels<T>&, const GruForward<T>&);                       \
+  template void gru_orig_gates_forward<T>(const StepKernels<T>&, const GruOrigGatesForward<T>&);   \
+  template void gru_orig_forward<T>(const StepKernels<T>&, const GruOrigForward<T>&);              \
+  template void rnn_backward<T>(const StepKernels<T>&, const RnnBackward<T>&);                     \
+  template void proj_backward<T>(const StepKernels<T>&, const ProjBackward<T>&);                   \
+  template void lstm_backward<T>(const StepKernels<T>&, const LstmBackward<T>&);                   \
+  template void gru_backward<T>(const StepKernels<T>&, const GruBackward<T>&);                     \
+  template void gru_orig_backward_n<T>(const StepKernels<T>&, const GruOrigBackwardN<T>&);         \
+  template void gru_orig_backward_r<T>(const StepKernels<T>&, const GruOrigBackwardR<T>&);         \
+  template void onnx_rnn_forward<T>(const StepKernels<T>&, const RnnForward<T>&,                   \
+                                    const OnnxCell<T>&);                                           \
+  template void onnx_lstm_forward<T>(const StepKernels<T>&, const LstmForward<T>&,                 \
+                                     const OnnxCell<T>&);                                          \
+  template void onnx_gru_forward<T>(const StepKernels<T>&, const GruForward<T>&,                   \
+                                    const OnnxCell<T>&);                                           \
+  template void onnx_gru_orig_gates_forward<T>(const StepKernels<T>&,                              \
+                                               const GruOrigGatesForward<T>&, const OnnxCell<T>&); \
+  template void onnx_gru_orig_forward<T>(const StepKernels<T>&, const GruOrigForward<T>&,          \
+                                         const OnnxCell<T>&);                                      \
+  template void onnx_rnn_backward<T>(const StepKernels<T>&, const RnnBackward<T>&,                 \
+                                     const OnnxCell<T>&);                                          \
+  template void onnx_lstm_backward<T>(const StepKernels<T>&, const LstmBackward<T>&,               \
+                                      const OnnxCell<T>&);                                         \
+  template void onnx_gru_backward<T>(const StepKernels<T>&, const GruBackward<T>&,                 \
+                                     const OnnxCell<T>&);                                          \
+  template void onnx_gru_orig_backward_n<T>(const StepKernels<T>&, const GruOrigBackwardN<T>&,     \
+                                            const OnnxCell<T>&);                                   \
+  template void onnx_gru_orig_backward_r<T>(const StepKernels<T>&, const GruOrigBackwardR<T>&,     \
+                                            const OnnxCell<T>&);
 RNNX_INSTANTIATE(float)
 RNNX_INSTANTIATE(double)
 #undef RNNX_INSTANTIATE

@@ -9,6 +9,12 @@
 
 namespace rnnx::cpu {
 
+// The per-ISA kernel table (kernel_dispatch.hpp). The threaded entry points below run the
+// kernel of the table they are given: a plan passes the one of its ISA level
+// (PlanSpec::kernels), fixed when it was built.
+template <typename T>
+struct StepKernels;
+
 // A Clip and the NaN policy in the working type.
 template <typename T>
 struct Clamp {
@@ -119,17 +125,17 @@ struct GruOrigForward {
 };
 
 template <typename T>
-void rnn_forward(const RnnForward<T>& k);
+void rnn_forward(const StepKernels<T>& s, const RnnForward<T>& k);
 template <typename T>
-void lstm_forward(const LstmForward<T>& k);
+void lstm_forward(const StepKernels<T>& s, const LstmForward<T>& k);
 template <typename T>
-void proj_forward(const ProjForward<T>& k);
+void proj_forward(const StepKernels<T>& s, const ProjForward<T>& k);
 template <typename T>
-void gru_forward(const GruForward<T>& k);
+void gru_forward(const StepKernels<T>& s, const GruForward<T>& k);
 template <typename T>
-void gru_orig_gates_forward(const GruOrigGatesForward<T>& k);
+void gru_orig_gates_forward(const StepKernels<T>& s, const GruOrigGatesForward<T>& k);
 template <typename T>
-void gru_orig_forward(const GruOrigForward<T>& k);
+void gru_orig_forward(const StepKernels<T>& s, const GruOrigForward<T>& k);
 
 // ---- backward ----
 // dh is the state gradient arriving from the step after; dy (optional, row stride ld_dy)
@@ -211,16 +217,16 @@ struct GruOrigBackwardR {
 };
 
 template <typename T>
-void rnn_backward(const RnnBackward<T>& k);
+void rnn_backward(const StepKernels<T>& s, const RnnBackward<T>& k);
 template <typename T>
-void proj_backward(const ProjBackward<T>& k);
+void proj_backward(const StepKernels<T>& s, const ProjBackward<T>& k);
 template <typename T>
-void lstm_backward(const LstmBackward<T>& k);
+void lstm_backward(const StepKernels<T>& s, const LstmBackward<T>& k);
 template <typename T>
-void gru_backward(const GruBackward<T>& k);
+void gru_backward(const StepKernels<T>& s, const GruBackward<T>& k);
 template <typename T>
-void gru_orig_backward_n(const GruOrigBackwardN<T>& k);
+void gru_orig_backward_n(const StepKernels<T>& s, const GruOrigBackwardN<T>& k);
 template <typename T>
-void gru_orig_backward_r(const GruOrigBackwardR<T>& k);
+void gru_orig_backward_r(const StepKernels<T>& s, const GruOrigBackwardR<T>& k);
 
 }  // namespace rnnx::cpu

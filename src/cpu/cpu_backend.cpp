@@ -22,7 +22,7 @@ class CpuBackend final : public BackendImpl {
   // GEMM engine and how the loops run (algo.hpp), the generic step kernels for ONNX's cell
   // options, and whether the search chose the algorithm.
   std::string name() const override {
-    return std::string("cpu:") + cpu_isa_used() + "/" +
+    return std::string("cpu:") + cpu::isa_name(problem_.isa) + "/" +
            cpu::algo_name(choice_.algo, sizeof(T) == sizeof(float)) +
            (problem_.onnx_cell ? "/onnx-cell" : "") + (choice_.searched ? "/tuned" : "");
   }
@@ -39,14 +39,16 @@ class CpuBackend final : public BackendImpl {
 
  private:
   CpuBackend(const PlanContext& ctx, const cpu::AlgoSpace& space)
-      : BackendImpl(ctx), choice_(cpu::choose_algo<T>(ctx, space)), problem_(ctx, choice_.algo) {
+      : BackendImpl(ctx),
+        choice_(cpu::choose_algo<T>(ctx, space)),
+        problem_(ctx, choice_.algo, space.isa) {
     sizes_ = cpu::lay_out_buffers<T>(problem_);
     // The sizes are the largest any candidate needs, so that they depend on the problem
     // only, never on what the search measured (a framework may size buffers from another
     // plan of the same problem, and results must be reproducible).
     for (const cpu::Algo& a : space.candidates) {
       if (a == choice_.algo) continue;
-      cpu::PlanSpec other(ctx, a);
+      cpu::PlanSpec other(ctx, a, space.isa);
       sizes_.widen(cpu::lay_out_buffers<T>(other));
     }
   }

@@ -65,7 +65,7 @@ template <typename T>
 ForwardWeights<T> bind_forward_weights(const PlanSpec& p, const T* w, const ParamOffsets& po,
                                        int64_t I, const ForwardDirBuffers<T>& db) {
   const int64_t H = p.H, P = p.P;
-  const bool pack = p.pack_weights();
+  const bool pack = p.packed_engine();
   const PackedType type = p.packed_type();
   T* wp = pack ? db.w_pack : nullptr;
   ForwardWeights<T> fw;
@@ -129,7 +129,7 @@ void bulk_input_projection(const PlanSpec& p, const ForwardArgs& a, int64_t l, i
   const int64_t I = p.input_width(l), r0 = g.split_row;
   const T* w = static_cast<const T*>(a.weights);
   gemm_all_tokens<T>(Op::N, Op::T, p.N - r0, p.GH, I, X.at(r0), I, w + p.param(l, d).w_ih, I, false,
-                     g.at(r0), g.ld, p.pack_weights() ? scratch : nullptr, p.packed_type(),
+                     g.at(r0), g.ld, p.packed_engine() ? scratch : nullptr, p.packed_type(),
                      X.map_at(r0));
 }
 
@@ -240,7 +240,8 @@ void forward_time_loop(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64
         step(p, lstm_forward<T>, onnx_lstm_forward<T>, ox, kl);
         if (p.proj) {
           fw.hr.run(bs, h_full, H, false, y, DP, ap);
-          proj_forward(ProjForward<T>{.rows = bs,
+          proj_forward(p.kernels<T>(),
+                       ProjForward<T>{.rows = bs,
                                       .P = P,
                                       .y = y,
                                       .ld_y = DP,
@@ -318,7 +319,7 @@ void forward_time_loop_team(const PlanSpec& p, const ForwardArgs& a, int64_t l, 
   }
   T* hs = db.h_state;
   const Clamp<T> cell_clip(p.config().cell_clip, p.config().clip_nan);
-  const StepKernels<float>& kernels = step_kernels<float>();
+  const StepKernels<float>& kernels = p.kernels<float>();
   const OnnxCell<T> ox = onnx_cell_of(p, w, po, d);
   const int64_t cell_panels = w_hh.panels_per_block();
   const int64_t x_units = (I + 15) / 16;  // the input's columns, packed 16 at a time
@@ -395,7 +396,7 @@ void run_forward(const PlanSpec& p, const ForwardArgs& a, void* workspace) {
 
   InputRows<T> X{static_cast<const T*>(a.x), p.I0};
   if (!p.rows_in_place) {
-    if (p.pack_weights()) {
+    if (p.packed_engine()) {
       X.map = p.caller_rows.data();  // the packers read the caller's rows: no copy
     } else {
       gather_rows_parallel(p.shape(), s, X.x, buf.x, p.I0);

@@ -14,8 +14,8 @@
 #include <type_traits>
 
 #include "cpu/packed_gemm.hpp"
+#include "rnnx/cpu.hpp"
 #include "rnnx/error.hpp"
-#include "rnnx/version.hpp"
 
 namespace rnnx::cpu {
 namespace {
@@ -80,23 +80,24 @@ std::string bf16_kernel_env() {
   return v;
 }
 
-// The bf16 engine a converting plan gets now, or sgemm for none.
-GemmEngine bf16_engine() {
-  if (!packed_gemm_available(PackedType::bf16)) return GemmEngine::sgemm;
-  const bool amx = bf16_kernel_env() != "avx512" && packed_gemm_available(PackedType::bf16_amx);
+// The bf16 engine a converting plan of ISA level `isa` gets, or sgemm for none.
+GemmEngine bf16_engine(Isa isa) {
+  if (!packed_gemm_available(PackedType::bf16, isa)) return GemmEngine::sgemm;
+  const bool amx =
+      bf16_kernel_env() != "avx512" && packed_gemm_available(PackedType::bf16_amx, isa);
   return amx ? GemmEngine::packed_amx : GemmEngine::packed_bf16;
 }
 
 }  // namespace
 
-GemmEngine gemm_engine_for(bool float32, bool allow_conversion, bool sgemm_forced) {
+GemmEngine gemm_engine_for(bool float32, bool allow_conversion, bool sgemm_forced, Isa isa) {
   if (!float32 || sgemm_forced) return GemmEngine::sgemm;
   bf16_kernel_env();  // refused even when unused, like RNNX_CPU_GEMM
   if (allow_conversion) {
-    const GemmEngine bf16 = bf16_engine();
+    const GemmEngine bf16 = bf16_engine(isa);
     if (bf16 != GemmEngine::sgemm) return bf16;
   }
-  return packed_gemm_available() ? GemmEngine::packed : GemmEngine::sgemm;
+  return packed_gemm_available(PackedType::f32, isa) ? GemmEngine::packed : GemmEngine::sgemm;
 }
 
 const char* gemm_engine_name(GemmEngine engine) {
@@ -173,8 +174,7 @@ template class WeightGemm<double>;
 namespace rnnx {
 
 const char* cpu_bf16_gemm() {
-  cpu_isa_used();  // refuses a bad RNNX_CPU_ISA
-  switch (cpu::bf16_engine()) {
+  switch (cpu::bf16_engine(cpu::isa_for_plan())) {  // refuses a bad RNNX_CPU_ISA
     case cpu::GemmEngine::packed_amx:
       return "amx-bf16";
     case cpu::GemmEngine::packed_bf16:

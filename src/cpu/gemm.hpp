@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "cpu/isa.hpp"
+
 namespace rnnx::cpu {
 
 enum class Op : char { N = 'N', T = 'T' };
@@ -40,9 +42,10 @@ void gemm<double>(Op, Op, int64_t, int64_t, int64_t, double, const double*, int6
 // packed engines where available unless `sgemm_forced` (RNNX_CPU_GEMM=sgemm, read by
 // algo_space, which also turns conversion off), the bf16 one after RNNX_CPU_BF16_KERNEL
 // ("amx", "avx512", or unset/"auto" = amx where the machine and OS allow it; throws
-// Error(invalid_argument) for other values); float64 always runs cblas_dgemm.
+// Error(invalid_argument) for other values); float64 always runs cblas_dgemm. `isa` is the
+// plan's ISA level (fixed when it is built).
 enum class GemmEngine { sgemm, packed, packed_bf16, packed_amx };
-GemmEngine gemm_engine_for(bool float32, bool allow_conversion, bool sgemm_forced);
+GemmEngine gemm_engine_for(bool float32, bool allow_conversion, bool sgemm_forced, Isa isa);
 const char* gemm_engine_name(GemmEngine engine);
 
 // C = op(A) op(B) (accumulate: C +=) for a product over all real tokens (input

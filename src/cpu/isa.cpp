@@ -1,6 +1,6 @@
 // CPU instruction-set detection and the cap on what the cpu backend's kernels use: the
 // environment variable RNNX_CPU_ISA (read once) and set_cpu_isa_limit() (which overrides
-// it). The step kernels pick their build from isa_used() at every call.
+// it). A plan reads the level once, when it is built (isa_for_plan), and keeps it.
 #include "cpu/isa.hpp"
 
 #include <strings.h>
@@ -10,8 +10,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "rnnx/cpu.hpp"
 #include "rnnx/error.hpp"
-#include "rnnx/version.hpp"
 
 namespace rnnx::cpu {
 namespace {
@@ -84,9 +84,13 @@ Isa isa_detected() {
   return detected;
 }
 
-Isa isa_used() {
+Isa isa_for_plan() {
   const int detected = static_cast<int>(isa_detected());
   const int cap = cap_level();
+  if (cap == kUnknownName) {
+    throw Error(Status::invalid_argument, "RNNX_CPU_ISA (= \"" + env_cap().value +
+                                              "\") must be one of " + kNameList + ", or unset");
+  }
   return static_cast<Isa>(cap < 0 ? detected : std::min(detected, cap));
 }
 
@@ -99,12 +103,7 @@ const char* cpu_isa_detected() {
 }
 
 const char* cpu_isa_used() {
-  if (cpu::cap_level() == cpu::kUnknownName) {
-    throw Error(Status::invalid_argument, "RNNX_CPU_ISA (= \"" + cpu::env_cap().value +
-                                              "\") must be one of " + cpu::kNameList +
-                                              ", or unset");
-  }
-  return cpu::isa_name(cpu::isa_used());
+  return cpu::isa_name(cpu::isa_for_plan());
 }
 
 void set_cpu_isa_limit(const char* isa) {

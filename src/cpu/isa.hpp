@@ -19,9 +19,9 @@ bool isa_from_name(const char* name, Isa* out);
 
 // The best level the machine (CPU and OS) supports.
 Isa isa_detected();
-// min(detected, cap). Never throws: an unknown RNNX_CPU_ISA counts as no cap here (the
-// public cpu_isa_used(), and so every cpu plan, refuses it instead). Thread-safe; cheap
-// enough to call once per kernel call.
-Isa isa_used();
+// min(detected, cap), refusing an unknown RNNX_CPU_ISA (Error(invalid_argument) naming
+// it): what a cpu plan reads once, when it is built, and keeps (its impl_name() shows it).
+// Thread-safe.
+Isa isa_for_plan();
 
 }  // namespace rnnx::cpu

@@ -66,14 +66,9 @@ struct StepKernels {
   void (*activation_grad)(const Activation& a, const T* x, T* y, int64_t n);
 };
 
-// The kernels of min(isa, isa_detected()); avx512-bf16 runs the avx512 kernels.
+// The kernels of min(isa, isa_detected()); avx512-bf16 runs the avx512 kernels. A plan
+// asks for those of its own level (PlanSpec::kernels).
 template <typename T>
 const StepKernels<T>& step_kernels(Isa isa);
-
-// The kernels of isa_used().
-template <typename T>
-const StepKernels<T>& step_kernels() {
-  return step_kernels<T>(isa_used());
-}
 
 }  // namespace rnnx::cpu

@@ -33,27 +33,31 @@ struct OnnxCell {
 
 // Forward: as the fast kernels, but `gates` (RNN: OnnxCell::pre) returns pre-activations.
 template <typename T>
-void onnx_rnn_forward(const RnnForward<T>& k, const OnnxCell<T>& o);
+void onnx_rnn_forward(const StepKernels<T>& s, const RnnForward<T>& k, const OnnxCell<T>& o);
 template <typename T>
-void onnx_lstm_forward(const LstmForward<T>& k, const OnnxCell<T>& o);
+void onnx_lstm_forward(const StepKernels<T>& s, const LstmForward<T>& k, const OnnxCell<T>& o);
 template <typename T>
-void onnx_gru_forward(const GruForward<T>& k, const OnnxCell<T>& o);
+void onnx_gru_forward(const StepKernels<T>& s, const GruForward<T>& k, const OnnxCell<T>& o);
 template <typename T>
-void onnx_gru_orig_gates_forward(const GruOrigGatesForward<T>& k, const OnnxCell<T>& o);
+void onnx_gru_orig_gates_forward(const StepKernels<T>& s, const GruOrigGatesForward<T>& k,
+                                 const OnnxCell<T>& o);
 template <typename T>
-void onnx_gru_orig_forward(const GruOrigForward<T>& k, const OnnxCell<T>& o);
+void onnx_gru_orig_forward(const StepKernels<T>& s, const GruOrigForward<T>& k,
+                           const OnnxCell<T>& o);
 
 // Backward: as the fast kernels, reading pre-activations where they read activated gates
 // (RNN: OnnxCell::pre instead of h).
 template <typename T>
-void onnx_rnn_backward(const RnnBackward<T>& k, const OnnxCell<T>& o);
+void onnx_rnn_backward(const StepKernels<T>& s, const RnnBackward<T>& k, const OnnxCell<T>& o);
 template <typename T>
-void onnx_lstm_backward(const LstmBackward<T>& k, const OnnxCell<T>& o);
+void onnx_lstm_backward(const StepKernels<T>& s, const LstmBackward<T>& k, const OnnxCell<T>& o);
 template <typename T>
-void onnx_gru_backward(const GruBackward<T>& k, const OnnxCell<T>& o);
+void onnx_gru_backward(const StepKernels<T>& s, const GruBackward<T>& k, const OnnxCell<T>& o);
 template <typename T>
-void onnx_gru_orig_backward_n(const GruOrigBackwardN<T>& k, const OnnxCell<T>& o);
+void onnx_gru_orig_backward_n(const StepKernels<T>& s, const GruOrigBackwardN<T>& k,
+                              const OnnxCell<T>& o);
 template <typename T>
-void onnx_gru_orig_backward_r(const GruOrigBackwardR<T>& k, const OnnxCell<T>& o);
+void onnx_gru_orig_backward_r(const StepKernels<T>& s, const GruOrigBackwardR<T>& k,
+                              const OnnxCell<T>& o);
 
 }  // namespace rnnx::cpu

@@ -6,11 +6,11 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cstring>
+#include <stdexcept>
 
+#include "cpu/isa.hpp"
 #include "cpu/packed_gemm_kernels.hpp"
 #include "cpu/team_barrier.hpp"
-#include "rnnx/version.hpp"
 
 namespace rnnx::cpu {
 namespace {
@@ -51,32 +51,36 @@ int64_t full_depth(PackedType type) {
   return type != PackedType::f32 ? 2 * kPackedFullDepth : kPackedFullDepth;
 }
 
-// The kernels of one type (packed_gemm_kernels.hpp).
-struct Kernels {
-  void (*pack_b_panels)(bool, int64_t, int64_t, const float*, int64_t, int64_t, int64_t, float*,
-                        const int64_t*);
-  void (*pack_a_blocks)(bool, int64_t, int64_t, int64_t, int64_t, const float*, int64_t, int64_t,
-                        int64_t, float*, const int64_t*);
-  void (*multiply_panels)(int64_t, int64_t, const float*, const float*, int64_t, int64_t, int64_t,
-                          bool, float*, int64_t);
-};
-constexpr Kernels kF32{&packed_avx512::pack_b_panels, &packed_avx512::pack_a_blocks,
-                       &packed_avx512::multiply_panels};
-constexpr Kernels kBf16{&packed_avx512_bf16::pack_b_panels, &packed_avx512_bf16::pack_a_blocks,
-                        &packed_avx512_bf16::multiply_panels};
-constexpr Kernels kAmx{&packed_avx512_bf16::pack_b_panels, &packed_avx512_bf16::pack_a_blocks,
-                       &packed_amx::multiply_panels};
-const Kernels& kernels(PackedType type) {
+// The kernels of one type (packed_gemm_kernels.hpp); callers have checked
+// packed_gemm_available(), so on other machines these tables are never reached.
+#if RNNX_CPU_X86_KERNELS
+const PackedKernels& kernels(PackedType type) {
+#if RNNX_CPU_AMX_KERNELS
+  // AMX multiplies the bf16 layouts; the bf16 table packs them.
+  static const PackedKernels amx{packed_avx512_bf16::kPackedKernels.pack_b_panels,
+                                 packed_avx512_bf16::kPackedKernels.pack_a_blocks,
+                                 packed_amx::kPackedKernels.multiply_panels,
+                                 packed_amx::kPackedKernels.usable};
+#endif
   switch (type) {
     case PackedType::bf16:
-      return kBf16;
+      return packed_avx512_bf16::kPackedKernels;
     case PackedType::bf16_amx:
-      return kAmx;
+#if RNNX_CPU_AMX_KERNELS
+      return amx;
+#else
+      break;
+#endif
     case PackedType::f32:
       break;
   }
-  return kF32;
+  return packed_avx512::kPackedKernels;
 }
+#else
+const PackedKernels& kernels(PackedType) {
+  throw std::logic_error("packed GEMM kernels called on a machine without them");
+}
+#endif
 
 // Piece t of n of [0, count).
 int64_t split(int64_t count, int t, int n) {
@@ -92,7 +96,7 @@ void multiply_global(int64_t M, const float* a_packed, const PackedB& B, int64_t
                      bool accumulate, float* C, int64_t ldc) {
   const int64_t q_per = B.panels_per_block(), nb = B.block_cols();
   const int64_t block_floats = packed_b_floats(B.K, nb, 1, B.type);
-  const Kernels& kern = kernels(B.type);
+  const PackedKernels& kern = kernels(B.type);
   for (int64_t g = g0; g < g1;) {
     const int64_t b = g / q_per, q0 = g % q_per, q1 = std::min(q_per, q0 + (g1 - g));
     kern.multiply_panels(M, B.K, a_packed, B.data + b * block_floats, nb, q0, q1, accumulate,
@@ -103,16 +107,26 @@ void multiply_global(int64_t M, const float* a_packed, const PackedB& B, int64_t
 
 }  // namespace
 
-bool packed_gemm_available(PackedType type) {
-#if defined(__x86_64__) && defined(__GNUC__)
-  if (type != PackedType::f32) {
-    const bool bf16 = std::strcmp(cpu_isa_used(), "avx512-bf16") == 0;
-    return bf16 && (type == PackedType::bf16 || packed_amx::usable());
-  }
-  return std::strncmp(cpu_isa_used(), "avx512", 6) == 0;
+bool packed_gemm_available(PackedType type, Isa isa) {
+#if RNNX_CPU_X86_KERNELS
+  isa = std::min(isa, isa_detected());
+  switch (type) {
+    case PackedType::f32:
+      return isa >= Isa::avx512;
+    case PackedType::bf16:
+      return isa >= Isa::avx512_bf16;
+    case PackedType::bf16_amx:
+#if RNNX_CPU_AMX_KERNELS
+      return isa >= Isa::avx512_bf16 && packed_amx::kPackedKernels.usable();
 #else
-  return false;
+      break;
 #endif
+  }
+#else
+  (void)type;
+  (void)isa;
+#endif
+  return false;
 }
 
 int64_t packed_b_floats(int64_t K, int64_t N, int64_t blocks, PackedType type) {
@@ -128,7 +142,7 @@ PackedB pack_b(Op op_w, int64_t K, int64_t N, const float* W, int64_t ldw, float
   const PackedB B{out, K, N, blocks, type};
   const int64_t q_per = B.panels_per_block(), nb = B.block_cols();
   const int64_t block_floats = packed_b_floats(K, nb, 1, type);
-  const Kernels& kern = kernels(type);
+  const PackedKernels& kern = kernels(type);
   const bool trans = op_w == Op::T;
   // Panels [g0, g1), numbered block by block; block b is W's rows (trans) or columns b * nb...
   auto pack = [&](int64_t g0, int64_t g1) {
@@ -177,7 +191,7 @@ void packed_gemm(int64_t M, const float* A, int64_t lda, const PackedB& B, bool 
     return;
   }
   const int64_t panels = B.blocks * B.panels_per_block();
-  const Kernels& kern = kernels(B.type);
+  const PackedKernels& kern = kernels(B.type);
   // Per chunk of rows: pack A (threads split its row blocks), then each thread its panels.
   TeamBarrier barrier;
   auto body = [&](int t, int n) {
@@ -221,7 +235,7 @@ void packed_gemm_full(Op op_a, Op op_b, int64_t M, int64_t N, int64_t K, const f
   const int64_t kc_max = std::min(K, depth);
   float* b_block = scratch;
   float* a_block = scratch + slots_of(kc_max, type) * panels * kPackedPanel;
-  const Kernels& kern = kernels(type);
+  const PackedKernels& kern = kernels(type);
   const bool trans_a = op_a == Op::T, trans_b = op_b == Op::T;
   // Per block of K: each thread packs its own panels of B's block, then per chunk of rows
   // A's block is packed by all threads and each multiplies its panels.

@@ -1,7 +1,7 @@
 // The packed-weights float32 GEMM of the cpu backend: C[M, N] (= or +=) A[M, K] * B with B a
 // weight matrix packed once per call into column panels and then reused for every time step
-// (dnnl_sgemm repacks B on every call). AVX-512 kernels (packed_gemm_avx512.cpp); the caller
-// checks packed_gemm_available() and uses gemm<float> otherwise. PackedType::bf16 (math mode
+// (dnnl_sgemm repacks B on every call). AVX-512 kernels (kernels/packed_gemm_avx512.cpp); the
+// caller checks packed_gemm_available() and uses gemm<float> otherwise. PackedType::bf16 (math mode
 // allow_conversion, AVX512-BF16 kernels in packed_gemm_avx512_bf16.cpp) rounds both operands
 // to bf16 as they are packed and accumulates in float32; its packs hold pairs of bf16 (two
 // consecutive k) in 32-bit slots, so they take half the floats (K rounded up to even).
@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "cpu/gemm.hpp"
+#include "cpu/isa.hpp"
 
 namespace rnnx::cpu {
 
@@ -26,10 +27,10 @@ constexpr int64_t kPackedChunkRows = 16 * kPackedTileRows;
 constexpr int64_t kPackedFullDepth = 512;
 constexpr int64_t kPackedFullRows = 8 * kPackedTileRows;
 
-// Whether the kernels can run: the machine has AVX-512 (F, BW, VL, DQ; for bf16 also
-// AVX512-BF16) and the cpu backend's ISA cap (RNNX_CPU_ISA, set_cpu_isa_limit) allows it
-// (avx512, for bf16 avx512-bf16).
-bool packed_gemm_available(PackedType type = PackedType::f32);
+// Whether the kernels of `type` can run at ISA level `isa` (a plan's, fixed when it is
+// built) on this machine: avx512 for f32, avx512-bf16 for bf16, and for bf16_amx also AMX
+// that the OS grants.
+bool packed_gemm_available(PackedType type, Isa isa);
 
 // B = op(W) [K, N] packed as `blocks` blocks of N / blocks columns (the gates of a cell: a
 // thread can then own the same cells of every gate), each block ceil(N / blocks /

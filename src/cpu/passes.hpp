@@ -53,14 +53,16 @@ OnnxCell<T> onnx_cell_of(const PlanSpec& p, const T* weights, const ParamOffsets
   return o;
 }
 
-// One step kernel: the fast one, or the generic one when the plan has ONNX cell options.
+// One step kernel of the plan's ISA level: the fast one, or the generic one when the plan
+// has ONNX cell options.
 template <typename K, typename T>
-void step(const PlanSpec& p, void (*fast)(const K&), void (*generic)(const K&, const OnnxCell<T>&),
+void step(const PlanSpec& p, void (*fast)(const StepKernels<T>&, const K&),
+          void (*generic)(const StepKernels<T>&, const K&, const OnnxCell<T>&),
           const OnnxCell<T>& o, const K& k) {
   if (p.onnx_cell) {
-    generic(k, o);
+    generic(p.kernels<T>(), k, o);
   } else {
-    fast(k);
+    fast(p.kernels<T>(), k);
   }
 }
 
@@ -128,7 +130,7 @@ void for_each_direction(const PlanSpec& p, const Before& before, const Loop& loo
 template <typename T, typename Team, typename PerStep>
 void run_time_loop(const PlanSpec& p, const Team& team, const PerStep& per_step) {
   if constexpr (std::is_same_v<T, float>) {
-    if (p.team_loops && p.pack_weights()) {
+    if (p.team_loops) {  // which only the packed engine gets (algo_space)
       team(omp_in_parallel() ? 1 : omp_get_max_threads());
       return;
     }

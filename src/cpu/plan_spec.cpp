@@ -7,7 +7,7 @@
 
 namespace rnnx::cpu {
 
-PlanSpec::PlanSpec(const PlanContext& c, const Algo& a) : ctx(&c), algo(a) {
+PlanSpec::PlanSpec(const PlanContext& c, const Algo& a, Isa i) : ctx(&c), algo(a), isa(i) {
   const Config& cfg = c.config;
   cell = cfg.cell;
   gru_lbr = cfg.gru_linear_before_reset;
@@ -63,12 +63,6 @@ PlanSpec::PlanSpec(const PlanContext& c, const Algo& a) : ctx(&c), algo(a) {
                            off(WeightKind::w_hr), off(WeightKind::w_peephole)};
     }
   }
-}
-
-bool PlanSpec::pack_weights() const {
-  // A cap lowered since the plan was built sends the products to dnnl_sgemm (the workspace
-  // holds packs of the plan's type only).
-  return packed_engine() && packed_gemm_available(packed_type());
 }
 
 }  // namespace rnnx::cpu

@@ -11,6 +11,8 @@
 #include "core/direction.hpp"
 #include "cpu/algo.hpp"
 #include "cpu/gemm.hpp"
+#include "cpu/isa.hpp"
+#include "cpu/kernel_dispatch.hpp"
 
 namespace rnnx::cpu {
 
@@ -21,10 +23,13 @@ struct ParamOffsets {
 };
 
 struct PlanSpec {
-  PlanSpec(const PlanContext& ctx, const Algo& algo);
+  PlanSpec(const PlanContext& ctx, const Algo& algo, Isa isa);
 
   const PlanContext* ctx;
   Algo algo;  // how this plan runs (algo.hpp); the fields below spell it out
+  // The ISA level of its step kernels and packed GEMMs (AlgoSpace::isa), fixed when the
+  // plan is built: a cap set later (RNNX_CPU_ISA, set_cpu_isa_limit) changes new plans only.
+  Isa isa;
   CellType cell;
   bool gru_lbr;  // GRU linear before reset
   bool proj;     // LSTM projection
@@ -73,9 +78,11 @@ struct PlanSpec {
   bool reversed(int64_t d) const { return core::direction_reversed(config(), d); }
   bool is_rnn() const { return cell == CellType::rnn_tanh || cell == CellType::rnn_relu; }
   bool gru_orig() const { return cell == CellType::gru && !gru_lbr; }
-  // Whether this call packs the weights: the plan chose the packed engine and the ISA cap
-  // (which may change between calls) still allows it.
-  bool pack_weights() const;
+  // The step kernels of the plan's ISA level.
+  template <typename T>
+  const StepKernels<T>& kernels() const {
+    return step_kernels<T>(isa);
+  }
   // What the packed engine multiplies in: bf16 for GemmEngine::packed_bf16 and packed_amx
   // (math mode allow_conversion on AVX512-BF16), else float32.
   PackedType packed_type() const {

@@ -7,27 +7,16 @@
 // the float32 layouts of packed_gemm_avx512.cpp with K halved and every element a pair.
 // The micro-kernel is the same 14 x 32 tile (28 zmm accumulators), one vdpbf16ps doing two
 // k per column.
-// Built for AVX512-BF16 by the target pragma below, after every header (as in
-// packed_gemm_avx512.cpp); runs only when packed_gemm_available(PackedType::bf16).
+// Built with the avx512-bf16 level's flags (as packed_gemm_avx512.cpp); runs only when
+// packed_gemm_available(PackedType::bf16) says so.
 #include "cpu/packed_gemm.hpp"
 #include "cpu/packed_gemm_kernels.hpp"
-
-#if defined(__x86_64__) && defined(__GNUC__)
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #pragma GCC diagnostic pop
-
-#if defined(__clang__)
-#pragma clang attribute push(                                                                 \
-    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma,prfchw"))), \
-    apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma,prfchw")
-#endif
 
 namespace rnnx::cpu::packed_avx512_bf16 {
 namespace {
@@ -185,8 +174,6 @@ constexpr TileFn kTiles[kRows] = {&tile<1>,  &tile<2>,  &tile<3>,  &tile<4>, &ti
                                   &tile<11>, &tile<12>, &tile<13>, &tile<14>};
 static_assert(kRows == 14, "kTiles lists one tile per height");
 
-}  // namespace
-
 void pack_b_panels(bool trans, int64_t K, int64_t N, const float* W, int64_t ldw, int64_t p0,
                    int64_t p1, float* out, const int64_t* row_map) {
   const int64_t KP = packed_depth(K);
@@ -316,23 +303,9 @@ void multiply_panels(int64_t M, int64_t K, const float* a_packed, const float* b
   }
 }
 
+}  // namespace
+
+extern constinit const PackedKernels kPackedKernels{&pack_b_panels, &pack_a_blocks,
+                                                    &multiply_panels, nullptr};
+
 }  // namespace rnnx::cpu::packed_avx512_bf16
-
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
-
-#else  // not x86-64 GCC/Clang: never called (packed_gemm_available() is false)
-
-namespace rnnx::cpu::packed_avx512_bf16 {
-void pack_b_panels(bool, int64_t, int64_t, const float*, int64_t, int64_t, int64_t, float*,
-                   const int64_t*) {}
-void pack_a_blocks(bool, int64_t, int64_t, int64_t, int64_t, const float*, int64_t, int64_t,
-                   int64_t, float*, const int64_t*) {}
-void multiply_panels(int64_t, int64_t, const float*, const float*, int64_t, int64_t, int64_t, bool,
-                     float*, int64_t) {}
-}  // namespace rnnx::cpu::packed_avx512_bf16
-
-#endif

@@ -1,29 +1,17 @@
 // The packed GEMM's AVX-512 kernels (float32): packing of B into column panels and of A
 // into row blocks (16 x 16 transposes), and the micro-kernel, a tile of up to 14 rows x 32
 // columns (28 zmm accumulators) over the whole K with A broadcast from its packed block.
-// Only this file is built for AVX-512, by the target pragma below, which comes after every
-// header so that no inline function of a header is compiled for AVX-512 here; everything
-// after it has internal linkage except the entry points of packed_gemm_kernels.hpp, which
-// run only when packed_gemm_available().
+// Built with the avx512 level's flags (CMakeLists.txt, rnnx_isa_sources) like every file of
+// src/cpu/kernels: everything here has internal linkage except the table
+// (packed_gemm_kernels.hpp), which runs only when packed_gemm_available() says so.
 #include "cpu/packed_gemm.hpp"
 #include "cpu/packed_gemm_kernels.hpp"
-
-#if defined(__x86_64__) && defined(__GNUC__)
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #pragma GCC diagnostic pop
-
-#if defined(__clang__)
-#pragma clang attribute push(                                                      \
-    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,prfchw"))), \
-    apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,prfchw")
-#endif
 
 namespace rnnx::cpu::packed_avx512 {
 namespace {
@@ -168,8 +156,6 @@ constexpr TileFn kTiles[kRows] = {&tile<1>,  &tile<2>,  &tile<3>,  &tile<4>, &ti
                                   &tile<11>, &tile<12>, &tile<13>, &tile<14>};
 static_assert(kRows == 14, "kTiles lists one tile per height");
 
-}  // namespace
-
 void pack_b_panels(bool trans, int64_t K, int64_t N, const float* W, int64_t ldw, int64_t p0,
                    int64_t p1, float* out, const int64_t* row_map) {
   for (int64_t p = p0; p < p1; ++p) {
@@ -273,23 +259,9 @@ void multiply_panels(int64_t M, int64_t K, const float* a_packed, const float* b
   }
 }
 
+}  // namespace
+
+extern constinit const PackedKernels kPackedKernels{&pack_b_panels, &pack_a_blocks,
+                                                    &multiply_panels, nullptr};
+
 }  // namespace rnnx::cpu::packed_avx512
-
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
-
-#else  // not x86-64 GCC/Clang: never called (packed_gemm_available() is false)
-
-namespace rnnx::cpu::packed_avx512 {
-void pack_b_panels(bool, int64_t, int64_t, const float*, int64_t, int64_t, int64_t, float*,
-                   const int64_t*) {}
-void pack_a_blocks(bool, int64_t, int64_t, int64_t, int64_t, const float*, int64_t, int64_t,
-                   int64_t, float*, const int64_t*) {}
-void multiply_panels(int64_t, int64_t, const float*, const float*, int64_t, int64_t, int64_t, bool,
-                     float*, int64_t) {}
-}  // namespace rnnx::cpu::packed_avx512
-
-#endif

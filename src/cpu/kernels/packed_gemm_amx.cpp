@@ -5,17 +5,19 @@
 // Per 14-row block and panel, two C tiles of 14 x 16 float32 accumulate over K with
 // tdpbf16ps and go to C through a buffer (masked columns, accumulate). Linux hands out
 // the AMX state only on request (arch_prctl ARCH_REQ_XCOMP_PERM), done once in usable().
-// Built for AMX by the target pragma below, after every header (as packed_gemm_avx512.cpp).
-#include "cpu/packed_gemm.hpp"
-#include "cpu/packed_gemm_kernels.hpp"
-
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
-
+// Built with the AMX flags (as packed_gemm_avx512.cpp; x86-64 Linux only).
 #include <cpuid.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cstring>
+#include "cpu/packed_gemm.hpp"
+#include "cpu/packed_gemm_kernels.hpp"
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
 
 namespace rnnx::cpu::packed_amx {
 namespace {
@@ -36,32 +38,10 @@ bool detect() {
   return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtileData) == 0;
 }
 
-}  // namespace
-
 bool usable() {
   static const bool ok = detect();
   return ok;
 }
-
-}  // namespace rnnx::cpu::packed_amx
-
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-
-#if defined(__clang__)
-#pragma clang attribute push(                                                                 \
-    __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))), \
-    apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")
-#endif
-
-namespace rnnx::cpu::packed_amx {
-namespace {
 
 constexpr int kPanel = static_cast<int>(kPackedPanel);
 constexpr int kRows = static_cast<int>(kPackedTileRows);
@@ -89,8 +69,6 @@ void configure(int rows) {
 inline __mmask16 lanes(int64_t n) {
   return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
 }
-
-}  // namespace
 
 void multiply_panels(int64_t M, int64_t K, const float* a_packed, const float* b_packed, int64_t N,
                      int64_t p0, int64_t p1, bool accumulate, float* C, int64_t ldc) {
@@ -140,22 +118,9 @@ void multiply_panels(int64_t M, int64_t K, const float* a_packed, const float* b
   _tile_release();
 }
 
+}  // namespace
+
+// Packing is the bf16 table's (same layouts).
+extern constinit const PackedKernels kPackedKernels{nullptr, nullptr, &multiply_panels, &usable};
+
 }  // namespace rnnx::cpu::packed_amx
-
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
-
-#else  // not x86-64 Linux GCC/Clang: AMX is never used
-
-namespace rnnx::cpu::packed_amx {
-bool usable() {
-  return false;
-}
-void multiply_panels(int64_t, int64_t, const float*, const float*, int64_t, int64_t, int64_t, bool,
-                     float*, int64_t) {}
-}  // namespace rnnx::cpu::packed_amx
-
-#endif
