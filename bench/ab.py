@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """A/B of two builds of rnnx on a case list, in one run: `rnnx bench` of build A and of build B
-alternate round by round (each round one process per build and length distribution), so that
-drift on a shared machine hits both alike. A row is one case, length distribution, mode and
+alternate case by case and round by round (one process per build, case and length
+distribution), so that drift on a shared machine hits both alike; each case runs by its flags,
+so build A may predate `rnnx bench --cases`. A row is one case, length distribution, mode and
 thread count: each build's median over the rounds of its per-round median time, and the median
 of the per-round ratios A / B (above 1: B is faster).
 
@@ -19,6 +20,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+
+import rnnx_cases
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -51,10 +54,10 @@ def case_lines(path, pattern):
     return keep
 
 
-def run(cmd, cases_file, lengths, args):
+def run(cmd, flags, lengths, args):
     out = subprocess.run(
-        [cmd, "bench", "--cases", cases_file, "--lengths", lengths, "--mode", args.modes,
-         "--threads", args.threads, "--repeat", str(args.repeat), "--json"],
+        [cmd, "bench"] + flags + ["--lengths", lengths, "--mode", args.modes, "--threads",
+                                  args.threads, "--repeat", str(args.repeat), "--json"],
         check=True, capture_output=True, text=True).stdout
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
@@ -69,22 +72,25 @@ def main():
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
         f.write("\n".join(lines) + "\n")
         cases_file = f.name
+    try:
+        # Build B says what the cases are; each runs by its flags, which older builds take too.
+        cases = rnnx_cases.describe(args.b, ["--cases", cases_file])
+    finally:
+        os.unlink(cases_file)
     times = {}  # key -> {"a": [ms per round], "b": [...]}
     raw = []
-    try:
-        for r in range(args.rounds):
-            for lengths in args.lengths.split(","):
-                # Alternate which build goes first, so neither always runs on a warmer machine.
-                order = [("a", args.a), ("b", args.b)] if r % 2 == 0 else [("b", args.b), ("a", args.a)]
+    for r in range(args.rounds):
+        for lengths in args.lengths.split(","):
+            # Alternate which build goes first, so neither always runs on a warmer machine.
+            order = [("a", args.a), ("b", args.b)] if r % 2 == 0 else [("b", args.b), ("a", args.a)]
+            for case in cases:
                 for side, cmd in order:
-                    for rec in run(cmd, cases_file, lengths, args):
+                    for rec in run(cmd, rnnx_cases.case_flags(case), lengths, args):
                         rec["build"] = side
                         rec["ab_round"] = r
                         raw.append(rec)
                         times.setdefault(key(rec), {"a": [], "b": []})[side].append(rec["ms_median"])
-            print(f"ab.py: round {r + 1} of {args.rounds} done", file=sys.stderr)
-    finally:
-        os.unlink(cases_file)
+        print(f"ab.py: round {r + 1} of {args.rounds} done", file=sys.stderr)
     if args.json:
         with open(args.json, "w") as f:
             for rec in raw:

@@ -32,6 +32,18 @@ int team_size(int64_t panels, double flops) {
   return static_cast<int>(std::min<int64_t>(n, panels));
 }
 
+// body(t, n) for t in [0, n): on the calling thread alone for nt == 1, else on a team of nt
+// OpenMP threads (n is the team's size, which the runtime may make smaller).
+template <typename Body>
+void run_on_team(int nt, const Body& body) {
+  if (nt == 1) {
+    body(0, 1);
+    return;
+  }
+#pragma omp parallel num_threads(nt)
+  body(omp_get_thread_num(), omp_get_num_threads());
+}
+
 // The k extent of the packed layouts in 32-bit slots: K, or for bf16 its pairs rounded
 // up to whole chunks (zero padding, so that AMX tiles need no partial chunk).
 int64_t slots_of(int64_t K, PackedType type) {
@@ -154,16 +166,8 @@ PackedB pack_b(Op op_w, int64_t K, int64_t N, const float* W, int64_t ldw, float
     }
   };
   const int64_t panels = blocks * q_per;
-  const int nt = team_size(panels, 1e30);
-  if (nt == 1) {
-    pack(0, panels);
-  } else {
-#pragma omp parallel num_threads(nt)
-    {
-      const int t = omp_get_thread_num(), n = omp_get_num_threads();
-      pack(split(panels, t, n), split(panels, t + 1, n));
-    }
-  }
+  run_on_team(team_size(panels, 1e30),
+              [&](int t, int n) { pack(split(panels, t, n), split(panels, t + 1, n)); });
   return B;
 }
 
@@ -206,13 +210,7 @@ void packed_gemm(int64_t M, const float* A, int64_t lda, const PackedB& B, bool 
       if (m0 + kPackedChunkRows < M) barrier.wait(n);
     }
   };
-  const int nt = team_size(panels, 2.0 * static_cast<double>(M) * N * K);
-  if (nt == 1) {
-    body(0, 1);
-  } else {
-#pragma omp parallel num_threads(nt)
-    body(omp_get_thread_num(), omp_get_num_threads());
-  }
+  run_on_team(team_size(panels, 2.0 * static_cast<double>(M) * N * K), body);
 }
 
 int64_t packed_gemm_full_floats(int64_t M, int64_t N, int64_t K, PackedType type) {
@@ -264,13 +262,7 @@ void packed_gemm_full(Op op_a, Op op_b, int64_t M, int64_t N, int64_t K, const f
       }
     }
   };
-  const int nt = team_size(panels, 2.0 * static_cast<double>(M) * N * K);
-  if (nt == 1) {
-    body(0, 1);
-  } else {
-#pragma omp parallel num_threads(nt)
-    body(omp_get_thread_num(), omp_get_num_threads());
-  }
+  run_on_team(team_size(panels, 2.0 * static_cast<double>(M) * N * K), body);
 }
 
 }  // namespace rnnx::cpu
