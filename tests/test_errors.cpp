@@ -8,6 +8,7 @@
 
 #include <functional>
 
+#include "core/backend_registry.hpp"
 #include "test_util.hpp"
 
 namespace rnnx_test {
@@ -241,7 +242,23 @@ INSTANTIATE_TEST_SUITE_P(Table, PlanErrors,
 TEST(Errors, BackendFromString) {
   EXPECT_EQ(backend_from_string("reference"), Backend::reference);
   EXPECT_EQ(backend_from_string("cpu"), Backend::cpu);
-  expect_error([] { backend_from_string("gpu"); }, Status::invalid_argument, {"'gpu'"});
+  EXPECT_EQ(backend_from_string("cuda"), Backend::cuda);
+  expect_error([] { backend_from_string("gpu"); }, Status::invalid_argument,
+               {"'gpu'", "reference, cpu, cuda"});
+}
+
+// A backend this build lacks (the registry, src/core/backend_registry.cpp) is refused as
+// unsupported, naming it and the backends the build has; a valid config and shape are
+// checked first, as for every backend.
+TEST(Errors, BackendNotInThisBuild) {
+  if (core::backend_built(Backend::cuda)) GTEST_SKIP() << "this build has the cuda backend";
+  Config c = make_config(CellType::gru, 4, 6, 1, false, DataType::f32);
+  const SequenceShape s = SequenceShape::padded(5, 3, {5, 2, 4});
+  expect_error([&] { Plan p(c, s, backend_options(Backend::cuda)); }, Status::unsupported,
+               {"backend (= cuda)", "not in this build", "reference, cpu"});
+  c.hidden_size = 0;
+  expect_error([&] { Plan p(c, s, backend_options(Backend::cuda)); }, Status::invalid_argument,
+               {"hidden_size"});
 }
 
 TEST(Errors, StatusNames) {
@@ -460,6 +477,21 @@ std::vector<ExecCase> exec_cases() {
          Bytes* r = e.foreign_reserve(oc, SequenceShape::padded(5, 3, {5, 2, 4}));
          a.reserve = r->data(), a.reserve_size = r->size;
        })},
+      // Host backends run on the calling thread: a stream is a mistake, refused by name.
+      {"forward_stream_on_host_backend",
+       lstm,
+       bad,
+       {"forward: stream (= 4096) is set", "runs on the calling thread"},
+       [](Exec& e) {
+         ForwardArgs a = e.f;
+         a.stream = reinterpret_cast<void*>(uintptr_t{4096});
+         e.plan->forward(a);
+       }},
+      {"backward_stream_on_host_backend",
+       lstm,
+       bad,
+       {"backward: stream (= 4096) is set", "runs on the calling thread"},
+       bwd([](Exec&, BackwardArgs& a) { a.stream = reinterpret_cast<void*>(uintptr_t{4096}); })},
       {"backward_workspace_too_small",
        lstm,
        bad,

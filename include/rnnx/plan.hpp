@@ -2,7 +2,8 @@
 // descriptors or oneDNN's primitive descriptors). Building validates everything,
 // computes the sequence schedule and the buffer sizes; executing takes raw buffers.
 //
-// Buffers are dense, in the plan's dtype, in the layouts of sequence.hpp:
+// Buffers are dense, in the plan's dtype, in the layouts of sequence.hpp, in the memory of
+// the plan's backend (host memory for reference and cpu):
 //   h0, hy  [L*D, B, P']   c0, cy [L*D, B, H]   (original batch order)
 //   weights the flat buffer of weights.hpp
 // Workspace is scratch for one call; reserve is written by a training forward and read
@@ -34,7 +35,9 @@
 RNNX_EXPORT_BEGIN
 namespace rnnx {
 
-enum class Backend { reference, cpu };
+// cuda: NVIDIA GPUs (issue 10, in progress); a plan on a backend this build lacks is refused
+// with Error(unsupported).
+enum class Backend { reference, cpu, cuda };
 const char* to_string(Backend backend);
 Backend backend_from_string(const std::string& name);  // throws invalid_argument
 
@@ -59,6 +62,9 @@ struct ForwardArgs {
   size_t workspace_size = 0;
   void* reserve = nullptr;  // required when training
   size_t reserve_size = 0;
+  // The stream a device backend runs the call on (a cudaStream_t; null: its default
+  // stream). Host backends run on the calling thread and refuse one.
+  void* stream = nullptr;
 };
 
 enum class GradMode { overwrite, accumulate };
@@ -80,6 +86,7 @@ struct BackwardArgs {
   size_t workspace_size = 0;
   const void* reserve = nullptr;  // required: what the training forward kept
   size_t reserve_size = 0;
+  void* stream = nullptr;  // as ForwardArgs::stream
 };
 
 class BackendImpl;

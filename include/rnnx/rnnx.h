@@ -100,7 +100,8 @@ typedef enum rnnx_layout {
 
 typedef enum rnnx_backend {
   RNNX_BACKEND_REFERENCE = 0, /* the oracle: plain loops in double, slow on purpose */
-  RNNX_BACKEND_CPU = 1        /* the fast CPU backend */
+  RNNX_BACKEND_CPU = 1,       /* the fast CPU backend */
+  RNNX_BACKEND_CUDA = 2       /* NVIDIA GPUs; RNNX_STATUS_UNSUPPORTED in a build without it */
 } rnnx_backend_t;
 
 /* Which call a workspace is for. */
@@ -307,6 +308,10 @@ typedef struct rnnx_forward_args {
   size_t workspace_size;
   void* reserve; /* required when training */
   size_t reserve_size;
+  /* Version 2. The stream a device backend runs the call on (a cudaStream_t; NULL: its
+   * default stream); host backends (reference, cpu) run on the calling thread and refuse
+   * one (RNNX_STATUS_INVALID_ARGUMENT). */
+  void* stream;
 } rnnx_forward_args_t;
 
 typedef struct rnnx_backward_args {
@@ -328,6 +333,7 @@ typedef struct rnnx_backward_args {
   size_t workspace_size;
   const void* reserve; /* required: what the training forward of this batch kept */
   size_t reserve_size;
+  void* stream; /* version 2: as in rnnx_forward_args_t */
 } rnnx_backward_args_t;
 
 static inline rnnx_forward_args_t rnnx_forward_args_init(void) {
@@ -347,6 +353,7 @@ static inline rnnx_forward_args_t rnnx_forward_args_init(void) {
   a.workspace_size = 0;
   a.reserve = NULL;
   a.reserve_size = 0;
+  a.stream = NULL;
   return a;
 }
 
@@ -370,6 +377,7 @@ static inline rnnx_backward_args_t rnnx_backward_args_init(void) {
   a.workspace_size = 0;
   a.reserve = NULL;
   a.reserve_size = 0;
+  a.stream = NULL;
   return a;
 }
 

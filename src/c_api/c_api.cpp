@@ -2,6 +2,7 @@
 // rnnx::Plan, conversion of the C structs and enums, and the error boundary that turns
 // every exception into a status plus this thread's last-error message.
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -111,10 +112,11 @@ T* need(T* p, const char* fn, const char* name) {
 // ---- Versioned structs -------------------------------------------------------------
 
 // The size of the first version of each struct: the smallest struct_size accepted. Later
-// versions only append fields, so these numbers never change.
+// versions only append fields, so these numbers never change. Version 2 of the argument
+// structs appended `stream`.
 constexpr size_t kSequenceDescV1 = sizeof(rnnx_sequence_desc_t);
-constexpr size_t kForwardArgsV1 = sizeof(rnnx_forward_args_t);
-constexpr size_t kBackwardArgsV1 = sizeof(rnnx_backward_args_t);
+constexpr size_t kForwardArgsV1 = offsetof(rnnx_forward_args_t, stream);
+constexpr size_t kBackwardArgsV1 = offsetof(rnnx_backward_args_t, stream);
 
 // Reads a caller struct that starts with struct_size: a smaller (older) one has its
 // missing fields zero, a larger (newer) one is accepted only if what this library does not
@@ -266,6 +268,8 @@ rnnx::Backend to_cpp_backend(int v, const char* fn) {
       return rnnx::Backend::reference;
     case RNNX_BACKEND_CPU:
       return rnnx::Backend::cpu;
+    case RNNX_BACKEND_CUDA:
+      return rnnx::Backend::cuda;
     default:
       break;
   }
@@ -808,6 +812,7 @@ rnnx_status_t rnnx_plan_forward(rnnx_plan_t plan, const rnnx_forward_args_t* arg
     f.workspace_size = a.workspace_size;
     f.reserve = a.reserve;
     f.reserve_size = a.reserve_size;
+    f.stream = a.stream;
     p.forward(f);
   });
 }
@@ -834,6 +839,7 @@ rnnx_status_t rnnx_plan_backward(rnnx_plan_t plan, const rnnx_backward_args_t* a
     b.workspace_size = a.workspace_size;
     b.reserve = a.reserve;
     b.reserve_size = a.reserve_size;
+    b.stream = a.stream;
     p.backward(b);
   });
 }

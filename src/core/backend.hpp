@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "core/memory.hpp"
 #include "core/schedule.hpp"
 #include "rnnx/config.hpp"
 #include "rnnx/plan.hpp"
@@ -57,12 +58,16 @@ class BackendImpl {
   virtual void forward(const ForwardArgs& args, void* workspace) = 0;
   virtual void backward(const BackwardArgs& args, void* workspace, uint64_t dropout_counter) = 0;
 
+  // Where this backend's buffers live (memory.hpp): the plan allocates its own workspaces,
+  // tags the reserve and zeroes weight gradients through it. Host memory by default.
+  virtual const core::Memory& memory() const { return core::host_memory(); }
+  // Whether calls run on the caller's stream (ForwardArgs::stream): device backends do;
+  // host backends run on the calling thread, and the plan refuses a stream for them.
+  virtual bool takes_stream() const { return false; }
+
  protected:
   const PlanContext& ctx_;
 };
-
-std::unique_ptr<BackendImpl> make_reference_backend(const PlanContext& ctx);
-std::unique_ptr<BackendImpl> make_cpu_backend(const PlanContext& ctx);
 
 // Bytes rounded up so that every sub-buffer a backend carves out stays 64-byte aligned.
 inline size_t align_up(size_t bytes) {

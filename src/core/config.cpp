@@ -239,13 +239,22 @@ const char* to_string(Layout layout) {
 }
 
 const char* to_string(Backend backend) {
-  return backend == Backend::reference ? "reference" : "cpu";
+  switch (backend) {
+    case Backend::reference:
+      return "reference";
+    case Backend::cpu:
+      return "cpu";
+    case Backend::cuda:
+      return "cuda";
+  }
+  return "unknown";
 }
 
 Backend backend_from_string(const std::string& name) {
-  if (name == "reference") return Backend::reference;
-  if (name == "cpu") return Backend::cpu;
-  invalid("backend '" + name + "' is not one of: reference, cpu");
+  for (Backend b : {Backend::reference, Backend::cpu, Backend::cuda}) {
+    if (name == to_string(b)) return b;
+  }
+  invalid("backend '" + name + "' is not one of: reference, cpu, cuda");
 }
 
 void validate(const Config& c) {

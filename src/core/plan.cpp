@@ -1,20 +1,20 @@
-// Plan: validation of the config, the shape and the buffers, backend dispatch, the
-// reserve header that ties a backward to its training forward, and thread scoping.
+// Plan: validation of the config, the shape and the buffers, backend dispatch, and the
+// reserve header that ties a backward to its training forward. Device-neutral: every byte
+// of the caller's buffers it touches goes through the backend's Memory (memory.hpp).
 #include "rnnx/plan.hpp"
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/backend_registry.hpp"
 #include "core/checked.hpp"
-#include "core/host_buffer.hpp"
-#include "core/thread_scope.hpp"
+#include "core/memory.hpp"
 #include "rnnx/error.hpp"
 
 namespace rnnx {
@@ -86,6 +86,15 @@ void require_aligned(const void* p, size_t alignment, const char* name) {
   }
 }
 
+// A stream only for backends that run on one.
+void require_stream_use(const BackendImpl& impl, const void* stream, const char* call) {
+  if (stream != nullptr && !impl.takes_stream()) {
+    invalid(std::string(call) +
+            ": stream (= " + std::to_string(reinterpret_cast<uintptr_t>(stream)) +
+            ") is set, but backend " + impl.name() + " runs on the calling thread; pass null");
+  }
+}
+
 void require(const void* p, const char* name) {
   if (p == nullptr) invalid(std::string(name) + " is null");
 }
@@ -117,7 +126,7 @@ struct Plan::State {
       }
       return given;
     }
-    lease->emplace(own_workspaces.acquire(needed, call));
+    lease->emplace(own_workspaces.acquire(needed, call, impl->memory()));
     return (*lease)->get();
   }
 };
@@ -158,8 +167,7 @@ Plan::Plan(const Config& config, const SequenceShape& shape, const PlanOptions& 
   core::checked_mul(weights.numel(), 8, "weight bytes");
   state_ = std::make_unique<State>(
       PlanContext{config, shape, std::move(schedule), std::move(weights), options, math});
-  state_->impl = options.backend == Backend::reference ? make_reference_backend(state_->ctx)
-                                                       : make_cpu_backend(state_->ctx);
+  state_->impl = core::make_backend(state_->ctx);
   state_->plan_id = plan_fingerprint(config, shape, impl_name(), math);
 } catch (const std::bad_alloc&) {
   throw Error(Status::out_of_memory,
@@ -264,27 +272,28 @@ void Plan::forward(const ForwardArgs& in) try {
               ") is smaller than required (= " + std::to_string(reserve_size()) + ")");
     }
   }
+  require_stream_use(*state_->impl, in.stream, "forward");
+  const core::Memory& memory = state_->impl->memory();
   std::optional<core::WorkspacePool::Lease> lease;
   void* ws = state_->workspace(in.workspace, in.workspace_size, forward_workspace_size(in.training),
                                "forward", &lease);
   ForwardArgs args = in;
   if (in.training) {
     // Marked valid only once the forward has succeeded.
-    std::memset(in.reserve, 0, sizeof(ReserveHeader));
+    memory.zero(in.reserve, sizeof(ReserveHeader), in.stream);
     args.reserve = static_cast<char*>(in.reserve) + sizeof(ReserveHeader);
     args.reserve_size = in.reserve_size - sizeof(ReserveHeader);
   } else {
     args.reserve = nullptr;
     args.reserve_size = 0;
   }
-  core::ThreadScope threads(state_->ctx.options.num_threads);
   if (batch() != 0) state_->impl->forward(args, ws);
   if (in.training) {
     ReserveHeader header{};
     header.magic = kReserveMagic;
     header.plan_id = state_->plan_id;
     header.dropout_counter = in.dropout_counter;
-    std::memcpy(in.reserve, &header, sizeof(header));
+    memory.copy_from_host(in.reserve, &header, sizeof(header), in.stream);
   }
 } catch (const std::bad_alloc&) {
   // Execution allocates only the workspace of a call that passes none (its failure is
@@ -320,8 +329,11 @@ void Plan::backward(const BackwardArgs& in) try {
     invalid("backward: reserve_size (= " + std::to_string(in.reserve_size) +
             ") is smaller than required (= " + std::to_string(reserve_size()) + ")");
   }
-  const auto* header = static_cast<const ReserveHeader*>(in.reserve);
-  if (header->magic != kReserveMagic || header->plan_id != state_->plan_id) {
+  require_stream_use(*state_->impl, in.stream, "backward");
+  const core::Memory& memory = state_->impl->memory();
+  ReserveHeader header;
+  memory.copy_to_host(&header, in.reserve, sizeof(header), in.stream);
+  if (header.magic != kReserveMagic || header.plan_id != state_->plan_id) {
     invalid("backward: reserve was not written by a training forward of this plan");
   }
   BackwardArgs args = in;
@@ -334,12 +346,11 @@ void Plan::backward(const BackwardArgs& in) try {
     // No sequence contributes: overwritten weight gradients are zero, accumulated ones
     // keep what they hold; dx, dh0 and dc0 have no elements.
     if (in.dweights != nullptr && in.weight_grad_mode == GradMode::overwrite) {
-      std::memset(in.dweights, 0, static_cast<size_t>(weights_numel()) * elem);
+      memory.zero(in.dweights, static_cast<size_t>(weights_numel()) * elem, in.stream);
     }
     return;
   }
-  core::ThreadScope threads(state_->ctx.options.num_threads);
-  state_->impl->backward(args, ws, header->dropout_counter);
+  state_->impl->backward(args, ws, header.dropout_counter);
 } catch (const std::bad_alloc&) {
   // Execution allocates only the workspace of a call that passes none (its failure is
   // already an Error); anything else the standard library may need is reported the same way.

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/autotune_cache.hpp"
-#include "core/host_buffer.hpp"
+#include "core/memory.hpp"
 #include "core/thread_scope.hpp"
 #include "cpu/buffers.hpp"
 #include "cpu/passes.hpp"

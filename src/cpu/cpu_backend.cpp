@@ -4,6 +4,8 @@
 #include <string>
 
 #include "core/backend.hpp"
+#include "core/backend_registry.hpp"
+#include "core/thread_scope.hpp"
 #include "cpu/autotune.hpp"
 #include "cpu/buffers.hpp"
 #include "cpu/passes.hpp"
@@ -30,10 +32,13 @@ class CpuBackend final : public BackendImpl {
   size_t backward_workspace_size() const override { return sizes_.backward; }
   size_t reserve_size() const override { return sizes_.reserve; }
 
+  // Each call runs on the plan's thread count (PlanOptions::num_threads).
   void forward(const ForwardArgs& args, void* workspace) override {
+    core::ThreadScope threads(ctx_.options.num_threads);
     cpu::run_forward<T>(problem_, args, workspace);
   }
   void backward(const BackwardArgs& args, void* workspace, uint64_t dropout_counter) override {
+    core::ThreadScope threads(ctx_.options.num_threads);
     cpu::run_backward<T>(problem_, args, workspace, dropout_counter);
   }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/backend_registry.hpp"
 #include "core/direction.hpp"
 #include "core/dropout.hpp"
 #include "reference/cell_math.hpp"

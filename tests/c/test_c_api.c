@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1067,6 +1068,10 @@ static void test_invalid_config(void) {
     c = lstmp_config(RNNX_DTYPE_FLOAT32);
     CHECK(rnnx_plan_create(&p, c, &d, (rnnx_backend_t)7, 0), RNNX_STATUS_INVALID_ARGUMENT,
           "backend (= 7)");
+    /* A known backend this build lacks (it has no GPU backend yet). */
+    CHECK(rnnx_plan_create(&p, c, &d, RNNX_BACKEND_CUDA, 0), RNNX_STATUS_UNSUPPORTED,
+          "backend (= cuda) is not in this build");
+    CHECK_TRUE(p == NULL, "refused cuda plan is NULL");
     CHECK(rnnx_plan_create(&p, c, &d, RNNX_BACKEND_CPU, -1), RNNX_STATUS_INVALID_ARGUMENT,
           "num_threads (= -1)");
     CHECK_OK(rnnx_plan_create(&p, c, &d, RNNX_BACKEND_CPU, 0));
@@ -1261,6 +1266,14 @@ static void test_execution_errors(void) {
   big[sizeof fa + 3] = 0;
   CHECK_OK(rnnx_plan_forward(p, (const rnnx_forward_args_t*)(const void*)big));
   fa.struct_size = sizeof fa;
+  /* Version 1 of the struct (before `stream`) is still accepted; a stream is refused by the
+   * cpu backend, which runs on the calling thread. */
+  fa.struct_size = offsetof(rnnx_forward_args_t, stream);
+  fa.stream = (void*)&g_passed;
+  CHECK_OK(rnnx_plan_forward(p, &fa));
+  fa.struct_size = sizeof fa;
+  CHECK(rnnx_plan_forward(p, &fa), RNNX_STATUS_INVALID_ARGUMENT, "forward: stream (=");
+  fa.stream = NULL;
 
   /* Backward: a reserve that no forward wrote, then buffers too small. */
   {
@@ -1293,6 +1306,9 @@ static void test_execution_errors(void) {
   ba.struct_size = 4;
   CHECK(rnnx_plan_backward(p, &ba), RNNX_STATUS_INVALID_ARGUMENT, "args->struct_size (= 4)");
   ba.struct_size = sizeof ba;
+  ba.stream = (void*)&g_passed;
+  CHECK(rnnx_plan_backward(p, &ba), RNNX_STATUS_INVALID_ARGUMENT, "backward: stream (=");
+  ba.stream = NULL;
   report(all_equal(dx, (size_t)x_n, kSentinel) && all_equal(dw, (size_t)w_n, kSentinel),
          "refused backwards wrote nothing to dx and dweights", "an output changed");
   CHECK_OK(rnnx_plan_backward(p, &ba));

@@ -529,8 +529,8 @@ Command add_bench_command(CLI::App& parent) {
   app->add_option("--threads", o->threads,
                   "Thread count or comma-separated list (0 = OpenMP default)")
       ->capture_default_str();
-  app->add_option("--backend", o->backend, "reference or cpu")
-      ->check(CLI::IsMember({"reference", "cpu"}))
+  app->add_option("--backend", o->backend, "reference, cpu or cuda (where built)")
+      ->check(CLI::IsMember({"reference", "cpu", "cuda"}))
       ->capture_default_str();
   app->add_option("--dtype", o->dtype, "float32 or float64")
       ->check(CLI::IsMember({"float32", "float64"}))

@@ -69,7 +69,8 @@ MathProbe probe_math() {
 int run_info(bool as_json) {
   const MathProbe math = probe_math();
   const BuildInfo build = build_info();
-  const BackendProbe probes[] = {probe(Backend::reference), probe(Backend::cpu)};
+  const BackendProbe probes[] = {probe(Backend::reference), probe(Backend::cpu),
+                                 probe(Backend::cuda)};
   if (as_json) {
     nlohmann::ordered_json j;
     j["version"] = build.version;

@@ -39,8 +39,8 @@ Command add_run_command(CLI::App& parent) {
       ->required();
   app->add_option("--out", opts->out_dir, "Directory for the results (created if missing)")
       ->required();
-  app->add_option("--backend", opts->backend, "reference or cpu")
-      ->check(CLI::IsMember({"reference", "cpu"}))
+  app->add_option("--backend", opts->backend, "reference, cpu or cuda (where built)")
+      ->check(CLI::IsMember({"reference", "cpu", "cuda"}))
       ->capture_default_str();
   app->add_option("--threads", opts->threads, "OpenMP threads (0 = OpenMP default)")
       ->check(CLI::NonNegativeNumber)

@@ -1,9 +1,10 @@
-// Host buffers, their fault injection, and the workspace pool (host_buffer.hpp).
-#include "core/host_buffer.hpp"
+// Host memory, its fault injection, and the workspace pool (memory.hpp).
+#include "core/memory.hpp"
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <string>
 
@@ -42,21 +43,41 @@ bool injected_failure() {
   return false;
 }
 
-}  // namespace
-
-void AlignedDelete::operator()(void* p) const noexcept {
+void free_host(void* p) {
   ::operator delete(p, kAlignment);
 }
 
-HostBuffer allocate_host(size_t bytes, const char* what, const char* part) {
-  void* p = injected_failure()
-                ? nullptr
-                : ::operator new(std::max<size_t>(bytes, 1), kAlignment, std::nothrow);
-  if (p == nullptr) {
-    throw Error(Status::out_of_memory, std::string(what) + (part ? std::string(": ") + part : "") +
-                                           ": cannot allocate " + std::to_string(bytes) + " bytes");
+class HostMemory final : public Memory {
+ public:
+  Buffer allocate(size_t bytes, const char* what, const char* part) const override {
+    void* p = injected_failure()
+                  ? nullptr
+                  : ::operator new(std::max<size_t>(bytes, 1), kAlignment, std::nothrow);
+    if (p == nullptr) {
+      throw Error(Status::out_of_memory,
+                  std::string(what) + (part ? std::string(": ") + part : "") +
+                      ": cannot allocate " + std::to_string(bytes) + " bytes");
+    }
+    return Buffer(p, BufferFree{&free_host});
   }
-  return HostBuffer(p);
+  void zero(void* dst, size_t bytes, void*) const override { std::memset(dst, 0, bytes); }
+  void copy_from_host(void* dst, const void* src, size_t bytes, void*) const override {
+    std::memcpy(dst, src, bytes);
+  }
+  void copy_to_host(void* dst, const void* src, size_t bytes, void*) const override {
+    std::memcpy(dst, src, bytes);
+  }
+};
+
+}  // namespace
+
+const Memory& host_memory() {
+  static const HostMemory memory;
+  return memory;
+}
+
+HostBuffer allocate_host(size_t bytes, const char* what, const char* part) {
+  return host_memory().allocate(bytes, what, part);
 }
 
 WorkspacePool::Lease::~Lease() {
@@ -69,7 +90,7 @@ WorkspacePool::Lease::~Lease() {
   }
 }
 
-WorkspacePool::Lease WorkspacePool::acquire(size_t bytes, const char* call) {
+WorkspacePool::Lease WorkspacePool::acquire(size_t bytes, const char* call, const Memory& memory) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     // The smallest free buffer that is large enough; else the largest is replaced below.
@@ -91,7 +112,7 @@ WorkspacePool::Lease WorkspacePool::acquire(size_t bytes, const char* call) {
       free_.erase(largest);
     }
   }
-  return Lease(this, allocate_host(bytes, call, "workspace"), bytes);
+  return Lease(this, memory.allocate(bytes, call, "workspace"), bytes);
 }
 
 }  // namespace rnnx::core
