@@ -122,6 +122,16 @@ int64_t caller_row(const SequenceShape& shape, const Schedule& s, int64_t t, int
   return 0;
 }
 
+std::vector<int64_t> caller_rows(const SequenceShape& shape, const Schedule& s) {
+  std::vector<int64_t> rows(static_cast<size_t>(s.tokens));
+  for (int64_t t = 0; t < s.T_eff; ++t) {
+    for (int64_t i = 0; i < s.batch_sizes[t]; ++i) {
+      rows[s.row(t, i)] = caller_row(shape, s, t, s.sorted_to_orig[i]);
+    }
+  }
+  return rows;
+}
+
 bool rows_in_place(const SequenceShape& shape, const Schedule& s) {
   if (shape.layout == Layout::packed) return true;
   const bool full = s.tokens == s.T * s.B;
@@ -129,37 +139,57 @@ bool rows_in_place(const SequenceShape& shape, const Schedule& s) {
 }
 
 template <typename T>
-void gather_rows(const SequenceShape& shape, const Schedule& s, const T* src, T* dst,
-                 int64_t width) {
+void gather_step_rows(const SequenceShape& shape, const Schedule& s, const T* src, T* dst,
+                      int64_t width, int64_t t) {
   const size_t bytes = sizeof(T) * width;
   if (shape.layout == Layout::packed) {
-    std::memcpy(dst, src, bytes * s.tokens);
+    std::memcpy(dst + s.offsets[t] * width, src + s.offsets[t] * width, bytes * s.batch_sizes[t]);
     return;
   }
-  for (int64_t t = 0; t < s.T_eff; ++t)
-    for (int64_t i = 0; i < s.batch_sizes[t]; ++i)
-      std::memcpy(dst + s.row(t, i) * width,
-                  src + caller_row(shape, s, t, s.sorted_to_orig[i]) * width, bytes);
+  for (int64_t i = 0; i < s.batch_sizes[t]; ++i) {
+    std::memcpy(dst + s.row(t, i) * width,
+                src + caller_row(shape, s, t, s.sorted_to_orig[i]) * width, bytes);
+  }
+}
+
+template <typename T>
+void scatter_step_rows(const SequenceShape& shape, const Schedule& s, const T* src, T* dst,
+                       int64_t width, T fill, int64_t t) {
+  const size_t bytes = sizeof(T) * width;
+  if (shape.layout == Layout::packed) {
+    if (t < s.T_eff) {
+      std::memcpy(dst + s.offsets[t] * width, src + s.offsets[t] * width, bytes * s.batch_sizes[t]);
+    }
+    return;
+  }
+  for (int64_t i = 0; i < s.B; ++i) {
+    T* out = dst + caller_row(shape, s, t, s.sorted_to_orig[i]) * width;
+    if (t < s.T_eff && i < s.batch_sizes[t]) {
+      std::memcpy(out, src + s.row(t, i) * width, bytes);
+    } else {
+      std::fill(out, out + width, fill);
+    }
+  }
+}
+
+template <typename T>
+void gather_rows(const SequenceShape& shape, const Schedule& s, const T* src, T* dst,
+                 int64_t width) {
+  if (shape.layout == Layout::packed) {
+    std::memcpy(dst, src, sizeof(T) * width * s.tokens);
+    return;
+  }
+  for (int64_t t = 0; t < s.T_eff; ++t) gather_step_rows(shape, s, src, dst, width, t);
 }
 
 template <typename T>
 void scatter_rows(const SequenceShape& shape, const Schedule& s, const T* src, T* dst,
                   int64_t width, T fill) {
-  const size_t bytes = sizeof(T) * width;
   if (shape.layout == Layout::packed) {
-    std::memcpy(dst, src, bytes * s.tokens);
+    std::memcpy(dst, src, sizeof(T) * width * s.tokens);
     return;
   }
-  for (int64_t t = 0; t < s.T; ++t) {
-    for (int64_t i = 0; i < s.B; ++i) {
-      T* out = dst + caller_row(shape, s, t, s.sorted_to_orig[i]) * width;
-      if (t < s.T_eff && i < s.batch_sizes[t]) {
-        std::memcpy(out, src + s.row(t, i) * width, bytes);
-      } else {
-        std::fill(out, out + width, fill);
-      }
-    }
-  }
+  for (int64_t t = 0; t < s.T; ++t) scatter_step_rows(shape, s, src, dst, width, fill, t);
 }
 
 template <typename T>
@@ -180,10 +210,14 @@ void scatter_state(const Schedule& s, const T* src, T* dst, int64_t width) {
     std::memcpy(dst + s.sorted_to_orig[i] * width, src + i * width, sizeof(T) * width);
 }
 
-#define RNNX_INSTANTIATE(T)                                                                       \
-  template void gather_rows<T>(const SequenceShape&, const Schedule&, const T*, T*, int64_t);     \
-  template void scatter_rows<T>(const SequenceShape&, const Schedule&, const T*, T*, int64_t, T); \
-  template void gather_state<T>(const Schedule&, const T*, T*, int64_t);                          \
+#define RNNX_INSTANTIATE(T)                                                                        \
+  template void gather_step_rows<T>(const SequenceShape&, const Schedule&, const T*, T*, int64_t,  \
+                                    int64_t);                                                      \
+  template void scatter_step_rows<T>(const SequenceShape&, const Schedule&, const T*, T*, int64_t, \
+                                     T, int64_t);                                                  \
+  template void gather_rows<T>(const SequenceShape&, const Schedule&, const T*, T*, int64_t);      \
+  template void scatter_rows<T>(const SequenceShape&, const Schedule&, const T*, T*, int64_t, T);  \
+  template void gather_state<T>(const Schedule&, const T*, T*, int64_t);                           \
   template void scatter_state<T>(const Schedule&, const T*, T*, int64_t);
 RNNX_INSTANTIATE(float)
 RNNX_INSTANTIATE(double)

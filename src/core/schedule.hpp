@@ -34,6 +34,24 @@ Schedule make_schedule(const SequenceShape& shape);
 // layout; for packed layouts only valid when t < length of b.
 int64_t caller_row(const SequenceShape& shape, const Schedule& s, int64_t t, int64_t b);
 
+// The caller's row (caller_row, in rows of the caller's tensors) of every packed sorted row
+// [tokens]: the row map through which a backend reads x (or writes y) where the caller keeps
+// them instead of gathering a copy.
+std::vector<int64_t> caller_rows(const SequenceShape& shape, const Schedule& s);
+
+// Where the previous state of step t's rows comes from, in a direction's own order
+// (`reversed`: the direction runs from each sequence's end): rows i < count are the rows of
+// step `step` (packed rows from offsets[step]); the others start their sequence at t and
+// read the initial state.
+struct PrevStep {
+  int64_t count = 0;
+  int64_t step = 0;
+};
+inline PrevStep prev_step(const Schedule& s, bool reversed, int64_t t) {
+  if (!reversed) return t > 0 ? PrevStep{s.batch_sizes[t], t - 1} : PrevStep{0, 0};
+  return t + 1 < s.T_eff ? PrevStep{s.batch_sizes[t + 1], t + 1} : PrevStep{0, 0};
+}
+
 // Whether the caller's rows already are the packed sorted rows, so that gather_rows and
 // scatter_rows would copy them unchanged: the packed layout, or every sequence full length
 // (the sort keeps the batch order) in the time-major layout or with one sequence.
@@ -47,6 +65,14 @@ void gather_rows(const SequenceShape& shape, const Schedule& s, const T* src, T*
 template <typename T>
 void scatter_rows(const SequenceShape& shape, const Schedule& s, const T* src, T* dst,
                   int64_t width, T fill);
+// The same for step t alone (gather: t < T_eff; scatter: t < T, padding included), for a
+// backend that splits the steps over its threads.
+template <typename T>
+void gather_step_rows(const SequenceShape& shape, const Schedule& s, const T* src, T* dst,
+                      int64_t width, int64_t t);
+template <typename T>
+void scatter_step_rows(const SequenceShape& shape, const Schedule& s, const T* src, T* dst,
+                       int64_t width, T fill, int64_t t);
 // States [B, width] in original order <-> sorted order. A null src gives zeros.
 template <typename T>
 void gather_state(const Schedule& s, const T* src, T* dst, int64_t width);

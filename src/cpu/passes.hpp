@@ -27,17 +27,8 @@ template <typename T>
 void run_backward(const PlanSpec& p, const BackwardArgs& args, void* workspace,
                   uint64_t dropout_counter);
 
-// Where the previous state of step t's rows comes from, in the direction's own order
-// (`reversed`: PlanSpec::reversed(d)): rows i < count are the rows of step `step` (packed
-// rows from offsets[step]); the others start their sequence at t and read the initial state.
-struct PrevStep {
-  int64_t count = 0;
-  int64_t step = 0;
-};
-inline PrevStep prev_step(const core::Schedule& s, bool reversed, int64_t t) {
-  if (!reversed) return t > 0 ? PrevStep{s.batch_sizes[t], t - 1} : PrevStep{0, 0};
-  return t + 1 < s.T_eff ? PrevStep{s.batch_sizes[t + 1], t + 1} : PrevStep{0, 0};
-}
+using core::prev_step;
+using core::PrevStep;
 
 // The generic kernels' options for one layer and direction (PlanSpec::onnx_cell); the
 // per-step pointers (gate_pass, pre) are the caller's.

@@ -14,15 +14,7 @@ PlanSpec::PlanSpec(const PlanContext& c, const Algo& a, Isa i) : ctx(&c), algo(a
   proj = cfg.cell == CellType::lstm && cfg.proj_size > 0;
   bias = cfg.bias;
   rows_in_place = core::rows_in_place(c.shape, c.schedule);
-  if (!rows_in_place) {
-    const core::Schedule& s = c.schedule;
-    caller_rows.resize(static_cast<size_t>(s.tokens));
-    for (int64_t t = 0; t < s.T_eff; ++t) {
-      for (int64_t i = 0; i < s.batch_sizes[t]; ++i) {
-        caller_rows[s.row(t, i)] = core::caller_row(c.shape, s, t, s.sorted_to_orig[i]);
-      }
-    }
-  }
+  if (!rows_in_place) caller_rows = core::caller_rows(c.shape, c.schedule);
   cell_clip = cfg.cell == CellType::lstm && cfg.cell_clip.enabled;
   proj_clip = proj && cfg.proj_clip.enabled;
   dropout = cfg.dropout;

@@ -37,7 +37,7 @@ struct PlanSpec {
   // The caller's x, y, dy, dx already are packed sorted rows (core::rows_in_place): used
   // where they are, with no gather or scatter.
   bool rows_in_place;
-  // Otherwise the caller's row of each packed row ([N], core::caller_row): the row map the
+  // Otherwise the caller's row of each packed row ([N], core::caller_rows): the row map the
   // packed engine reads x through (forward's input projection, backward's dW_ih), so that
   // only the other engines gather x.
   std::vector<int64_t> caller_rows;

@@ -1,11 +1,11 @@
 // Threaded row gathers and scatters between the caller's layout and packed sorted rows
-// (rows.hpp), on the schedule's maps (core::caller_row, Schedule::row).
+// (rows.hpp): the steps of core's gather_step_rows / scatter_step_rows split over the
+// OpenMP threads.
 #include "cpu/rows.hpp"
 
 #include <omp.h>
 
-#include <algorithm>
-#include <cstring>
+#include <cstddef>
 
 namespace rnnx::cpu {
 namespace {
@@ -23,48 +23,19 @@ bool parallel_copy(int64_t rows, int64_t width, size_t elem) {
 template <typename T>
 void gather_rows_parallel(const SequenceShape& shape, const core::Schedule& s, const T* src, T* dst,
                           int64_t width) {
-  const size_t bytes = sizeof(T) * width;
   const bool par = parallel_copy(s.tokens, width, sizeof(T));
-  if (shape.layout == Layout::packed) {
 #pragma omp parallel for schedule(static) if (par)
-    for (int64_t t = 0; t < s.T_eff; ++t) {
-      std::memcpy(dst + s.offsets[t] * width, src + s.offsets[t] * width, bytes * s.batch_sizes[t]);
-    }
-    return;
-  }
-#pragma omp parallel for schedule(static) if (par)
-  for (int64_t t = 0; t < s.T_eff; ++t) {
-    for (int64_t i = 0; i < s.batch_sizes[t]; ++i) {
-      std::memcpy(dst + s.row(t, i) * width,
-                  src + core::caller_row(shape, s, t, s.sorted_to_orig[i]) * width, bytes);
-    }
-  }
+  for (int64_t t = 0; t < s.T_eff; ++t) core::gather_step_rows(shape, s, src, dst, width, t);
 }
 
 template <typename T>
 void scatter_rows_parallel(const SequenceShape& shape, const core::Schedule& s, const T* src,
                            T* dst, int64_t width, T fill) {
-  const size_t bytes = sizeof(T) * width;
-  if (shape.layout == Layout::packed) {
-    const bool par = parallel_copy(s.tokens, width, sizeof(T));
+  const bool packed = shape.layout == Layout::packed;
+  const int64_t steps = packed ? s.T_eff : s.T;  // padded layouts fill their padding too
+  const bool par = parallel_copy(packed ? s.tokens : s.T * s.B, width, sizeof(T));
 #pragma omp parallel for schedule(static) if (par)
-    for (int64_t t = 0; t < s.T_eff; ++t) {
-      std::memcpy(dst + s.offsets[t] * width, src + s.offsets[t] * width, bytes * s.batch_sizes[t]);
-    }
-    return;
-  }
-  const bool par = parallel_copy(s.T * s.B, width, sizeof(T));
-#pragma omp parallel for schedule(static) if (par)
-  for (int64_t t = 0; t < s.T; ++t) {
-    for (int64_t i = 0; i < s.B; ++i) {
-      T* out = dst + core::caller_row(shape, s, t, s.sorted_to_orig[i]) * width;
-      if (t < s.T_eff && i < s.batch_sizes[t]) {
-        std::memcpy(out, src + s.row(t, i) * width, bytes);
-      } else {
-        std::fill(out, out + width, fill);
-      }
-    }
-  }
+  for (int64_t t = 0; t < steps; ++t) core::scatter_step_rows(shape, s, src, dst, width, fill, t);
 }
 
 #define RNNX_INSTANTIATE(T)                                                                        \
