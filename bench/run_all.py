@@ -83,6 +83,8 @@ class Runners:
         self.rnnx = args.rnnx or find_file(args.build, ["tools/rnnx/rnnx", "rnnx", "bin/rnnx"])
         self.onednn = args.onednn_peer or find_file(
             args.build, ["bench/rnnx_onednn_peer", "rnnx_onednn_peer", "bin/rnnx_onednn_peer"])
+        self.machine_peak_tool = args.machine_peak or find_file(
+            args.build, ["bench/peak/rnnx_machine_peak", "rnnx_machine_peak", "bin/rnnx_machine_peak"])
         self.torch_peer = os.path.join(HERE, "torch_peer.py")
         self.log = []  # (command, rc, stderr tail) of failed runs
 
@@ -163,6 +165,14 @@ class Runners:
         recs, err = self.run("onednn", cmd, threads)
         return {r["kind"]: r for r in recs}, err
 
+    def machine_peak(self, threads):
+        """The roofline's ceilings: float32 FMA and AMX bf16 on registers (bench/peak)."""
+        if not self.machine_peak_tool:
+            return {}, "rnnx_machine_peak not found"
+        cmd = [self.machine_peak_tool, "--threads", str(threads), "--repeat", "5", "--json"]
+        recs, err = self.run("rnnx", cmd, threads)
+        return {r["kind"]: r for r in recs if "gflops" in r}, err
+
 
 def wait_policy(setting, runner):
     """OMP_WAIT_POLICY for a runner. auto: PASSIVE for PyTorch only, whose OpenMP pool and
@@ -206,7 +216,7 @@ def ratio(num, den):
     return num / den if num and den else None
 
 
-def make_row(case, dist, mode, threads, res, ragged_ref, peak):
+def make_row(case, dist, mode, threads, res, ragged_ref, peak, ceilings):
     tokens = case.tokens
     row = {"problem": case.name, "lengths": dist, "mode": mode, "threads": threads,
            "real_tokens": tokens, "padded_tokens": case.T * case.B}
@@ -219,6 +229,10 @@ def make_row(case, dist, mode, threads, res, ragged_ref, peak):
     row["rnnx_ms_max"] = rx.get("ms_max") if rx_ms else None
     row["rnnx_gflops"] = flops / (rx_ms * 1e-3) / 1e9 if rx_ms else None
     row["pct_peak"] = 100.0 * row["rnnx_gflops"] / peak if row["rnnx_gflops"] and peak else None
+    # The roofline: % of what the arithmetic units can do (bench/peak), float32 FMA and AMX bf16.
+    for key, kind in (("pct_fma", "fma-f32"), ("pct_amx", "amx-bf16")):
+        top = (ceilings.get(kind) or {}).get("gflops")
+        row[key] = 100.0 * row["rnnx_gflops"] / top if row["rnnx_gflops"] and top else None
     if rx_ms and tokens:
         row["bytes_per_token"] = ((rx.get("workspace_bytes") or 0) + (rx.get("reserve_bytes") or 0)) / tokens
     else:
@@ -287,6 +301,8 @@ COLUMNS = [
      f"{r['rnnx_ms']:.2f} ({r['rnnx_ms_min']:.2f}-{r['rnnx_ms_max']:.2f})"),
     ("GF/s", "rnnx GFLOP/s (real tokens)", lambda r: fmt(r["rnnx_gflops"], ".1f")),
     ("%peak", "% of f32 GEMM peak", lambda r: fmt(r["pct_peak"], ".0f")),
+    ("%fma", "% of f32 FMA peak", lambda r: fmt(r.get("pct_fma"), ".0f")),
+    ("%amx", "% of AMX bf16 peak", lambda r: fmt(r.get("pct_amx"), ".1f")),
     ("B/tok", "workspace+reserve bytes / real token", lambda r: fmt(r["bytes_per_token"], ".0f")),
     ("x1dnn", "oneDNN ms / rnnx ms", lambda r: fmt(r["x_onednn"], ".2f")),
     ("xpt-pad", "torch padded ms / rnnx ms", lambda r: fmt(r["x_torch-padded"], ".2f")),
@@ -385,7 +401,7 @@ def tool_output(cmd):
         return ""
 
 
-def write_results(path, args, rows, peaks, runners, started, elapsed, notes):
+def write_results(path, args, rows, peaks, ceilings, runners, started, elapsed, notes):
     now = datetime.datetime.now().astimezone()
     lines = [
         "# rnnx benchmark results",
@@ -418,7 +434,15 @@ def write_results(path, args, rows, peaks, runners, started, elapsed, notes):
         p = peaks.get(t, {})
         lines.append(f"| {t} | " + " | ".join(
             fmt((p.get(k) or {}).get("gflops"), ".1f") for k in ("sgemm", "matmul-f32", "matmul-bf16")) + " |")
-    lines += ["", "%peak below is against the f32 peak: the larger of sgemm and matmul f32.", "",
+    lines += ["", "## Machine peak (bench/peak: register-only loops, GFLOP/s)", "",
+              "| threads | f32 FMA | AMX bf16 |", "|--:|--:|--:|"]
+    for t in args.threads:
+        c = ceilings.get(t, {})
+        lines.append(f"| {t} | " + " | ".join(
+            fmt((c.get(k) or {}).get("gflops"), ".1f") for k in ("fma-f32", "amx-bf16")) + " |")
+    lines += ["", "%peak below is against the f32 peak: the larger of sgemm and matmul f32; "
+              "%fma and %amx against the machine peaks (the roofline's ceilings: what the "
+              "arithmetic units can do with no memory traffic).", "",
               "## Results", "", markdown_table(rows), "",
               "Ratios are peer ms / rnnx ms (> 1: rnnx is faster). GFLOP/s count real tokens only "
               "for every runner (bench/README.md). ragged = rnnx's time over its time on a full "
@@ -452,6 +476,7 @@ def parse_args(argv=None):
     p.add_argument("--build", help="build folder holding tools/rnnx/rnnx and bench/rnnx_onednn_peer")
     p.add_argument("--rnnx", help="path of the rnnx command (default: found in --build)")
     p.add_argument("--onednn-peer", help="path of rnnx_onednn_peer (default: found in --build)")
+    p.add_argument("--machine-peak", help="path of rnnx_machine_peak (default: found in --build)")
     p.add_argument("--rnnx-backend", default="cpu", help="backend of `rnnx bench` (default cpu)")
     p.add_argument("--torch-python", default="/usr/bin/python3", help="a Python with torch")
     p.add_argument("--problems", help="case list (default bench/problems.txt, "
@@ -529,12 +554,18 @@ def main(argv=None):
         raise SystemExit(f"no case in {args.problems} matches --filter {args.filter!r}")
 
     peaks = {}
+    ceilings = {}
     for t in args.threads:
         peaks[t], err = runners.gemm_peak(t)
         if err:
             notes.append(f"GEMM peak at {t} thread(s): {err}")
         got = ", ".join(f"{k} {v.get('gflops', 0):.0f}" for k, v in peaks[t].items() if "gflops" in v)
         print(f"GEMM peak, {t} thread(s): {got or 'n/a'} GFLOP/s", file=sys.stderr)
+        ceilings[t], err = runners.machine_peak(t)
+        if err:
+            notes.append(f"machine peak at {t} thread(s): {err}")
+        got = ", ".join(f"{k} {v['gflops']:.0f}" for k, v in ceilings[t].items())
+        print(f"machine peak, {t} thread(s): {got or 'n/a'} GFLOP/s", file=sys.stderr)
 
     busy = BusyProbe()
     rows = []
@@ -579,7 +610,7 @@ def main(argv=None):
             ragged_ref = {"T": Tr, "B": Br, "recs": by_mode(recs, threads)}
         for mode in args.modes:
             row = make_row(case, dist, mode, threads, res, ragged_ref,
-                           best_f32_peak(peaks.get(threads, {})))
+                           best_f32_peak(peaks.get(threads, {})), ceilings.get(threads, {}))
             rows.append(row)
             for key in ["rnnx"] + list(PEERS):
                 rec = res.get(key, {}).get(mode) or {}
@@ -606,7 +637,7 @@ def main(argv=None):
     for n in notes:
         print(f"note: {n}")
     if not args.no_write:
-        write_results(args.out, args, rows, peaks, runners, started, elapsed, notes)
+        write_results(args.out, args, rows, peaks, ceilings, runners, started, elapsed, notes)
         stem = os.path.splitext(args.out)[0]
         with open(stem + ".jsonl", "w") as f:
             for r in raw:

@@ -1,0 +1,139 @@
+// rnnx_machine_peak: what the machine's arithmetic units can do, for bench/run_all.py's
+// roofline columns: float32 FMAs on registers (the best of AVX-512 and AVX2 the CPU has) and
+// bf16 dot products on AMX tiles, on 1..n threads at once (one loop per thread, each on its
+// own core's units). No memory traffic: the bound no kernel of rnnx can pass.
+//
+//   rnnx_machine_peak [--threads 1,2] [--repeat 5] [--ms 100] [--json]
+#include <cpuid.h>
+#include <omp.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "bench_case.hpp"
+#include "peak_kernels.hpp"
+#include "rnnx/cpu.hpp"
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+struct Kernel {
+  const char* kind;  // what the record calls it
+  const char* isa;   // what runs it
+  double (*run)(int64_t iterations);
+};
+
+// The float32 FMA loop of the best ISA the CPU has, or none.
+bool fma_kernel(Kernel* k) {
+  const std::string isa = rnnx::cpu_isa_detected();
+  if (isa.rfind("avx512", 0) == 0) {
+    *k = {"fma-f32", "avx512", &rnnx::peak::fma_avx512_f32};
+    return true;
+  }
+  if (isa == "avx2") {
+    *k = {"fma-f32", "avx2", &rnnx::peak::fma_avx2_f32};
+    return true;
+  }
+  return false;
+}
+
+// AMX-BF16 and AMX-TILE (CPUID 7.0 EDX bits 22 and 24), granted by the OS.
+bool amx_kernel(Kernel* k) {
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  if (!((d >> 22) & 1u) || !((d >> 24) & 1u) || !rnnx::peak::amx_permitted()) return false;
+  *k = {"amx-bf16", "amx", &rnnx::peak::amx_bf16};
+  return true;
+}
+
+// One timed run: every thread runs the loop for `iterations`; the flops of all of them.
+double run_once(const Kernel& k, int threads, int64_t iterations) {
+  double flops = 0.0;
+#pragma omp parallel num_threads(threads) reduction(+ : flops)
+  flops += k.run(iterations);
+  return flops;
+}
+
+void report(const Kernel& k, int threads, bool as_json, double gflops,
+            const rnnx::bench::Timing& tm, int repeat) {
+  if (as_json) {
+    const json j = {{"backend", "machine-peak"}, {"kind", k.kind},      {"impl", k.isa},
+                    {"threads", threads},        {"repeat", repeat},    {"ms_median", tm.median_ms},
+                    {"ms_min", tm.min_ms},       {"ms_max", tm.max_ms}, {"gflops", gflops}};
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("machine-peak %-9s %-7s threads=%d  %.1f GFLOP/s (median of %d, %.2f ms each)\n",
+                k.kind, k.isa, threads, gflops, repeat, tm.median_ms);
+  }
+  std::fflush(stdout);
+}
+
+void report_missing(const char* kind, int threads, bool as_json, const char* why) {
+  if (as_json) {
+    const json j = {
+        {"backend", "machine-peak"}, {"kind", kind}, {"threads", threads}, {"error", why}};
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("machine-peak %-9s threads=%d: %s\n", kind, threads, why);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"The machine's float32 FMA and AMX bf16 peaks, on registers (bench/README.md)"};
+  std::string threads_list = "1";
+  int repeat = 5;
+  double target_ms = 100.0;
+  bool as_json = false;
+  app.add_option("--threads", threads_list, "Comma-separated thread counts")->capture_default_str();
+  app.add_option("--repeat", repeat, "Timed runs per measurement (median)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  app.add_option("--ms", target_ms, "About how long one timed run takes")
+      ->check(CLI::Range(1.0, 10000.0))
+      ->capture_default_str();
+  app.add_flag("--json", as_json, "One JSON object per line");
+  CLI11_PARSE(app, argc, argv);
+  std::vector<int> thread_counts;
+  try {
+    thread_counts = rnnx::bench::parse_threads(threads_list);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rnnx_machine_peak: --threads: %s\n", e.what());
+    return 2;
+  }
+
+  Kernel fma{}, amx{};
+  const bool have_fma = fma_kernel(&fma), have_amx = amx_kernel(&amx);
+  for (int threads : thread_counts) {
+    if (threads == 0) threads = omp_get_max_threads();
+    for (auto [have, k, kind, why] :
+         {std::tuple{have_fma, fma, "fma-f32", "no AVX2 or AVX-512 on this CPU"},
+          std::tuple{have_amx, amx, "amx-bf16",
+                     "no AMX-BF16 on this CPU (or the OS refuses it)"}}) {
+      if (!have) {
+        report_missing(kind, threads, as_json, why);
+        continue;
+      }
+      // Iterations for about target_ms on one thread, from a short calibration run.
+      int64_t iterations = 1 << 16;
+      const auto t0 = std::chrono::steady_clock::now();
+      run_once(k, threads, iterations);
+      const double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      iterations =
+          std::max<int64_t>(1, static_cast<int64_t>(iterations * target_ms / std::max(ms, 1e-3)));
+      double flops = 0.0;
+      const rnnx::bench::Timing tm =
+          rnnx::bench::time_runs(1, repeat, [&] { flops = run_once(k, threads, iterations); });
+      report(k, threads, as_json, flops / (tm.median_ms * 1e-3) / 1e9, tm, repeat);
+    }
+  }
+  return 0;
+}
