@@ -5,8 +5,8 @@ set -euo pipefail
 packages=(
   build-essential cmake git
   libgtest-dev                 # the C++ test suites
-  libdnnl-dev                  # oneDNN: float32 GEMMs of the cpu backend, peer in benchmarks
-  libopenblas-openmp-dev       # OpenBLAS (OpenMP build): float64 GEMMs
+  libdnnl-dev                  # oneDNN: float32 GEMMs of the cpu backend (RNNX_WITH_ONEDNN), peer in benchmarks
+  libopenblas-openmp-dev       # OpenBLAS (OpenMP build): float64 GEMMs (RNNX_WITH_BLAS)
   nlohmann-json3-dev libcli11-dev          # the rnnx command (JSON case files, flags)
   python3 python3-numpy python3-torch      # the PyTorch cross-check (Debian's /usr/bin/python3)
   python3-dev pybind11-dev python3-pytest  # the Python bindings and their tests

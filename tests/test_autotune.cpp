@@ -13,6 +13,7 @@
 #include "core/autotune_cache.hpp"
 #include "cpu/algo.hpp"
 #include "cpu/autotune.hpp"
+#include "cpu/library_gemm.hpp"
 #include "problems.hpp"
 #include "test_util.hpp"
 
@@ -82,11 +83,15 @@ TEST(Autotune, SpaceFollowsTheEnvironment) {
     ScopedEnv e("RNNX_CPU_DIRECTIONS", "sequential");
     for (const Algo& a : cpu::algo_space(ctx).candidates) EXPECT_FALSE(a.concurrent_dirs);
   }
-  {
-    ScopedEnv e("RNNX_CPU_GEMM", "sgemm");
+  // The unpacked engines: plain in every build, oneDNN's sgemm where the build has it
+  // (GemmEngines.SgemmNeedsOneDnn tests the refusal where not).
+  for (const char* gemm : {"plain", "sgemm"}) {
+    if (std::string(gemm) == "sgemm" && !cpu::have_onednn()) continue;
+    ScopedEnv e("RNNX_CPU_GEMM", gemm);
     const AlgoSpace s = cpu::algo_space(ctx);
     for (const Algo& a : s.candidates) {
-      EXPECT_EQ(a.engine, cpu::GemmEngine::sgemm);
+      EXPECT_EQ(a.engine,
+                std::string(gemm) == "plain" ? cpu::GemmEngine::plain : cpu::GemmEngine::library);
       EXPECT_FALSE(a.team_loops) << "team loops need the packed engine";
     }
     EXPECT_EQ(s.candidates.size(), 2u) << "directions concurrent or not";
@@ -100,7 +105,7 @@ TEST(Autotune, SpaceFollowsTheEnvironment) {
     EXPECT_FALSE(a.team_loops);
     EXPECT_FALSE(a.concurrent_dirs);
   }
-  // float64 runs OpenBLAS: only the directions are a choice.
+  // float64 runs the BLAS (or the plain loops): only the directions are a choice.
   Config c64 = p.cfg;
   c64.dtype = DataType::f64;
   EXPECT_EQ(cpu::algo_space(context(c64, p.shape, 2)).candidates.size(), 2u);

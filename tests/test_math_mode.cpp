@@ -22,14 +22,6 @@ Config f32_lstm() {
   return make_config(CellType::lstm, 24, 40, 1, false, DataType::f32);
 }
 
-// The {gemm} part of cpu:{isa}/{gemm}/...
-std::string gemm_of(const std::string& impl) {
-  const size_t a = impl.find('/');
-  if (a == std::string::npos) return "";
-  const size_t b = impl.find('/', a + 1);
-  return impl.substr(a + 1, b == std::string::npos ? std::string::npos : b - a - 1);
-}
-
 bool bf16_machine() {
   try {
     return std::strcmp(cpu_isa_used(), "avx512-bf16") == 0;
@@ -65,7 +57,7 @@ TEST(MathMode, EnvironmentValues) {
     d.math = MathMode::allow_conversion;
     EXPECT_EQ(resolved_math_mode(d), MathMode::fp32);
     Plan p(d, SequenceShape::padded(3, 2), backend_options(Backend::cpu));
-    EXPECT_EQ(gemm_of(p.impl_name()), "openblas-dgemm") << p.impl_name();
+    EXPECT_EQ(gemm_of(p.impl_name()), float64_gemm()) << p.impl_name();
   }
   {
     ScopedEnv env(kVar, nullptr);
@@ -142,9 +134,13 @@ TEST(MathMode, ImplNameAndWorkspace) {
   c.math = MathMode::allow_conversion;
   Plan on(c, shape, backend_options(Backend::cpu));
   const std::string off_gemm = gemm_of(off.impl_name()), on_gemm = gemm_of(on.impl_name());
-  EXPECT_TRUE(off_gemm == "packed-avx512" || off_gemm == "onednn-sgemm") << off.impl_name();
+  EXPECT_TRUE(off_gemm == "packed-avx512" || off_gemm == "onednn-sgemm" || off_gemm == "plain")
+      << off.impl_name();
+  // RNNX_CPU_GEMM=sgemm or plain turns conversion off.
   const char* engine = std::getenv("RNNX_CPU_GEMM");
-  if (bf16_machine() && (engine == nullptr || std::string(engine) != "sgemm")) {
+  const bool unpacked_forced =
+      engine != nullptr && (std::string(engine) == "sgemm" || std::string(engine) == "plain");
+  if (bf16_machine() && !unpacked_forced) {
     EXPECT_TRUE(on_gemm == "packed-amx-bf16" || on_gemm == "packed-avx512-bf16") << on.impl_name();
     EXPECT_LT(on.forward_workspace_size(false), off.forward_workspace_size(false));
     EXPECT_LT(on.backward_workspace_size(), off.backward_workspace_size());
@@ -236,7 +232,7 @@ INSTANTIATE_TEST_SUITE_P(Problems, MathModeVsReference,
 // The ISA level is the plan's, fixed when it is built: a plan built for bf16 whose ISA cap
 // drops below avx512-bf16 before it runs keeps its bf16 products (the same bits as under the
 // cap it was built with), while a plan built under the lower cap multiplies in float32
-// (dnnl_sgemm or the float32 packed engine), within the float32 tolerance.
+// (dnnl_sgemm, the plain loops or the float32 packed engine), within the float32 tolerance.
 TEST(MathMode, CapLoweredAfterThePlanKeepsItsEngine) {
   RNNX_SKIP_UNLESS_AVAILABLE(Backend::cpu);
   if (!bf16_machine()) GTEST_SKIP() << "no AVX512-BF16 (or capped below it)";

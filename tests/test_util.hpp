@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/library_gemm.hpp"
 #include "rnnx/rnnx.hpp"
 
 // Readable parameter values in gtest's and ctest's listings (found by ADL).
@@ -729,6 +730,19 @@ inline PlanOptions backend_options(Backend b, int threads = 0) {
   o.backend = b;
   o.num_threads = threads;
   return o;
+}
+
+// The {gemm} part of a cpu plan's impl_name(), cpu:{isa}/{gemm}/...
+inline std::string gemm_of(const std::string& impl) {
+  const size_t a = impl.find('/');
+  if (a == std::string::npos) return "";
+  const size_t b = impl.find('/', a + 1);
+  return impl.substr(a + 1, b == std::string::npos ? std::string::npos : b - a - 1);
+}
+
+// What float64 plans run on in this build: its BLAS, else the plain loops (docs/cpu.md).
+inline std::string float64_gemm() {
+  return rnnx::cpu::have_blas() ? rnnx::cpu::library_gemm_name(false) : "plain";
 }
 
 // Whether the cpu backend exists in this build at all (until it lands, every cpu plan

@@ -544,6 +544,8 @@ PYBIND11_MODULE(_rnnx, m) {
     d["build_type"] = b.build_type;
     d["compiler"] = b.compiler;
     d["gemm_engine"] = b.gemm_engine;
+    d["with_onednn"] = b.with_onednn;
+    d["with_blas"] = b.with_blas;
     d["sanitizers"] = b.sanitizers;
     d["cpu_isa_detected"] = rnnx::cpu_isa_detected();
     d["cpu_isa_used"] = rnnx::cpu_isa_used();

@@ -13,6 +13,15 @@ namespace rnnx {
 std::unique_ptr<BackendImpl> make_reference_backend(const PlanContext& ctx);
 std::unique_ptr<BackendImpl> make_cpu_backend(const PlanContext& ctx);
 
+// What the cpu backend's GEMMs run on in this build (build_info(); src/cpu/gemm.cpp): the
+// engines in words, and whether it links oneDNN (float32) and a BLAS (float64).
+struct CpuBuild {
+  const char* gemm_engines;
+  bool onednn;
+  bool blas;
+};
+CpuBuild cpu_build();
+
 namespace core {
 
 // Whether this build has `backend`.

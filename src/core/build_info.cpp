@@ -1,6 +1,7 @@
 // Build options baked in at compile time, for `rnnx info`.
 #include <omp.h>
 
+#include "core/backend_registry.hpp"
 #include "rnnx/version.hpp"
 
 #ifndef RNNX_BUILD_TYPE
@@ -14,10 +15,10 @@ BuildInfo build_info() {
   info.version = RNNX_VERSION_STRING;
   info.build_type = RNNX_BUILD_TYPE;
   info.compiler = "g++ " __VERSION__;
-  // On AVX-512 machines both float32 engines are candidates of the algorithm search.
-  info.gemm_engine =
-      "float32 packed-avx512 or onednn-sgemm (the search measures both; "
-      "only onednn-sgemm without AVX-512), float64 openblas-dgemm";
+  const CpuBuild cpu = cpu_build();
+  info.gemm_engine = cpu.gemm_engines;
+  info.with_onednn = cpu.onednn;
+  info.with_blas = cpu.blas;
 #if defined(__SANITIZE_ADDRESS__)
   info.sanitizers = true;
 #else

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "cpu/library_gemm.hpp"
 #include "cpu/packed_gemm.hpp"
 #include "rnnx/error.hpp"
 
@@ -34,16 +35,32 @@ std::vector<V> allowed(bool forced, V forced_to, std::vector<V> all) {
   return all;
 }
 
-// The packed engines project the rows of large steps in the loop; dnnl_sgemm all before it.
+// The packed engines project the rows of large steps in the loop; the others (which repack
+// the weights at every call) all before it.
 InputProjection default_input(GemmEngine engine) {
-  return engine == GemmEngine::sgemm ? InputProjection::bulk : InputProjection::split;
+  return is_packed(engine) ? InputProjection::split : InputProjection::bulk;
+}
+
+// RNNX_CPU_GEMM: packed, sgemm (where the build has oneDNN), plain, or nothing forced.
+GemmForce gemm_force() {
+  const std::string v = forced_value("RNNX_CPU_GEMM", {"packed", "sgemm", "plain"});
+  if (v == "sgemm" && !have_onednn()) {
+    throw Error(Status::unsupported,
+                "RNNX_CPU_GEMM (= \"sgemm\") asks for oneDNN's sgemm, but this build has no "
+                "oneDNN (configured with RNNX_WITH_ONEDNN=OFF, or oneDNN was not found): use "
+                "packed, plain, auto, or unset");
+  }
+  return v == "packed"  ? GemmForce::packed
+         : v == "sgemm" ? GemmForce::library
+         : v == "plain" ? GemmForce::plain
+                        : GemmForce::none;
 }
 
 bool team_capable(const PlanContext& ctx, GemmEngine engine) {
   const Config& c = ctx.config;
   const bool proj = c.cell == CellType::lstm && c.proj_size > 0;
   const bool gru_orig = c.cell == CellType::gru && !c.gru_linear_before_reset;
-  return engine != GemmEngine::sgemm && !proj && !gru_orig && ctx.schedule.B <= kPackedChunkRows;
+  return is_packed(engine) && !proj && !gru_orig && ctx.schedule.B <= kPackedChunkRows;
 }
 
 }  // namespace
@@ -56,20 +73,24 @@ AlgoSpace algo_space(const PlanContext& ctx) {
   const bool f32 = ctx.config.dtype == DataType::f32;
   const bool two_dirs = ctx.config.num_directions() == 2;
   const bool threads = plan_threads(ctx) >= 2;
-  const std::string gemm = forced_value("RNNX_CPU_GEMM", {"packed", "sgemm"});
+  const GemmForce gemm = gemm_force();
   const std::string loop = forced_value("RNNX_CPU_TIME_LOOP", {"team", "per-step"});
   const std::string dirs = forced_value("RNNX_CPU_DIRECTIONS", {"concurrent", "sequential"});
   const std::string input = forced_value("RNNX_CPU_INPUT_PROJECTION", {"split", "bulk", "steps"});
 
-  // float64 always runs OpenBLAS. float32: the engine gemm_engine_for() picks (the packed
-  // engine where AVX-512 is within the ISA cap, in bf16 with math mode allow_conversion
-  // where the machine can), and dnnl_sgemm as the alternative to the float32 packed one.
-  // The search never changes the math mode: a bf16 engine has no float32 alternative.
+  // float64 always runs the BLAS (plain without one). float32: the engine gemm_engine_for()
+  // picks (the packed engine where AVX-512 is within the ISA cap, in bf16 with math mode
+  // allow_conversion where the machine can), and where the build has oneDNN, dnnl_sgemm as
+  // the alternative to the float32 packed one (it wins on tiny problems; the plain loops are
+  // no such alternative). The search never changes the math mode: a bf16 engine has no
+  // float32 alternative.
   const Isa isa = isa_for_plan();
   const GemmEngine best_engine =
-      gemm_engine_for(f32, ctx.math == MathMode::allow_conversion, gemm == "sgemm", isa);
+      gemm_engine_for(f32, ctx.math == MathMode::allow_conversion, gemm, isa);
   std::vector<GemmEngine> engines = {best_engine};
-  if (gemm.empty() && best_engine == GemmEngine::packed) engines.push_back(GemmEngine::sgemm);
+  if (gemm == GemmForce::none && best_engine == GemmEngine::packed && have_onednn()) {
+    engines.push_back(GemmEngine::library);
+  }
 
   AlgoSpace space;
   space.isa = isa;
@@ -86,7 +107,7 @@ AlgoSpace algo_space(const PlanContext& ctx) {
     std::vector<InputProjection> inputs = {default_input(engine)};
     if (input == "bulk") inputs = {InputProjection::bulk};
     if (input == "steps") inputs = {InputProjection::steps};
-    if (input.empty() && engine != GemmEngine::sgemm) {
+    if (input.empty() && is_packed(engine)) {
       inputs = {InputProjection::split, InputProjection::bulk};
     }
     for (bool team : teams) {
@@ -115,9 +136,7 @@ AlgoSpace algo_space(const PlanContext& ctx) {
 }
 
 std::string algo_name(const Algo& algo, bool float32) {
-  std::string s = !float32                           ? "openblas-dgemm"
-                  : algo.engine == GemmEngine::sgemm ? "onednn-sgemm"
-                                                     : gemm_engine_name(algo.engine);
+  std::string s = gemm_engine_name(algo.engine, float32);
   if (algo.team_loops) s += "/team";
   if (algo.concurrent_dirs) s += "/dirs-concurrent";
   if (algo.input != default_input(algo.engine)) {
@@ -135,12 +154,14 @@ bool parse_algo(const std::string& text, Algo* out) {
   bool first = true, input_set = false;
   while (std::getline(in, part, '/')) {
     if (first) {
-      if (part == "onednn-sgemm" || part == "openblas-dgemm") {
-        a.engine = GemmEngine::sgemm;
+      // Either dtype's library name: the key of a stored choice holds the dtype.
+      if (part == "onednn-sgemm" || part == "openblas-dgemm" || part == "blas-dgemm") {
+        a.engine = GemmEngine::library;
       } else {
         bool known = false;
-        for (GemmEngine e : {GemmEngine::packed, GemmEngine::packed_bf16, GemmEngine::packed_amx}) {
-          if (part == gemm_engine_name(e)) {
+        for (GemmEngine e : {GemmEngine::plain, GemmEngine::packed, GemmEngine::packed_bf16,
+                             GemmEngine::packed_amx}) {
+          if (part == gemm_engine_name(e, true)) {
             a.engine = e;
             known = true;
           }

@@ -18,7 +18,7 @@ namespace rnnx::cpu {
 enum class InputProjection { split, bulk, steps };
 
 struct Algo {
-  GemmEngine engine = GemmEngine::sgemm;
+  GemmEngine engine = GemmEngine::plain;
   bool team_loops = false;       // each time loop one parallel region (forward.cpp)
   bool concurrent_dirs = false;  // the two directions' loops at once, one thread each
   InputProjection input = InputProjection::bulk;
@@ -40,7 +40,8 @@ int plan_threads(const PlanContext& ctx);
 // value that can run (team loops need the packed engine, a cell without a second in-step
 // product and the fast step kernels; directions need two, and threads to gain from,
 // unless forced).
-// Throws Error(invalid_argument) naming the variable for a value it does not know.
+// Throws Error(invalid_argument) naming the variable for a value it does not know, and
+// Error(unsupported) for RNNX_CPU_GEMM=sgemm in a build without oneDNN.
 struct AlgoSpace {
   Algo heuristic;
   std::vector<Algo> candidates;  // heuristic first

@@ -57,17 +57,17 @@ BackwardWeights<T> bind_backward_weights(const PlanSpec& p, const T* w, const Pa
                                          const BackwardDirBuffers<T>& db) {
   const int64_t H = p.H, P = p.P;
   const bool pack = p.packed_engine();
-  const PackedType type = p.packed_type();
+  const GemmRoute r = p.gemm();
   T* wp = pack ? db.w_pack : nullptr;
   BackwardWeights<T> bw;
   if (p.gru_orig()) {
-    bw.hh.bind(Op::N, w + po.w_hh, P, 2 * H, P, wp, 1, type);
-    bw.hh_n.bind(Op::N, w + po.w_hh + 2 * H * P, P, H, P,
-                 pack ? wp + packed_b_floats(2 * H, P, 1, type) : nullptr, 1, type);
+    bw.hh.bind(r, Op::N, w + po.w_hh, P, 2 * H, P, wp);
+    bw.hh_n.bind(r, Op::N, w + po.w_hh + 2 * H * P, P, H, P,
+                 pack ? wp + packed_b_floats(2 * H, P, 1, r.packed_type()) : nullptr);
   } else {
-    bw.hh.bind(Op::N, w + po.w_hh, P, p.GH, P, wp, 1, type);
+    bw.hh.bind(r, Op::N, w + po.w_hh, P, p.GH, P, wp);
   }
-  if (p.proj) bw.hr.bind(Op::N, w + po.w_hr, H, P, H, pack ? db.wr_pack : nullptr, 1, type);
+  if (p.proj) bw.hr.bind(r, Op::N, w + po.w_hr, H, P, H, pack ? db.wr_pack : nullptr);
   return bw;
 }
 
@@ -389,7 +389,7 @@ void backward_finish(const PlanSpec& p, const BackwardArgs& a, int64_t l, int64_
   if (a.dc0) core::scatter_state(s, db.dc_state, static_cast<T*>(a.dc0) + sd * H, H);
 
   T* scratch = p.packed_engine() ? gemm_scratch : nullptr;
-  const PackedType type = p.packed_type();
+  const GemmRoute r = p.gemm();
   if (a.dweights) {
     T* dw = static_cast<T*>(a.dweights);
     const bool acc = a.weight_grad_mode == GradMode::accumulate;
@@ -397,16 +397,16 @@ void backward_finish(const PlanSpec& p, const BackwardArgs& a, int64_t l, int64_
     // n gate of linear-before-reset GRU (dn * r), kept apart in dgh.
     const bool lbr = gru && p.gru_lbr;
     const T* dgh = lbr ? db.dgh : db.dg;
-    gemm_all_tokens<T>(Op::T, Op::N, GH, I, N, db.dg, GH, io.X, I, acc, dw + po.w_ih, I, scratch,
-                       type, nullptr, io.x_rows);
+    gemm_all_tokens<T>(r, Op::T, Op::N, GH, I, N, db.dg, GH, io.X, I, acc, dw + po.w_ih, I, scratch,
+                       nullptr, io.x_rows);
     if (p.gru_orig()) {
-      gemm_all_tokens<T>(Op::T, Op::N, 2 * H, P, N, db.dg, GH, db.h_prev, P, acc, dw + po.w_hh, P,
-                         scratch, type);
-      gemm_all_tokens<T>(Op::T, Op::N, H, P, N, db.dg + 2 * H, GH, res.dir[d].hn, H, acc,
-                         dw + po.w_hh + 2 * H * P, P, scratch, type);
+      gemm_all_tokens<T>(r, Op::T, Op::N, 2 * H, P, N, db.dg, GH, db.h_prev, P, acc, dw + po.w_hh,
+                         P, scratch);
+      gemm_all_tokens<T>(r, Op::T, Op::N, H, P, N, db.dg + 2 * H, GH, res.dir[d].hn, H, acc,
+                         dw + po.w_hh + 2 * H * P, P, scratch);
     } else {
-      gemm_all_tokens<T>(Op::T, Op::N, GH, P, N, dgh, GH, db.h_prev, P, acc, dw + po.w_hh, P,
-                         scratch, type);
+      gemm_all_tokens<T>(r, Op::T, Op::N, GH, P, N, dgh, GH, db.h_prev, P, acc, dw + po.w_hh, P,
+                         scratch);
     }
     if (p.bias) {
       // Column sums of dG over the tokens; b_hh's are b_ih's but for linear-before-reset GRU.
@@ -419,14 +419,14 @@ void backward_finish(const PlanSpec& p, const BackwardArgs& a, int64_t l, int64_
       store(dw + po.b_hh);
     }
     if (p.proj) {
-      gemm_all_tokens<T>(Op::T, Op::N, P, H, N, db.dr, P, res.dir[d].h_full, H, acc, dw + po.w_hr,
-                         H, scratch, type);
+      gemm_all_tokens<T>(r, Op::T, Op::N, P, H, N, db.dr, P, res.dir[d].h_full, H, acc,
+                         dw + po.w_hr, H, scratch);
     }
     if (p.peephole) peephole_grad(p, d, res.dir[d], db.c0, db.dg, acc, dw + po.w_peephole);
   }
   if (io.dX) {
-    gemm_all_tokens<T>(Op::N, Op::N, N, I, GH, db.dg, GH, w + po.w_ih, I, d > 0, io.dX, I, scratch,
-                       type);
+    gemm_all_tokens<T>(r, Op::N, Op::N, N, I, GH, db.dg, GH, w + po.w_ih, I, d > 0, io.dX, I,
+                       scratch);
   }
 }
 

@@ -1,6 +1,6 @@
 // The fast CPU backend behind a Plan: sizes every buffer at plan time and runs the
 // forward and backward passes of passes.hpp, float32 on rnnx's packed AVX-512 GEMM (or
-// oneDNN's sgemm), float64 on OpenBLAS's dgemm.
+// oneDNN's sgemm, or rnnx's plain loops), float64 on a BLAS's dgemm (or the plain loops).
 #include <string>
 
 #include "core/backend.hpp"

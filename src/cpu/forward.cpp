@@ -66,22 +66,22 @@ ForwardWeights<T> bind_forward_weights(const PlanSpec& p, const T* w, const Para
                                        int64_t I, const ForwardDirBuffers<T>& db) {
   const int64_t H = p.H, P = p.P;
   const bool pack = p.packed_engine();
-  const PackedType type = p.packed_type();
+  const GemmRoute r = p.gemm();
   T* wp = pack ? db.w_pack : nullptr;
   ForwardWeights<T> fw;
   // Gate by gate (blocks = G), so that a thread of a team loop owns the same cells of every
   // gate.
   if (p.step_input_steps > 0) {
-    fw.ih.bind(Op::T, w + po.w_ih, I, I, p.GH, pack ? db.wi_pack : nullptr, p.G, type);
+    fw.ih.bind(r, Op::T, w + po.w_ih, I, I, p.GH, pack ? db.wi_pack : nullptr, p.G);
   }
   if (p.gru_orig()) {
-    fw.hh.bind(Op::T, w + po.w_hh, P, P, 2 * H, wp, 1, type);
-    fw.hh_n.bind(Op::T, w + po.w_hh + 2 * H * P, P, H, H,
-                 pack ? wp + packed_b_floats(P, 2 * H, 1, type) : nullptr, 1, type);
+    fw.hh.bind(r, Op::T, w + po.w_hh, P, P, 2 * H, wp);
+    fw.hh_n.bind(r, Op::T, w + po.w_hh + 2 * H * P, P, H, H,
+                 pack ? wp + packed_b_floats(P, 2 * H, 1, r.packed_type()) : nullptr);
   } else {
-    fw.hh.bind(Op::T, w + po.w_hh, P, P, p.GH, wp, p.G, type);
+    fw.hh.bind(r, Op::T, w + po.w_hh, P, P, p.GH, wp, p.G);
   }
-  if (p.proj) fw.hr.bind(Op::T, w + po.w_hr, H, H, P, pack ? db.wr_pack : nullptr, 1, type);
+  if (p.proj) fw.hr.bind(r, Op::T, w + po.w_hr, H, H, P, pack ? db.wr_pack : nullptr);
   return fw;
 }
 
@@ -128,9 +128,8 @@ void bulk_input_projection(const PlanSpec& p, const ForwardArgs& a, int64_t l, i
                            const InputRows<T>& X, const InputGates<T>& g, T* scratch) {
   const int64_t I = p.input_width(l), r0 = g.split_row;
   const T* w = static_cast<const T*>(a.weights);
-  gemm_all_tokens<T>(Op::N, Op::T, p.N - r0, p.GH, I, X.at(r0), I, w + p.param(l, d).w_ih, I, false,
-                     g.at(r0), g.ld, p.packed_engine() ? scratch : nullptr, p.packed_type(),
-                     X.map_at(r0));
+  gemm_all_tokens<T>(p.gemm(), Op::N, Op::T, p.N - r0, p.GH, I, X.at(r0), I, w + p.param(l, d).w_ih,
+                     I, false, g.at(r0), g.ld, p.packed_engine() ? scratch : nullptr, X.map_at(r0));
 }
 
 // The step kernels' arguments for the rows [r0, r0 + bs) of a step whose output rows start

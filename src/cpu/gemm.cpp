@@ -1,19 +1,18 @@
-// GEMM engine wrappers: dnnl_sgemm for float, cblas_dgemm for double, both row-major.
-// The K = 0 case is handled here because BLAS leaves it to the caller to skip, and
-// overwritten weight gradients of an empty layer must still come out as zeros.
+// The GEMM engines' dispatch (gemm.hpp): which engine a plan takes, the unpacked products on
+// the library or the plain loops, and the weight and all-token products that float32 runs on
+// the packed engine. The K = 0 case is handled here because BLAS leaves it to the caller to
+// skip, and overwritten weight gradients of an empty layer must still come out as zeros.
 #include "cpu/gemm.hpp"
 
-#include <cblas.h>
-#include <oneapi/dnnl/dnnl.h>
-
 #include <cstdlib>
-#include <cstring>
-#include <limits>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 
+#include "core/backend_registry.hpp"
+#include "cpu/library_gemm.hpp"
 #include "cpu/packed_gemm.hpp"
+#include "cpu/plain_gemm.hpp"
 #include "rnnx/cpu.hpp"
 #include "rnnx/error.hpp"
 
@@ -30,45 +29,6 @@ void scale_only(int64_t M, int64_t N, T beta, T* C, int64_t ldc) {
   }
 }
 
-}  // namespace
-
-template <>
-void gemm<float>(Op trans_a, Op trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-                 const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
-                 int64_t ldc) {
-  if (M == 0 || N == 0) return;
-  if (K == 0) return scale_only(M, N, beta, C, ldc);
-  const dnnl_status_t st = dnnl_sgemm(static_cast<char>(trans_a), static_cast<char>(trans_b), M, N,
-                                      K, alpha, A, lda, B, ldb, beta, C, ldc);
-  if (st != dnnl_success) {
-    throw Error(Status::internal, "dnnl_sgemm failed with status " + std::to_string(st) +
-                                      " (M = " + std::to_string(M) + ", N = " + std::to_string(N) +
-                                      ", K = " + std::to_string(K) + ")");
-  }
-}
-
-template <>
-void gemm<double>(Op trans_a, Op trans_b, int64_t M, int64_t N, int64_t K, double alpha,
-                  const double* A, int64_t lda, const double* B, int64_t ldb, double beta,
-                  double* C, int64_t ldc) {
-  if (M == 0 || N == 0) return;
-  if (K == 0) return scale_only(M, N, beta, C, ldc);
-  const auto op = [](Op o) { return o == Op::N ? CblasNoTrans : CblasTrans; };
-  // OpenBLAS takes blasint (32-bit in Debian's build) sizes: refuse rather than truncate.
-  constexpr int64_t kMax = std::numeric_limits<blasint>::max();
-  if (M > kMax || N > kMax || K > kMax || lda > kMax || ldb > kMax || ldc > kMax) {
-    throw Error(
-        Status::unsupported,
-        "cblas_dgemm: a dimension exceeds the BLAS integer range (M = " + std::to_string(M) +
-            ", N = " + std::to_string(N) + ", K = " + std::to_string(K) + ")");
-  }
-  cblas_dgemm(CblasRowMajor, op(trans_a), op(trans_b), static_cast<blasint>(M),
-              static_cast<blasint>(N), static_cast<blasint>(K), alpha, A, static_cast<blasint>(lda),
-              B, static_cast<blasint>(ldb), beta, C, static_cast<blasint>(ldc));
-}
-
-namespace {
-
 // RNNX_CPU_BF16_KERNEL: "amx", "avx512" or ""/"auto".
 std::string bf16_kernel_env() {
   const char* env = std::getenv("RNNX_CPU_BF16_KERNEL");
@@ -80,9 +40,9 @@ std::string bf16_kernel_env() {
   return v;
 }
 
-// The bf16 engine a converting plan of ISA level `isa` gets, or sgemm for none.
+// The bf16 engine a converting plan of ISA level `isa` gets, or plain for none.
 GemmEngine bf16_engine(Isa isa) {
-  if (!packed_gemm_available(PackedType::bf16, isa)) return GemmEngine::sgemm;
+  if (!packed_gemm_available(PackedType::bf16, isa)) return GemmEngine::plain;
   const bool amx =
       bf16_kernel_env() != "avx512" && packed_gemm_available(PackedType::bf16_amx, isa);
   return amx ? GemmEngine::packed_amx : GemmEngine::packed_bf16;
@@ -90,17 +50,36 @@ GemmEngine bf16_engine(Isa isa) {
 
 }  // namespace
 
-GemmEngine gemm_engine_for(bool float32, bool allow_conversion, bool sgemm_forced, Isa isa) {
-  if (!float32 || sgemm_forced) return GemmEngine::sgemm;
+template <typename T>
+void gemm(GemmRoute route, Op trans_a, Op trans_b, int64_t M, int64_t N, int64_t K, T alpha,
+          const T* A, int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) return scale_only(M, N, beta, C, ldc);
+  if (route.engine == GemmEngine::library) {
+    return library_gemm<T>(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  }
+  plain_gemm<T>(route.isa, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+GemmEngine gemm_engine_for(bool float32, bool allow_conversion, GemmForce force, Isa isa) {
+  if (!float32) return have_blas() ? GemmEngine::library : GemmEngine::plain;
+  if (force == GemmForce::library) return GemmEngine::library;
+  if (force == GemmForce::plain) return GemmEngine::plain;
   bf16_kernel_env();  // refused even when unused, like RNNX_CPU_GEMM
   if (allow_conversion) {
     const GemmEngine bf16 = bf16_engine(isa);
-    if (bf16 != GemmEngine::sgemm) return bf16;
+    if (bf16 != GemmEngine::plain) return bf16;
   }
-  return packed_gemm_available(PackedType::f32, isa) ? GemmEngine::packed : GemmEngine::sgemm;
+  if (packed_gemm_available(PackedType::f32, isa)) return GemmEngine::packed;
+  return have_onednn() ? GemmEngine::library : GemmEngine::plain;
 }
 
-const char* gemm_engine_name(GemmEngine engine) {
+bool is_packed(GemmEngine engine) {
+  return engine == GemmEngine::packed || engine == GemmEngine::packed_bf16 ||
+         engine == GemmEngine::packed_amx;
+}
+
+const char* gemm_engine_name(GemmEngine engine, bool float32) {
   switch (engine) {
     case GemmEngine::packed:
       return "packed-avx512";
@@ -108,25 +87,27 @@ const char* gemm_engine_name(GemmEngine engine) {
       return "packed-avx512-bf16";
     case GemmEngine::packed_amx:
       return "packed-amx-bf16";
-    case GemmEngine::sgemm:
+    case GemmEngine::library:
+      return library_gemm_name(float32);
+    case GemmEngine::plain:
       break;
   }
-  return "sgemm";
+  return "plain";
 }
 
 template <typename T>
-void WeightGemm<T>::bind(Op op, const T* W, int64_t ldw, int64_t K, int64_t N, T* pack,
-                         int64_t blocks, PackedType type) {
+void WeightGemm<T>::bind(GemmRoute route, Op op, const T* W, int64_t ldw, int64_t K, int64_t N,
+                         T* pack, int64_t blocks) {
+  route_ = route;
   op_ = op;
   w_ = W;
   ldw_ = ldw;
   K_ = K;
   N_ = N;
   blocks_ = blocks;
-  type_ = type;
   packed_ = nullptr;
   if constexpr (std::is_same_v<T, float>) {
-    if (pack != nullptr) packed_ = pack_b(op, K, N, W, ldw, pack, blocks, type).data;
+    if (pack != nullptr) packed_ = pack_b(op, K, N, W, ldw, pack, blocks, route.packed_type()).data;
   }
 }
 
@@ -135,36 +116,40 @@ void WeightGemm<T>::run(int64_t M, const T* A, int64_t lda, bool accumulate, T* 
                         T* a_scratch, const int64_t* a_rows) const {
   if constexpr (std::is_same_v<T, float>) {
     if (packed_ != nullptr) {
-      return packed_gemm(M, A, lda, PackedB{packed_, K_, N_, blocks_, type_}, accumulate, C, ldc,
-                         a_scratch, a_rows);
+      return packed_gemm(M, A, lda, PackedB{packed_, K_, N_, blocks_, route_.packed_type()},
+                         accumulate, C, ldc, a_scratch, a_rows);
     }
   }
   if (a_rows != nullptr) throw std::logic_error("WeightGemm::run: a row map needs packed weights");
-  gemm<T>(Op::N, op_, M, N_, K_, T(1), A, lda, w_, ldw_, accumulate ? T(1) : T(0), C, ldc);
+  gemm<T>(route_, Op::N, op_, M, N_, K_, T(1), A, lda, w_, ldw_, accumulate ? T(1) : T(0), C, ldc);
 }
 
 template <typename T>
-void gemm_all_tokens(Op op_a, Op op_b, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda,
-                     const T* B, int64_t ldb, bool accumulate, T* C, int64_t ldc, T* scratch,
-                     PackedType type, const int64_t* a_rows, const int64_t* b_rows) {
+void gemm_all_tokens(GemmRoute route, Op op_a, Op op_b, int64_t M, int64_t N, int64_t K, const T* A,
+                     int64_t lda, const T* B, int64_t ldb, bool accumulate, T* C, int64_t ldc,
+                     T* scratch, const int64_t* a_rows, const int64_t* b_rows) {
   if constexpr (std::is_same_v<T, float>) {
     if (scratch != nullptr) {
       return packed_gemm_full(op_a, op_b, M, N, K, A, lda, B, ldb, accumulate, C, ldc, scratch,
-                              type, a_rows, b_rows);
+                              route.packed_type(), a_rows, b_rows);
     }
   }
   if (a_rows != nullptr || b_rows != nullptr) {
     throw std::logic_error("gemm_all_tokens: row maps need the packed engine");
   }
-  gemm<T>(op_a, op_b, M, N, K, T(1), A, lda, B, ldb, accumulate ? T(1) : T(0), C, ldc);
+  gemm<T>(route, op_a, op_b, M, N, K, T(1), A, lda, B, ldb, accumulate ? T(1) : T(0), C, ldc);
 }
 
-template void gemm_all_tokens<float>(Op, Op, int64_t, int64_t, int64_t, const float*, int64_t,
-                                     const float*, int64_t, bool, float*, int64_t, float*,
-                                     PackedType, const int64_t*, const int64_t*);
-template void gemm_all_tokens<double>(Op, Op, int64_t, int64_t, int64_t, const double*, int64_t,
-                                      const double*, int64_t, bool, double*, int64_t, double*,
-                                      PackedType, const int64_t*, const int64_t*);
+template void gemm<float>(GemmRoute, Op, Op, int64_t, int64_t, int64_t, float, const float*,
+                          int64_t, const float*, int64_t, float, float*, int64_t);
+template void gemm<double>(GemmRoute, Op, Op, int64_t, int64_t, int64_t, double, const double*,
+                           int64_t, const double*, int64_t, double, double*, int64_t);
+template void gemm_all_tokens<float>(GemmRoute, Op, Op, int64_t, int64_t, int64_t, const float*,
+                                     int64_t, const float*, int64_t, bool, float*, int64_t, float*,
+                                     const int64_t*, const int64_t*);
+template void gemm_all_tokens<double>(GemmRoute, Op, Op, int64_t, int64_t, int64_t, const double*,
+                                      int64_t, const double*, int64_t, bool, double*, int64_t,
+                                      double*, const int64_t*, const int64_t*);
 
 template class WeightGemm<float>;
 template class WeightGemm<double>;
@@ -172,6 +157,20 @@ template class WeightGemm<double>;
 }  // namespace rnnx::cpu
 
 namespace rnnx {
+
+CpuBuild cpu_build() {
+  // On AVX-512 machines both float32 engines are candidates of the algorithm search where the
+  // build has oneDNN.
+  static const std::string engines =
+      std::string("float32 ") +
+      (cpu::have_onednn() ? "packed-avx512 or onednn-sgemm (the search measures both; only "
+                            "onednn-sgemm without AVX-512)"
+                          : "packed-avx512 (plain without AVX-512; no oneDNN in this build)") +
+      ", float64 " +
+      (cpu::have_blas() ? std::string(cpu::library_gemm_name(false))
+                        : std::string("plain (no BLAS in this build)"));
+  return CpuBuild{engines.c_str(), cpu::have_onednn(), cpu::have_blas()};
+}
 
 const char* cpu_bf16_gemm() {
   switch (cpu::bf16_engine(cpu::isa_for_plan())) {  // refuses a bad RNNX_CPU_ISA

@@ -1,8 +1,9 @@
-// The GEMM engines of the cpu backend: row-major C = alpha * op(A) * op(B) + beta * C,
-// float32 on oneDNN's dnnl_sgemm and float64 on OpenBLAS's cblas_dgemm (OpenMP build,
-// so that the whole backend runs on one threading runtime); and WeightGemm, a product whose
-// B operand is a weight matrix used at every time step, which float32 packs once per call
-// for the packed engine (packed_gemm.hpp) where the machine has it.
+// The GEMM engines of the cpu backend (docs/cpu.md, "The GEMM engine"): row-major
+// C = alpha * op(A) * op(B) + beta * C on unpacked operands, on the libraries the build links
+// (library_gemm.hpp: oneDNN's sgemm, a BLAS's dgemm) or on rnnx's own loops (plain_gemm.hpp);
+// and WeightGemm, a product whose B operand is a weight matrix used at every time step,
+// which float32 packs once per call for the packed engine (packed_gemm.hpp) where the
+// plan's ISA level has it.
 #pragma once
 
 #include <cstdint>
@@ -18,45 +19,64 @@ enum class Op : char { N = 'N', T = 'T' };
 // tiles (bf16_amx), both with the same packed layouts.
 enum class PackedType : char { f32, bf16, bf16_amx };
 
-// op(A) is [M, K], op(B) is [K, N], C is [M, N]; leading dimensions are row strides.
-// Empty problems (M or N = 0) do nothing; K = 0 gives C = beta * C, so beta = 0 zeroes C
-// (weight gradients of a layer without tokens). Call it outside OpenMP parallel regions:
-// the engines thread internally. Throws rnnx::Error(internal) if the engine refuses.
+// Where a plan's products run:
+// * `library` (library_gemm.hpp): dnnl_sgemm for float32, which repacks the weights at
+//   every call, so at every step; cblas_dgemm for float64. Only where the build has them.
+// * `plain` (plain_gemm.hpp): rnnx's own loops on unpacked operands, every build, every ISA.
+// * `packed` (rnnx's AVX-512 kernels on weights packed once per call; float32 with AVX-512
+//   within the plan's ISA level), `packed_bf16` / `packed_amx` (the same in bf16 with
+//   float32 accumulation, on vdpbf16ps or on AMX tiles: float32 with math mode
+//   allow_conversion on AVX512-BF16 within the level).
+enum class GemmEngine { library, plain, packed, packed_bf16, packed_amx };
+
+// What RNNX_CPU_GEMM forces (read by algo_space): nothing, the packed engine where the level
+// has it, the library (`sgemm`: oneDNN's) or the plain loops; the last two turn bf16
+// conversion off.
+enum class GemmForce { none, packed, library, plain };
+
+// The engine a new plan of this kind takes by default: float64 the library where the build
+// has a BLAS, else plain; float32 per `force`, else the packed engines where `isa` has them
+// (bf16 with `allow_conversion`, after RNNX_CPU_BF16_KERNEL: "amx", "avx512", or unset/"auto"
+// = amx where the machine and OS allow it; throws Error(invalid_argument) for other values),
+// else the library where the build has oneDNN, else plain. `isa` is the plan's ISA level
+// (fixed when it is built).
+GemmEngine gemm_engine_for(bool float32, bool allow_conversion, GemmForce force, Isa isa);
+// The engine's name in impl_name(): "packed-avx512", "onednn-sgemm", "openblas-dgemm",
+// "plain", ...
+const char* gemm_engine_name(GemmEngine engine, bool float32);
+bool is_packed(GemmEngine engine);
+
+// A plan's engine and ISA level, which its products run on.
+struct GemmRoute {
+  GemmEngine engine = GemmEngine::plain;
+  Isa isa = Isa::scalar;
+
+  bool packed() const { return is_packed(engine); }
+  // What the packed engines multiply in: bf16 for packed_bf16 and packed_amx, else float32.
+  PackedType packed_type() const {
+    return engine == GemmEngine::packed_bf16  ? PackedType::bf16
+           : engine == GemmEngine::packed_amx ? PackedType::bf16_amx
+                                              : PackedType::f32;
+  }
+};
+
+// op(A) is [M, K], op(B) is [K, N], C is [M, N]; leading dimensions are row strides, on the
+// route's unpacked engine (library or plain; a packed route runs plain). Empty problems (M or
+// N = 0) do nothing; K = 0 gives C = beta * C, so beta = 0 zeroes C (weight gradients of a
+// layer without tokens). The engines thread internally outside OpenMP parallel regions.
+// Throws rnnx::Error(internal) if a library refuses.
 template <typename T>
-void gemm(Op trans_a, Op trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
-          const T* B, int64_t ldb, T beta, T* C, int64_t ldc);
-
-// The two engines (gemm.cpp); declared here so that every caller sees the specialisations.
-template <>
-void gemm<float>(Op, Op, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
-                 int64_t, float, float*, int64_t);
-template <>
-void gemm<double>(Op, Op, int64_t, int64_t, int64_t, double, const double*, int64_t, const double*,
-                  int64_t, double, double*, int64_t);
-
-// Where the float32 products with recurrent and projection weights run: `packed` (rnnx's
-// AVX-512 kernels on weights packed once per call; needs AVX-512 within the ISA cap),
-// `packed_bf16` / `packed_amx` (the same in bf16 with float32 accumulation, on vdpbf16ps or
-// on AMX tiles: float32 with math mode allow_conversion on AVX512-BF16 within the cap) or
-// `sgemm` (dnnl_sgemm, which repacks the weights at every step). Chosen at plan time: the
-// packed engines where available unless `sgemm_forced` (RNNX_CPU_GEMM=sgemm, read by
-// algo_space, which also turns conversion off), the bf16 one after RNNX_CPU_BF16_KERNEL
-// ("amx", "avx512", or unset/"auto" = amx where the machine and OS allow it; throws
-// Error(invalid_argument) for other values); float64 always runs cblas_dgemm. `isa` is the
-// plan's ISA level (fixed when it is built).
-enum class GemmEngine { sgemm, packed, packed_bf16, packed_amx };
-GemmEngine gemm_engine_for(bool float32, bool allow_conversion, bool sgemm_forced, Isa isa);
-const char* gemm_engine_name(GemmEngine engine);
+void gemm(GemmRoute route, Op trans_a, Op trans_b, int64_t M, int64_t N, int64_t K, T alpha,
+          const T* A, int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc);
 
 // C = op(A) op(B) (accumulate: C +=) for a product over all real tokens (input
 // projection, weight and input gradients): on the packed engine's packed_gemm_full when
-// `scratch` (float32, packed_gemm_full_floats(M, N, K, type) floats) is given, else on gemm().
-// Row maps (packed_gemm.hpp) need the packed engine (a scratch).
+// `scratch` (float32, packed_gemm_full_floats(M, N, K, route.packed_type()) floats) is
+// given, else on gemm(). Row maps (packed_gemm.hpp) need the packed engine (a scratch).
 template <typename T>
-void gemm_all_tokens(Op op_a, Op op_b, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda,
-                     const T* B, int64_t ldb, bool accumulate, T* C, int64_t ldc, T* scratch,
-                     PackedType type = PackedType::f32, const int64_t* a_rows = nullptr,
-                     const int64_t* b_rows = nullptr);
+void gemm_all_tokens(GemmRoute route, Op op_a, Op op_b, int64_t M, int64_t N, int64_t K, const T* A,
+                     int64_t lda, const T* B, int64_t ldb, bool accumulate, T* C, int64_t ldc,
+                     T* scratch, const int64_t* a_rows = nullptr, const int64_t* b_rows = nullptr);
 
 // C (+)= A * op(W) with the same W for many A. bind() once per call, then run() per step.
 // `pack` (packed engine, float32 only) holds packed_b_floats(K, N, blocks, type) floats;
@@ -66,8 +86,8 @@ class WeightGemm {
  public:
   // op(W) is [K, N]: Op::T when W is [N, K] (row stride ldw), Op::N when W is [K, N].
   // `blocks`: the packed layout keeps N / blocks columns apart (packed_gemm.hpp's PackedB).
-  void bind(Op op, const T* W, int64_t ldw, int64_t K, int64_t N, T* pack, int64_t blocks = 1,
-            PackedType type = PackedType::f32);
+  void bind(GemmRoute route, Op op, const T* W, int64_t ldw, int64_t K, int64_t N, T* pack,
+            int64_t blocks = 1);
   // C[M, N] = A[M, K] op(W) (accumulate: C +=). a_scratch: packed_a_floats(M, K, type) floats
   // when bound with a pack, else unused. A row map (packed_gemm.hpp) needs a pack.
   void run(int64_t M, const T* A, int64_t lda, bool accumulate, T* C, int64_t ldc, T* a_scratch,
@@ -75,13 +95,13 @@ class WeightGemm {
   // The packed operand (packed_gemm.hpp's PackedB) when bound with a pack, else null.
   const T* packed() const { return packed_; }
   int64_t blocks() const { return blocks_; }
-  PackedType type() const { return type_; }
+  PackedType type() const { return route_.packed_type(); }
 
  private:
+  GemmRoute route_;
   Op op_ = Op::N;
   const T* w_ = nullptr;
   int64_t ldw_ = 0, K_ = 0, N_ = 0, blocks_ = 1;
-  PackedType type_ = PackedType::f32;
   const T* packed_ = nullptr;
 };
 

@@ -1,9 +1,9 @@
 // The packed-weights float32 GEMM of the cpu backend: C[M, N] (= or +=) A[M, K] * B with B a
 // weight matrix packed once per call into column panels and then reused for every time step
 // (dnnl_sgemm repacks B on every call). AVX-512 kernels (kernels/packed_gemm_avx512.cpp); the
-// caller checks packed_gemm_available() and uses gemm<float> otherwise. PackedType::bf16 (math mode
-// allow_conversion, AVX512-BF16 kernels in packed_gemm_avx512_bf16.cpp) rounds both operands
-// to bf16 as they are packed and accumulates in float32; its packs hold pairs of bf16 (two
+// caller checks packed_gemm_available() and uses gemm<float> (gemm.hpp) otherwise. PackedType::bf16
+// (math mode allow_conversion, AVX512-BF16 kernels in packed_gemm_avx512_bf16.cpp) rounds both
+// operands to bf16 as they are packed and accumulates in float32; its packs hold pairs of bf16 (two
 // consecutive k) in 32-bit slots, so they take half the floats (K rounded up to even).
 #pragma once
 

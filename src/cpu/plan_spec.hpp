@@ -83,14 +83,12 @@ struct PlanSpec {
   const StepKernels<T>& kernels() const {
     return step_kernels<T>(isa);
   }
+  // Where its products run: the engine at the plan's ISA level.
+  GemmRoute gemm() const { return {engine, isa}; }
   // What the packed engine multiplies in: bf16 for GemmEngine::packed_bf16 and packed_amx
   // (math mode allow_conversion on AVX512-BF16), else float32.
-  PackedType packed_type() const {
-    return engine == GemmEngine::packed_bf16  ? PackedType::bf16
-           : engine == GemmEngine::packed_amx ? PackedType::bf16_amx
-                                              : PackedType::f32;
-  }
-  bool packed_engine() const { return engine != GemmEngine::sgemm; }
+  PackedType packed_type() const { return gemm().packed_type(); }
+  bool packed_engine() const { return is_packed(engine); }
 };
 
 }  // namespace rnnx::cpu

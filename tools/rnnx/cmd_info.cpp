@@ -88,6 +88,8 @@ int run_info(bool as_json) {
     j["cpu_isa_detected"] = cpu_isa_detected();
     j["cpu_isa_used"] = cpu_isa_used();
     j["gemm_engine"] = build.gemm_engine;
+    j["with_onednn"] = build.with_onednn;
+    j["with_blas"] = build.with_blas;
     j["math"] = {{"bf16_gemm", math.bf16_gemm},
                  {"RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION",
                   math.env_value ? nlohmann::ordered_json(math.env_value) : nullptr},

@@ -1,0 +1,57 @@
+# Configures rnnx (library only) with its dependency options set wrong or unsatisfiable and
+# checks what CMake says: a value other than AUTO, ON or OFF is refused naming the option and
+# the value; ON without the dependency fails naming it; AUTO without it configures and the
+# summary says what runs instead (docs/cpu.md, "Building without oneDNN or BLAS").
+#   cmake -DSOURCE=<rnnx> -DWORK=<scratch folder> -DCXX=<compiler> -P check_cmake_options.cmake
+if(NOT SOURCE OR NOT WORK)
+  message(FATAL_ERROR "check_cmake_options.cmake: give -DSOURCE=... and -DWORK=...")
+endif()
+set(failures "")
+
+# configure(NAME SUCCEED|FAIL PATTERN CMAKE_ARGS...): PATTERN is a regular expression that
+# CMake's output must match.
+function(configure name outcome pattern)
+  set(dir "${WORK}/${name}")
+  file(REMOVE_RECURSE "${dir}")
+  execute_process(
+    COMMAND ${CMAKE_COMMAND} -S ${SOURCE} -B ${dir} -DCMAKE_CXX_COMPILER=${CXX}
+            -DRNNX_BUILD_TESTS=OFF -DRNNX_BUILD_TOOLS=OFF -DRNNX_BUILD_EXAMPLES=OFF
+            -DRNNX_BUILD_BENCH=OFF -DRNNX_BUILD_PYTHON=OFF ${ARGN}
+    RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  set(problem "")
+  if(outcome STREQUAL "SUCCEED" AND NOT status EQUAL 0)
+    set(problem "configuring failed")
+  elseif(outcome STREQUAL "FAIL" AND status EQUAL 0)
+    set(problem "configuring succeeded")
+  endif()
+  # CMake wraps long messages: compare with the line breaks and indents gone.
+  string(REGEX REPLACE "\n *" " " text "${out}${err}")
+  if(NOT text MATCHES "${pattern}")
+    string(APPEND problem " (output does not match \"${pattern}\")")
+  endif()
+  if(problem)
+    set(failures "${failures}\n${name}: ${problem}:\n${out}${err}" PARENT_SCOPE)
+  else()
+    message(STATUS "${name}: ${outcome} as expected")
+  endif()
+  file(REMOVE_RECURSE "${dir}")
+endfunction()
+
+configure(onednn_value_unknown FAIL "RNNX_WITH_ONEDNN \\(= \"maybe\"\\) must be AUTO, ON or OFF"
+  -DRNNX_WITH_ONEDNN=maybe)
+configure(blas_value_unknown FAIL "RNNX_WITH_BLAS \\(= \"2\"\\) must be AUTO, ON or OFF"
+  -DRNNX_WITH_BLAS=2)
+configure(onednn_required_missing FAIL "RNNX_WITH_ONEDNN=ON: oneDNN not found"
+  -DRNNX_WITH_ONEDNN=ON -DCMAKE_DISABLE_FIND_PACKAGE_oneDNN=ON)
+configure(blas_required_missing FAIL "RNNX_WITH_BLAS=ON: no BLAS found"
+  -DRNNX_WITH_BLAS=ON -DBLA_VENDOR=NoSuchVendor)
+configure(both_auto_missing SUCCEED
+  "rnnx: oneDNN  not found.*rnnx: BLAS    not found.*float32 packed-avx512 \\(AVX-512 within the ISA cap\\), else plain; float64 plain"
+  -DRNNX_WITH_ONEDNN=AUTO -DCMAKE_DISABLE_FIND_PACKAGE_oneDNN=ON -DRNNX_WITH_BLAS=AUTO
+  -DBLA_VENDOR=NoSuchVendor)
+configure(both_off SUCCEED "rnnx: oneDNN  off \\(RNNX_WITH_ONEDNN=OFF\\).*rnnx: BLAS    off"
+  -DRNNX_WITH_ONEDNN=OFF -DRNNX_WITH_BLAS=false)
+
+if(failures)
+  message(FATAL_ERROR "${failures}")
+endif()

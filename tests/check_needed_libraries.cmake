@@ -1,0 +1,26 @@
+# librnnx links oneDNN and a BLAS exactly when CMake chose them (RNNX_WITH_ONEDNN,
+# RNNX_WITH_BLAS): a build configured without them must not need them at run time (the GPU
+# machine has neither).
+#   cmake -DOBJDUMP=<objdump> -DLIB=<librnnx.so> -DONEDNN=<TRUE|FALSE> -DBLAS=<TRUE|FALSE>
+#         -P check_needed_libraries.cmake
+execute_process(COMMAND ${OBJDUMP} -p ${LIB} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${OBJDUMP} -p ${LIB} failed")
+endif()
+string(REGEX MATCHALL "NEEDED +[^\n]+" needed "${out}")
+list(TRANSFORM needed REPLACE "NEEDED +" "")
+message(STATUS "${LIB} needs ${needed}")
+set(problems "")
+foreach(check "ONEDNN;dnnl" "BLAS;blas")
+  list(GET check 0 option)
+  list(GET check 1 pattern)
+  string(REGEX MATCH "[^;]*${pattern}[^;]*" found "${needed}")
+  if(${option} AND NOT found)
+    string(APPEND problems " configured with ${option} but needs no ${pattern} library;")
+  elseif(NOT ${option} AND found)
+    string(APPEND problems " configured without ${option} but needs ${found};")
+  endif()
+endforeach()
+if(problems)
+  message(FATAL_ERROR "${LIB}:${problems}")
+endif()
