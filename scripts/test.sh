@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The README's test command: installs dependencies, builds rnnx optimised and runs every
 # default test (GoogleTest suites, the PyTorch cross-check, the command-line checks), then
-# builds again with AddressSanitizer + UndefinedBehaviorSanitizer and runs the suite there.
-# First it checks the format (scripts/check-format.sh). Between the two builds it runs the
-# fuzz targets 30 s each (scripts/fuzz.sh); last, the
-# concurrency tests under ThreadSanitizer. RNNX_SKIP_ASAN=1 skips the sanitizer pass,
-# RNNX_SKIP_FUZZ=1 the fuzzing, RNNX_SKIP_TSAN=1 the ThreadSanitizer pass. Ends with the
-# time each stage took.
+# builds again without oneDNN and BLAS and runs the C++ suites there, then with
+# AddressSanitizer + UndefinedBehaviorSanitizer and runs the suite there.
+# First it checks the format (scripts/check-format.sh). Before the sanitizer build it runs
+# the fuzz targets 30 s each (scripts/fuzz.sh); last, the
+# concurrency tests under ThreadSanitizer. RNNX_SKIP_NODEPS=1 skips the build without the
+# libraries, RNNX_SKIP_ASAN=1 the sanitizer pass, RNNX_SKIP_FUZZ=1 the fuzzing,
+# RNNX_SKIP_TSAN=1 the ThreadSanitizer pass. Ends with the time each stage took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -42,6 +43,20 @@ stage "release: configure and build" bash -c \
   "cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build/release -j $jobs"
 stage "release: tests" bash -c \
   "cd build/release && ctest --output-on-failure -LE slow -j $jobs"
+
+# The cpu backend without oneDNN and BLAS (RNNX_WITH_ONEDNN=OFF, RNNX_WITH_BLAS=OFF: the GPU
+# machine has neither), so on rnnx's own GEMMs (packed-avx512, plain): every C++ suite, the
+# forced-choice and per-ISA entries and the command's checks; no Python package, examples
+# or bench/ (which needs oneDNN). The configure summary's lines say what it found and chose.
+if [ "${RNNX_SKIP_NODEPS:-0}" != "1" ]; then
+  stage "nodeps: configure and build" bash -o pipefail -c \
+    "cmake -S . -B build/nodeps -DCMAKE_BUILD_TYPE=Release -DRNNX_WITH_ONEDNN=OFF \
+       -DRNNX_WITH_BLAS=OFF -DRNNX_BUILD_PYTHON=OFF -DRNNX_BUILD_EXAMPLES=OFF \
+       -DRNNX_BUILD_BENCH=OFF | { grep -E '^-- rnnx: (oneDNN|BLAS|cpu GEMMs)' || true; } &&
+     cmake --build build/nodeps -j $jobs"
+  stage "nodeps: tests" bash -c \
+    "cd build/nodeps && ctest --output-on-failure -LE 'slow|bench' -j $jobs"
+fi
 
 # libFuzzer targets (tests/fuzz) built with clang, ASan+UBSan, about 30 s each on their
 # seed corpus, two at a time; a finding fails the stage. RNNX_SKIP_FUZZ=1 skips it.
