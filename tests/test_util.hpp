@@ -106,6 +106,24 @@ class Rng {
 };
 
 // ---------------------------------------------------------------------------------------
+// bfloat16 as the tests write it (the upper half of a float32), independently of the
+// library's: rounding to nearest even from the float32 value, NaN kept a NaN.
+inline uint16_t bf16_bits(double v) {
+  const float f = static_cast<float>(v);
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  if (std::isnan(f)) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  const uint32_t lower = u & 0xffffu, upper = u >> 16;
+  const bool up = lower > 0x8000u || (lower == 0x8000u && (upper & 1u));
+  return static_cast<uint16_t>(upper + (up ? 1u : 0u));
+}
+inline double bf16_value(uint16_t bits) {
+  const uint32_t u = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
 // A dense buffer in a plan's dtype, read and written as doubles. "Absent" buffers give a
 // null pointer, which is how the API spells an optional argument that is not passed.
 class Buf {
@@ -114,6 +132,8 @@ class Buf {
   Buf(DataType dt, int64_t n, double fill = 0.0) : dt_(dt), present_(true) {
     if (dt == DataType::f32) {
       f_.assign(static_cast<size_t>(n), static_cast<float>(fill));
+    } else if (dt == DataType::bf16) {
+      h_.assign(static_cast<size_t>(n), bf16_bits(fill));
     } else {
       d_.assign(static_cast<size_t>(n), fill);
     }
@@ -121,17 +141,24 @@ class Buf {
   bool present() const { return present_; }
   DataType dtype() const { return dt_; }
   int64_t size() const {
-    return static_cast<int64_t>(dt_ == DataType::f32 ? f_.size() : d_.size());
+    return static_cast<int64_t>(dt_ == DataType::f32    ? f_.size()
+                                : dt_ == DataType::bf16 ? h_.size()
+                                                        : d_.size());
   }
   void* data() {
     if (!present_) return nullptr;
+    if (dt_ == DataType::bf16) return h_.data();
     return dt_ == DataType::f32 ? static_cast<void*>(f_.data()) : static_cast<void*>(d_.data());
   }
   const void* data() const { return const_cast<Buf*>(this)->data(); }
-  double get(int64_t i) const { return dt_ == DataType::f32 ? f_[i] : d_[i]; }
+  double get(int64_t i) const {
+    return dt_ == DataType::f32 ? f_[i] : dt_ == DataType::bf16 ? bf16_value(h_[i]) : d_[i];
+  }
   void set(int64_t i, double v) {
     if (dt_ == DataType::f32) {
       f_[i] = static_cast<float>(v);
+    } else if (dt_ == DataType::bf16) {
+      h_[i] = bf16_bits(v);
     } else {
       d_[i] = v;
     }
@@ -155,6 +182,7 @@ class Buf {
   bool present_ = false;
   std::vector<float> f_;
   std::vector<double> d_;
+  std::vector<uint16_t> h_;
 };
 
 // Raw bytes for a workspace or reserve, as an ordinary caller has them (the README passes
@@ -677,7 +705,7 @@ inline ::testing::AssertionResult results_identical(const Results& got, const Re
       return;
     }
     if (!a.present()) return;
-    const size_t elem = a.dtype() == DataType::f32 ? sizeof(float) : sizeof(double);
+    const size_t elem = static_cast<size_t>(dtype_size(a.dtype()));
     const auto* pa = static_cast<const char*>(a.data());
     const auto* pb = static_cast<const char*>(b.data());
     for (int64_t i = 0; i < a.size(); ++i) {

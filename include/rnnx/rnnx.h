@@ -71,7 +71,11 @@ typedef enum rnnx_cell {
   RNNX_CELL_GRU = 3   /* gates r, z, n */
 } rnnx_cell_t;
 
-typedef enum rnnx_dtype { RNNX_DTYPE_FLOAT32 = 0, RNNX_DTYPE_FLOAT64 = 1 } rnnx_dtype_t;
+typedef enum rnnx_dtype {
+  RNNX_DTYPE_FLOAT32 = 0,
+  RNNX_DTYPE_FLOAT64 = 1,
+  RNNX_DTYPE_BFLOAT16 = 2 /* bf16 storage; computed in float32 (cpu) or double (reference) */
+} rnnx_dtype_t;
 
 /* What a clamp (cell_clip, proj_clip) does with NaN (cuDNN's clipNanOpt):
  * PROPAGATE keeps NaN (its gradient passes through); REPLACE turns it into the upper

@@ -213,13 +213,23 @@ rnnx::DataType to_cpp_dtype(int v, const char* fn) {
       return rnnx::DataType::f32;
     case RNNX_DTYPE_FLOAT64:
       return rnnx::DataType::f64;
+    case RNNX_DTYPE_BFLOAT16:
+      return rnnx::DataType::bf16;
     default:
       break;
   }
   invalid(fn, bad_enum("dtype", v, "rnnx_dtype_t"));
 }
 rnnx_dtype_t to_c(rnnx::DataType v) {
-  return v == rnnx::DataType::f64 ? RNNX_DTYPE_FLOAT64 : RNNX_DTYPE_FLOAT32;
+  switch (v) {
+    case rnnx::DataType::f64:
+      return RNNX_DTYPE_FLOAT64;
+    case rnnx::DataType::bf16:
+      return RNNX_DTYPE_BFLOAT16;
+    case rnnx::DataType::f32:
+      break;
+  }
+  return RNNX_DTYPE_FLOAT32;
 }
 
 rnnx::MathMode to_cpp_math_mode(int v, const char* fn) {

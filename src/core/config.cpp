@@ -208,6 +208,8 @@ MathMode math_mode_from_string(const std::string& name) {
 }
 
 MathMode resolved_math_mode(const Config& c) {
+  // bf16 data rounds every GEMM operand to bf16 anyway.
+  if (c.dtype == DataType::bf16) return MathMode::allow_conversion;
   if (c.dtype != DataType::f32) return MathMode::fp32;
   if (c.math != MathMode::from_environment) return c.math;
   const char* env = std::getenv("RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION");
@@ -219,11 +221,27 @@ MathMode resolved_math_mode(const Config& c) {
 }
 
 const char* to_string(DataType dtype) {
-  return dtype == DataType::f32 ? "float32" : "float64";
+  switch (dtype) {
+    case DataType::f32:
+      return "float32";
+    case DataType::f64:
+      return "float64";
+    case DataType::bf16:
+      return "bfloat16";
+  }
+  return "unknown";
 }
 
 int64_t dtype_size(DataType dtype) {
-  return dtype == DataType::f32 ? 4 : 8;
+  switch (dtype) {
+    case DataType::f32:
+      return 4;
+    case DataType::f64:
+      return 8;
+    case DataType::bf16:
+      return 2;
+  }
+  return 0;
 }
 
 const char* to_string(Layout layout) {
@@ -266,7 +284,7 @@ void validate(const Config& c) {
       c.math != MathMode::allow_conversion) {
     invalid("math (= " + std::to_string(static_cast<int>(c.math)) + ") is not a known math mode");
   }
-  if (c.dtype != DataType::f32 && c.dtype != DataType::f64) {
+  if (c.dtype != DataType::f32 && c.dtype != DataType::f64 && c.dtype != DataType::bf16) {
     invalid("dtype (= " + std::to_string(static_cast<int>(c.dtype)) + ") is not a known type");
   }
   if (c.input_size < 1) invalid("input_size (= " + std::to_string(c.input_size) + ") must be >= 1");

@@ -43,8 +43,9 @@ namespace rnnx {
 // O(1).
 double error_bound(const Config& c, int64_t T, int64_t B, bool backward, bool bf16_products) {
   constexpr double kActivationUlps = 8, kBiases = 2, kSafety = 2;
-  const double eps = c.dtype == DataType::f32 ? std::numeric_limits<float>::epsilon()
-                                              : std::numeric_limits<double>::epsilon();
+  // bf16 data is computed in float32 (cpu) or double (reference).
+  const double eps = c.dtype == DataType::f64 ? std::numeric_limits<double>::epsilon()
+                                              : std::numeric_limits<float>::epsilon();
   const double out_width = static_cast<double>(c.num_directions() * c.output_size());
   const double I_l = std::max(static_cast<double>(c.input_size), out_width);
   const double P = static_cast<double>(c.output_size());
@@ -56,9 +57,14 @@ double error_bound(const Config& c, int64_t T, int64_t B, bool backward, bool bf
              static_cast<double>(T * B);
   }
   const double bound = kSafety * depth * eps;
-  if (!bf16_products || c.dtype != DataType::f32) return bound;
+  const bool bf16_data = c.dtype == DataType::bf16;
+  if (!bf16_data && (!bf16_products || c.dtype != DataType::f32)) return bound;
   constexpr double kBf16Product = 1.0 / 128, kLambda = 6;  // 2u, u = 2^-8
-  return bound + kLambda * std::sqrt(depth / static_cast<double>(c.hidden_size)) * kBf16Product;
+  // bf16 data: the products are bf16 ones, and each side rounds its result (|y| <= 1 for
+  // the outputs, more for a gradient: relative) to bf16, u apiece.
+  const double outputs = bf16_data ? kBf16Product : 0.0;
+  return bound + kLambda * std::sqrt(depth / static_cast<double>(c.hidden_size)) * kBf16Product +
+         outputs;
 }
 
 // The bound in norm of a converting run (benchdnn compares bf16 results by the relative
@@ -87,12 +93,14 @@ double error_bound(const Config& c, int64_t T, int64_t B, bool backward, bool bf
 // norm and may be much of a small one's (tests/problems.hpp tells those cases apart).
 double norm_error_bound(const Config& c, int64_t T, int64_t B, bool backward) {
   const double accumulation = error_bound(c, T, B, backward, false);
-  if (c.dtype != DataType::f32) return accumulation;
+  if (c.dtype == DataType::f64) return accumulation;
   constexpr double kBf16Roundoff = 1.0 / 256;  // 2^-8
   const double per_step = c.proj_size > 0 ? 2.0 : 1.0;
   const double forward = static_cast<double>(T + c.num_layers) * per_step;
   const double n = backward ? 2.0 * forward + 1.0 : forward;
-  return 2.0 * kBf16Roundoff * std::sqrt(n) + accumulation;
+  // bf16 data: the results of both sides are rounded to bf16 too (u each).
+  const double outputs = c.dtype == DataType::bf16 ? 2.0 * kBf16Roundoff : 0.0;
+  return 2.0 * kBf16Roundoff * std::sqrt(n) + outputs + accumulation;
 }
 
 }  // namespace rnnx

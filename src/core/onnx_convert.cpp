@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <string>
 
+#include "core/bfloat16.hpp"
 #include "core/gate_order.hpp"
 #include "rnnx/convert.hpp"
 #include "rnnx/error.hpp"
@@ -84,6 +85,9 @@ void import_onnx_layer(const Config& config, const WeightLayout& layout, int64_t
   auto* p = const_cast<double*>(P);
   if (config.dtype == DataType::f64) {
     convert_layer<double, true>(config, layout, layer, w, r, b, p, static_cast<double*>(flat));
+  } else if (config.dtype == DataType::bf16) {
+    convert_layer<core::bfloat16, true>(config, layout, layer, w, r, b, p,
+                                        static_cast<core::bfloat16*>(flat));
   } else {
     convert_layer<float, true>(config, layout, layer, w, r, b, p, static_cast<float*>(flat));
   }
@@ -95,6 +99,10 @@ void export_onnx_layer(const Config& config, const WeightLayout& layout, int64_t
   if (config.dtype == DataType::f64) {
     convert_layer<double, false>(config, layout, layer, W, R, B, P,
                                  const_cast<double*>(static_cast<const double*>(flat)));
+  } else if (config.dtype == DataType::bf16) {
+    convert_layer<core::bfloat16, false>(
+        config, layout, layer, W, R, B, P,
+        const_cast<core::bfloat16*>(static_cast<const core::bfloat16*>(flat)));
   } else {
     convert_layer<float, false>(config, layout, layer, W, R, B, P,
                                 const_cast<float*>(static_cast<const float*>(flat)));

@@ -7,6 +7,7 @@
 #include "core/backend_registry.hpp"
 #include "core/thread_scope.hpp"
 #include "cpu/autotune.hpp"
+#include "cpu/bf16_backend.hpp"
 #include "cpu/buffers.hpp"
 #include "cpu/passes.hpp"
 #include "cpu/plan_spec.hpp"
@@ -67,6 +68,7 @@ class CpuBackend final : public BackendImpl {
 
 std::unique_ptr<BackendImpl> make_cpu_backend(const PlanContext& ctx) {
   if (ctx.config.dtype == DataType::f64) return std::make_unique<CpuBackend<double>>(ctx);
+  if (ctx.config.dtype == DataType::bf16) return cpu::make_bf16_backend(ctx);
   return std::make_unique<CpuBackend<float>>(ctx);
 }
 

@@ -9,6 +9,7 @@
 
 #include "core/backend.hpp"
 #include "core/backend_registry.hpp"
+#include "core/bfloat16.hpp"
 #include "core/direction.hpp"
 #include "core/dropout.hpp"
 #include "reference/cell_math.hpp"
@@ -304,7 +305,16 @@ class ReferenceBackend final : public BackendImpl {
 }  // namespace
 
 std::unique_ptr<BackendImpl> make_reference_backend(const PlanContext& ctx) {
-  if (ctx.config.dtype == DataType::f64) return std::make_unique<ReferenceBackend<double>>(ctx);
+  switch (ctx.config.dtype) {
+    case DataType::f64:
+      return std::make_unique<ReferenceBackend<double>>(ctx);
+    case DataType::bf16:
+      // Reads widen each bf16 value exactly; writes round the double result once to float32
+      // and then to bf16 (the double rounding moves a result by at most one bf16 ulp).
+      return std::make_unique<ReferenceBackend<core::bfloat16>>(ctx);
+    case DataType::f32:
+      break;
+  }
   return std::make_unique<ReferenceBackend<float>>(ctx);
 }
 

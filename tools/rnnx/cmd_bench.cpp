@@ -79,20 +79,40 @@ std::vector<MathMode> parse_maths(const std::string& s) {
   return maths;
 }
 
+// A bf16 value: the upper half of a float32.
+float bf16_to_float(uint16_t bits) {
+  const uint32_t u = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
 // Element values of a buffer of the config's dtype.
 std::vector<double> values(const void* p, DataType dt, int64_t n) {
   std::vector<double> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
-    v[i] = dt == DataType::f32 ? static_cast<const float*>(p)[i] : static_cast<const double*>(p)[i];
+    v[i] = dt == DataType::f32    ? static_cast<const float*>(p)[i]
+           : dt == DataType::bf16 ? bf16_to_float(static_cast<const uint16_t*>(p)[i])
+                                  : static_cast<const double*>(p)[i];
   }
   return v;
 }
 
-// Fills `n` elements of `dtype` at `data` uniformly in [lo, hi).
+// Fills `n` elements of `dtype` at `data` uniformly in [lo, hi). bf16 takes the upper half
+// of each float32 value (truncated: any bf16 values in the range do for timing).
 void fill_uniform(void* data, DataType dtype, int64_t n, double lo, double hi,
                   bench::SplitMix64& rng) {
   if (dtype == DataType::f64) {
     bench::fill_uniform(static_cast<double*>(data), n, lo, hi, rng);
+  } else if (dtype == DataType::bf16) {
+    std::vector<float> f(static_cast<size_t>(n));
+    bench::fill_uniform(f.data(), n, lo, hi, rng);
+    auto* out = static_cast<uint16_t*>(data);
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t u;
+      std::memcpy(&u, &f[static_cast<size_t>(i)], sizeof u);
+      out[i] = static_cast<uint16_t>(u >> 16);
+    }
   } else {
     bench::fill_uniform(static_cast<float*>(data), n, lo, hi, rng);
   }
@@ -235,7 +255,9 @@ Config make_config(const bench::BenchCase& bc, const BenchOptions& o) {
   c.bidirectional = bc.bidirectional;
   c.dropout = o.dropout;
   c.seed = o.case_flags.seed;
-  c.dtype = o.dtype == "float64" ? DataType::f64 : DataType::f32;
+  c.dtype = o.dtype == "float64"    ? DataType::f64
+            : o.dtype == "bfloat16" ? DataType::bf16
+                                    : DataType::f32;
   return c;
 }
 
@@ -532,8 +554,8 @@ Command add_bench_command(CLI::App& parent) {
   app->add_option("--backend", o->backend, "reference, cpu or cuda (where built)")
       ->check(CLI::IsMember({"reference", "cpu", "cuda"}))
       ->capture_default_str();
-  app->add_option("--dtype", o->dtype, "float32 or float64")
-      ->check(CLI::IsMember({"float32", "float64"}))
+  app->add_option("--dtype", o->dtype, "float32, float64 or bfloat16 (bf16 storage)")
+      ->check(CLI::IsMember({"float32", "float64", "bfloat16"}))
       ->capture_default_str();
   app->add_option("--math", o->maths,
                   "Math mode or comma-separated list: fp32, allow_conversion (bf16 GEMMs), "

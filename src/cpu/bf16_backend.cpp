@@ -1,0 +1,176 @@
+// bfloat16 data on the cpu backend's float32 path: each call widens the caller's bf16
+// tensors into float32 copies in its workspace, runs a float32 plan of the same problem on
+// them with math mode allow_conversion (its GEMMs in bf16 with float32 accumulation where
+// the CPU has AVX512-BF16 or AMX, float32 elsewhere; cell state and every element-wise step
+// in float32), and rounds the results to bf16. The reserve is the float32 plan's. With a
+// caller workspace nothing is allocated.
+#include "cpu/bf16_backend.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <string>
+
+#include "core/backend_registry.hpp"
+#include "core/bfloat16.hpp"
+#include "core/thread_scope.hpp"
+
+namespace rnnx::cpu {
+namespace {
+
+using core::bfloat16;
+
+// Below this many values a conversion stays on one thread.
+constexpr int64_t kParallelMin = int64_t{1} << 16;
+
+void widen_parallel(const void* src, float* dst, int64_t n) {
+  const auto* s = static_cast<const bfloat16*>(src);
+  constexpr int64_t kChunk = 4096;
+#pragma omp parallel for schedule(static) if (n >= kParallelMin && !omp_in_parallel())
+  for (int64_t i = 0; i < n; i += kChunk) core::widen(s + i, dst + i, std::min(kChunk, n - i));
+}
+
+void narrow_parallel(const float* src, void* dst, int64_t n) {
+  auto* d = static_cast<bfloat16*>(dst);
+  constexpr int64_t kChunk = 4096;
+#pragma omp parallel for schedule(static) if (n >= kParallelMin && !omp_in_parallel())
+  for (int64_t i = 0; i < n; i += kChunk) core::narrow(src + i, d + i, std::min(kChunk, n - i));
+}
+
+// The float32 problem the bf16 one runs as.
+PlanContext float32_context(const PlanContext& ctx) {
+  PlanContext f = ctx;
+  f.config.dtype = DataType::f32;
+  f.config.math = MathMode::allow_conversion;
+  f.math = MathMode::allow_conversion;
+  return f;
+}
+
+// The float32 copies of one call's tensors, carved from the workspace after the float32
+// plan's own; absent (null) where the caller passes none. The same carving sizes them.
+struct Copies {
+  float *x = nullptr, *h0 = nullptr, *c0 = nullptr, *w = nullptr;
+  float *y = nullptr, *hy = nullptr, *cy = nullptr;                    // forward
+  float *dy = nullptr, *dhy = nullptr, *dcy = nullptr;                 // backward inputs
+  float *dx = nullptr, *dh0 = nullptr, *dc0 = nullptr, *dw = nullptr;  // backward outputs
+};
+
+class Bf16Backend final : public BackendImpl {
+ public:
+  explicit Bf16Backend(const PlanContext& ctx)
+      : BackendImpl(ctx), f32_(float32_context(ctx)), inner_(make_cpu_backend(f32_)) {}
+
+  std::string name() const override { return inner_->name() + "/bf16-data"; }
+  size_t forward_workspace_size(bool training) const override {
+    return align_up(inner_->forward_workspace_size(training)) + carve_forward(nullptr).used();
+  }
+  size_t backward_workspace_size() const override {
+    return align_up(inner_->backward_workspace_size()) + carve_backward(nullptr).used();
+  }
+  size_t reserve_size() const override { return inner_->reserve_size(); }
+
+  void forward(const ForwardArgs& a, void* workspace) override {
+    core::ThreadScope threads(ctx_.options.num_threads);
+    char* base = static_cast<char*>(workspace);
+    Copies k;
+    carve_forward(base + align_up(inner_->forward_workspace_size(a.training)), &k);
+    ForwardArgs f = a;
+    widen_parallel(a.x, k.x, ctx_.x_numel());
+    widen_parallel(a.weights, k.w, ctx_.weights.numel());
+    f.x = k.x;
+    f.weights = k.w;
+    f.h0 = widen_optional(a.h0, k.h0, ctx_.h_numel());
+    f.c0 = widen_optional(a.c0, k.c0, ctx_.c_numel());
+    f.y = k.y;
+    f.hy = a.hy ? k.hy : nullptr;
+    f.cy = a.cy ? k.cy : nullptr;
+    f.workspace = workspace;
+    f.workspace_size = inner_->forward_workspace_size(a.training);
+    inner_->forward(f, workspace);
+    narrow_parallel(k.y, a.y, ctx_.y_numel());
+    if (a.hy) narrow_parallel(k.hy, a.hy, ctx_.h_numel());
+    if (a.cy) narrow_parallel(k.cy, a.cy, ctx_.c_numel());
+  }
+
+  void backward(const BackwardArgs& a, void* workspace, uint64_t dropout_counter) override {
+    core::ThreadScope threads(ctx_.options.num_threads);
+    char* base = static_cast<char*>(workspace);
+    Copies k;
+    carve_backward(base + align_up(inner_->backward_workspace_size()), &k);
+    BackwardArgs b = a;
+    widen_parallel(a.x, k.x, ctx_.x_numel());
+    widen_parallel(a.weights, k.w, ctx_.weights.numel());
+    b.x = k.x;
+    b.weights = k.w;
+    b.h0 = widen_optional(a.h0, k.h0, ctx_.h_numel());
+    b.c0 = widen_optional(a.c0, k.c0, ctx_.c_numel());
+    b.dy = widen_optional(a.dy, k.dy, ctx_.y_numel());
+    b.dhy = widen_optional(a.dhy, k.dhy, ctx_.h_numel());
+    b.dcy = widen_optional(a.dcy, k.dcy, ctx_.c_numel());
+    b.dx = a.dx ? k.dx : nullptr;
+    b.dh0 = a.dh0 ? k.dh0 : nullptr;
+    b.dc0 = a.dc0 ? k.dc0 : nullptr;
+    b.dweights = a.dweights ? k.dw : nullptr;
+    // Accumulating gradients add to what the caller holds: its bf16 values, widened.
+    if (a.dweights && a.weight_grad_mode == GradMode::accumulate) {
+      widen_parallel(a.dweights, k.dw, ctx_.weights.numel());
+    }
+    b.workspace = workspace;
+    b.workspace_size = inner_->backward_workspace_size();
+    inner_->backward(b, workspace, dropout_counter);
+    if (a.dx) narrow_parallel(k.dx, a.dx, ctx_.x_numel());
+    if (a.dh0) narrow_parallel(k.dh0, a.dh0, ctx_.h_numel());
+    if (a.dc0) narrow_parallel(k.dc0, a.dc0, ctx_.c_numel());
+    if (a.dweights) narrow_parallel(k.dw, a.dweights, ctx_.weights.numel());
+  }
+
+ private:
+  static const float* widen_optional(const void* src, float* copy, int64_t n) {
+    if (src == nullptr) return nullptr;
+    widen_parallel(src, copy, n);
+    return copy;
+  }
+
+  // Carves (or, with a null base, sizes) the float32 copies of a forward / a backward.
+  Carver carve_forward(char* base, Copies* k = nullptr) const {
+    Copies unused;
+    if (k == nullptr) k = &unused;
+    Carver c(base);
+    k->x = c.take<float>(ctx_.x_numel());
+    k->w = c.take<float>(ctx_.weights.numel());
+    k->h0 = c.take<float>(ctx_.h_numel());
+    k->c0 = c.take<float>(ctx_.c_numel());
+    k->y = c.take<float>(ctx_.y_numel());
+    k->hy = c.take<float>(ctx_.h_numel());
+    k->cy = c.take<float>(ctx_.c_numel());
+    return c;
+  }
+  Carver carve_backward(char* base, Copies* k = nullptr) const {
+    Copies unused;
+    if (k == nullptr) k = &unused;
+    Carver c(base);
+    k->x = c.take<float>(ctx_.x_numel());
+    k->w = c.take<float>(ctx_.weights.numel());
+    k->h0 = c.take<float>(ctx_.h_numel());
+    k->c0 = c.take<float>(ctx_.c_numel());
+    k->dy = c.take<float>(ctx_.y_numel());
+    k->dhy = c.take<float>(ctx_.h_numel());
+    k->dcy = c.take<float>(ctx_.c_numel());
+    k->dx = c.take<float>(ctx_.x_numel());
+    k->dh0 = c.take<float>(ctx_.h_numel());
+    k->dc0 = c.take<float>(ctx_.c_numel());
+    k->dw = c.take<float>(ctx_.weights.numel());
+    return c;
+  }
+
+  PlanContext f32_;  // before inner_, which keeps a reference to it
+  std::unique_ptr<BackendImpl> inner_;
+};
+
+}  // namespace
+
+std::unique_ptr<BackendImpl> make_bf16_backend(const PlanContext& ctx) {
+  return std::make_unique<Bf16Backend>(ctx);
+}
+
+}  // namespace rnnx::cpu
