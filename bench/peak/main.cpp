@@ -121,8 +121,10 @@ int main(int argc, char** argv) {
         report_missing(kind, threads, as_json, why);
         continue;
       }
-      // Iterations for about target_ms on one thread, from a short calibration run.
+      // Iterations for about target_ms per run, from a short calibration run after a first
+      // one that wakes the threads (and, for AMX, the tile unit).
       int64_t iterations = 1 << 16;
+      run_once(k, threads, iterations);
       const auto t0 = std::chrono::steady_clock::now();
       run_once(k, threads, iterations);
       const double ms =
