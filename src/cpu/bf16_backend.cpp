@@ -131,15 +131,19 @@ class Bf16Backend final : public BackendImpl {
     return copy;
   }
 
-  // Carves (or, with a null base, sizes) the float32 copies of a forward / a backward.
-  Carver carve_forward(char* base, Copies* k = nullptr) const {
-    Copies unused;
-    if (k == nullptr) k = &unused;
-    Carver c(base);
+  // Carves (or, with a null base, sizes) the float32 copies of a forward / a backward: the
+  // inputs both read, then each one's own.
+  void carve_inputs(Carver& c, Copies* k) const {
     k->x = c.take<float>(ctx_.x_numel());
     k->w = c.take<float>(ctx_.weights.numel());
     k->h0 = c.take<float>(ctx_.h_numel());
     k->c0 = c.take<float>(ctx_.c_numel());
+  }
+  Carver carve_forward(char* base, Copies* k = nullptr) const {
+    Copies unused;
+    if (k == nullptr) k = &unused;
+    Carver c(base);
+    carve_inputs(c, k);
     k->y = c.take<float>(ctx_.y_numel());
     k->hy = c.take<float>(ctx_.h_numel());
     k->cy = c.take<float>(ctx_.c_numel());
@@ -149,10 +153,7 @@ class Bf16Backend final : public BackendImpl {
     Copies unused;
     if (k == nullptr) k = &unused;
     Carver c(base);
-    k->x = c.take<float>(ctx_.x_numel());
-    k->w = c.take<float>(ctx_.weights.numel());
-    k->h0 = c.take<float>(ctx_.h_numel());
-    k->c0 = c.take<float>(ctx_.c_numel());
+    carve_inputs(c, k);
     k->dy = c.take<float>(ctx_.y_numel());
     k->dhy = c.take<float>(ctx_.h_numel());
     k->dcy = c.take<float>(ctx_.c_numel());
