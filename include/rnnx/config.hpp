@@ -129,7 +129,7 @@ MathMode math_mode_from_string(const std::string& name);
 // The mode a plan of this config runs in: fp32 or allow_conversion (from_environment
 // resolved from RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION; throws Error(invalid_argument)
 // naming the variable and its value when it is neither "0" nor "1"). float64 configs give
-// fp32 whatever the mode.
+// fp32 whatever the mode, bfloat16 ones allow_conversion (their operands are bf16 already).
 MathMode resolved_math_mode(const Config& config);
 
 // Throws rnnx::Error(invalid_argument) naming the field and its value.
