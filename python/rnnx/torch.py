@@ -24,13 +24,17 @@ from ._runtime import invalid
 
 __all__ = ["LSTM", "GRU", "RNN"]
 
-_DTYPES = {torch.float32: "float32", torch.float64: "float64"}
+_DTYPES = {torch.float32: "float32", torch.float64: "float64", torch.bfloat16: "bfloat16"}
 _CELLS = {"LSTM": "lstm", "GRU": "gru", "RNN_TANH": "rnn_tanh", "RNN_RELU": "rnn_relu"}
 
 
 def _np(t):
-    """Zero-copy NumPy view of a dense CPU tensor (or None)."""
-    return None if t is None else t.detach().numpy()
+    """Zero-copy NumPy view of a dense CPU tensor (or None); bfloat16, which NumPy lacks, as
+    its bits (int16), which the bindings take for a bfloat16 plan."""
+    if t is None:
+        return None
+    t = t.detach()
+    return (t.view(torch.int16) if t.dtype == torch.bfloat16 else t).numpy()
 
 
 class _Call:
@@ -59,6 +63,15 @@ def _run_forward(call, x, h0, c0, flat):
                         cy=_np(cy), training=call.training, dropout_counter=call.counter,
                         reserve=None if reserve is None else reserve.buffer)
     return y, hy, cy, reserve
+
+
+def _cast_states(hx, dtype):
+    """hx (None, a tensor, or LSTM's (h_0, c_0)) with its float32 tensors cast to dtype."""
+    def cast(t):
+        return t.to(dtype) if isinstance(t, torch.Tensor) and t.dtype == torch.float32 else t
+    if isinstance(hx, (tuple, list)):
+        return type(hx)(cast(t) for t in hx)
+    return cast(hx)
 
 
 def _dense(t):
@@ -167,7 +180,7 @@ class _RnnxModule:
         # refuses an ONNX option) needs the config; the first config is built without one.
         self._rnnx_engine = _runtime.Engine("cpu", num_threads)
         # Refuse a bad configuration now rather than at the first forward. A module built in
-        # a dtype rnnx cannot run (dtype=torch.bfloat16) is checked as float32: like torch.nn,
+        # a dtype rnnx cannot run (dtype=torch.float16) is checked as float32: like torch.nn,
         # it may be built so and converted with .float() before it runs.
         dtype = self._flat_weights[0].dtype if self._flat_weights else torch.float32
         cfg, _, _ = self._rnnx_config(dtype if dtype in _DTYPES else torch.float32, 0.0)
@@ -201,8 +214,9 @@ class _RnnxModule:
     def _rnnx_config(self, dtype, dropout):
         if dtype not in _DTYPES:
             raise _rnnx.UnsupportedError(
-                f"rnnx.torch.{type(self).__name__} runs float32 and float64; its parameters are "
-                f"{dtype} (convert the module with .float() or .double())")
+                f"rnnx.torch.{type(self).__name__} runs float32, float64 and bfloat16; its "
+                f"parameters are {dtype} (convert the module with .float(), .double() or "
+                f".bfloat16())")
         cfg, key = self._rnnx_engine.config(
             cell=_CELLS[self.mode], input_size=int(self.input_size),
             hidden_size=int(self.hidden_size), proj_size=int(self.proj_size),
@@ -337,6 +351,16 @@ class _RnnxModule:
                           f"(= {self.input_size})")
         weights = list(self._flat_weights)
         dtype = weights[0].dtype
+        if (dtype == torch.float32 and x.dtype == torch.float32
+                and torch.is_autocast_cpu_enabled()
+                and torch.get_autocast_cpu_dtype() == torch.bfloat16):
+            # torch.autocast("cpu", dtype=torch.bfloat16): the float32 module runs on
+            # bfloat16 data. The casts are differentiable, so the float32 parameters (and
+            # input and states) get float32 gradients; the outputs are bfloat16.
+            x = x.to(torch.bfloat16)
+            weights = [w.to(torch.bfloat16) for w in weights]
+            hx = _cast_states(hx, torch.bfloat16)
+            dtype = torch.bfloat16
         if dtype not in _DTYPES:
             self._rnnx_config(dtype, 0.0)  # raises, naming the parameters' dtype
         if x.dtype != dtype:

@@ -101,7 +101,8 @@ rnnx::CellType parse_cell(const std::string& s) {
 rnnx::DataType parse_dtype(const std::string& s) {
   if (s == "float32") return rnnx::DataType::f32;
   if (s == "float64") return rnnx::DataType::f64;
-  invalid("dtype '" + s + "' is not one of: float32, float64");
+  if (s == "bfloat16") return rnnx::DataType::bf16;
+  invalid("dtype '" + s + "' is not one of: float32, float64, bfloat16");
 }
 
 rnnx::NanPolicy parse_nan(const std::string& s) {
@@ -303,11 +304,16 @@ class Views {
     const int64_t elem = rnnx::dtype_size(dtype);
     std::string fmt = info.format;
     if (!fmt.empty() && (fmt[0] == '@' || fmt[0] == '=' || fmt[0] == '<')) fmt.erase(0, 1);
-    const char want = dtype == rnnx::DataType::f32 ? 'f' : 'd';
-    if (info.itemsize != elem || fmt.size() != 1 || fmt[0] != want) {
+    // bfloat16 has no buffer format (NumPy has no such type): its bits come as 16-bit
+    // integers (a torch.bfloat16 tensor viewed as torch.int16, or np.uint16).
+    const bool bf16 = dtype == rnnx::DataType::bf16;
+    const bool format_ok =
+        fmt.size() == 1 && (bf16 ? (fmt[0] == 'H' || fmt[0] == 'h')
+                                 : fmt[0] == (dtype == rnnx::DataType::f32 ? 'f' : 'd'));
+    if (info.itemsize != elem || !format_ok) {
       invalid(name + " has element format '" + info.format + "' (itemsize " +
               std::to_string(info.itemsize) + ") but the plan's dtype is " +
-              rnnx::to_string(dtype));
+              rnnx::to_string(dtype) + (bf16 ? " (pass its bits as int16 or uint16)" : ""));
     }
     int64_t expected_stride = elem, count = 1;
     for (py::ssize_t d = info.ndim - 1; d >= 0; --d) {
