@@ -141,6 +141,25 @@ TEST_P(Bf16VsReference, ForwardAndBackward) {
 INSTANTIATE_TEST_SUITE_P(Cases, Bf16VsReference, ::testing::ValuesIn(bf16_cases()),
                          [](const ::testing::TestParamInfo<Bf16Case>& i) { return i.param.name; });
 
+// ONNX import into a bf16 flat buffer rounds each value to bf16 (the tests' own rounding),
+// and export gives those values back exactly.
+TEST(Bfloat16, OnnxImportRoundsAndExportGivesTheValuesBack) {
+  const Config c = bf16_config(CellType::gru, 3, 5, 1, false);
+  const WeightLayout layout(c);
+  Rng rng(9);
+  std::vector<double> W(3 * 5 * 3), R(3 * 5 * 5), Bias(2 * 3 * 5);
+  for (auto* v : {&W, &R, &Bias}) {
+    for (double& e : *v) e = rng.uniform(-1, 1);
+  }
+  std::vector<uint16_t> flat(static_cast<size_t>(layout.numel()));
+  import_onnx_layer(c, layout, 0, W.data(), R.data(), Bias.data(), nullptr, flat.data());
+  std::vector<double> W2(W.size()), R2(R.size()), B2(Bias.size());
+  export_onnx_layer(c, layout, 0, flat.data(), W2.data(), R2.data(), B2.data(), nullptr);
+  for (size_t i = 0; i < W.size(); ++i) EXPECT_EQ(W2[i], bf16_value(bf16_bits(W[i]))) << i;
+  for (size_t i = 0; i < R.size(); ++i) EXPECT_EQ(R2[i], bf16_value(bf16_bits(R[i]))) << i;
+  for (size_t i = 0; i < Bias.size(); ++i) EXPECT_EQ(B2[i], bf16_value(bf16_bits(Bias[i]))) << i;
+}
+
 // bf16 buffers are half the size of float32 ones, and a caller's workspace means no allocation.
 TEST(Bfloat16, SizesAndCallerWorkspace) {
   RNNX_SKIP_UNLESS_AVAILABLE(Backend::cpu);

@@ -3,6 +3,7 @@ torch.autocast("cpu", dtype=torch.bfloat16), run rnnx's bfloat16 data type. Forw
 backward agree with the same module in float64 on the same (bf16) values within
 rnnx.norm_error_bound; under autocast the float32 parameters get float32 gradients."""
 
+import numpy as np
 import pytest
 
 import rnnx
@@ -92,3 +93,18 @@ def test_bfloat16_input_needs_bfloat16_parameters():
     ours, _ = pair("LSTM")
     with pytest.raises(rnnx.InvalidArgumentError, match="input dtype torch.bfloat16 does not match"):
         ours(torch.zeros(T, B, I, dtype=torch.bfloat16))
+
+
+def test_plan_takes_bfloat16_bits_and_refuses_floats():
+    """rnnx.Plan with dtype="bfloat16" takes its tensors as 16-bit integers (the bf16 bits);
+    a float32 array is refused, saying how to pass bf16."""
+    cfg = rnnx.Config(cell="gru", input_size=3, hidden_size=4, dtype="bfloat16")
+    plan = rnnx.Plan.padded(cfg, max_seq_len=2, batch=1)
+    w = np.full(plan.weights_numel, 0x3D80, np.uint16)  # 0.0625
+    x = np.full(plan.x_numel, 0x3F80, np.uint16)  # 1.0
+    y = np.zeros(plan.y_numel, np.uint16)
+    plan.forward(x, w, y)
+    got = (y.astype(np.uint32) << 16).view(np.float32)
+    assert np.all(np.isfinite(got)) and np.all(got != 0), got
+    with pytest.raises(rnnx.InvalidArgumentError, match="pass its bits as int16 or uint16"):
+        plan.forward(x.astype(np.float32), w, y)

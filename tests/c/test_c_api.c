@@ -1647,6 +1647,63 @@ static void test_onnx_options(void) {
   rnnx_config_destroy(c);
 }
 
+/* bfloat16 data through the C API: the dtype round-trips, and a cpu and a reference plan run
+ * the same bf16 tensors (their bits as uint16_t) to nearly the same bf16 outputs. */
+static float bf16_to_float(uint16_t bits) {
+  const uint32_t u = (uint32_t)bits << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+static void test_bfloat16(void) {
+  enum { T = 3, B = 2, I = 3, H = 4 };
+  const int64_t lengths[B] = {3, 2};
+  rnnx_config_t c = NULL;
+  rnnx_dtype_t dtype = RNNX_DTYPE_FLOAT32;
+  rnnx_plan_t plans[2] = {NULL, NULL};
+  const rnnx_backend_t backends[2] = {RNNX_BACKEND_CPU, RNNX_BACKEND_REFERENCE};
+  uint16_t x[T * B * I], y[2][T * B * H];
+  uint16_t* w = NULL;
+  int64_t w_n = 0;
+  size_t i;
+  int k;
+  rnnx_sequence_desc_t d = rnnx_sequence_desc_padded(T, B, lengths, 0);
+  CHECK_OK(rnnx_config_create(&c));
+  rnnx_config_set_cell(c, RNNX_CELL_LSTM);
+  rnnx_config_set_input_size(c, I);
+  rnnx_config_set_hidden_size(c, H);
+  CHECK_OK(rnnx_config_set_dtype(c, RNNX_DTYPE_BFLOAT16));
+  rnnx_config_get_dtype(c, &dtype);
+  CHECK_TRUE(dtype == RNNX_DTYPE_BFLOAT16, "dtype bfloat16 round-trips");
+  for (k = 0; k < 2; ++k) CHECK_OK(rnnx_plan_create(&plans[k], c, &d, backends[k], 0));
+  rnnx_config_destroy(c);
+  if (plans[0] == NULL || plans[1] == NULL) return;
+  rnnx_plan_get_weights_numel(plans[0], &w_n);
+  w = (uint16_t*)malloc((size_t)w_n * sizeof *w);
+  /* Weights and inputs of a few distinct bf16 values: 0.0625 * (1 + i % 3), x in {0.5, -1}. */
+  for (i = 0; i < (size_t)w_n; ++i) w[i] = (uint16_t)(0x3D80 + 0x80 * (i % 3));
+  for (i = 0; i < T * B * I; ++i) x[i] = i % 2 ? 0xBF80 : 0x3F00;
+  for (k = 0; k < 2; ++k) {
+    rnnx_forward_args_t a = rnnx_forward_args_init();
+    a.x = x;
+    a.weights = w;
+    a.y = y[k];
+    CHECK_OK(rnnx_plan_forward(plans[k], &a));
+  }
+  {
+    double worst = 0.0;
+    for (i = 0; i < T * B * H; ++i) {
+      const double diff = fabs((double)bf16_to_float(y[0][i]) - bf16_to_float(y[1][i]));
+      if (diff > worst) worst = diff;
+    }
+    /* |y| < 1: a few bf16 ulps (2^-8 relative) at most. */
+    report(worst <= 0.02, "bfloat16: cpu and reference agree", "outputs differ by more than 0.02");
+  }
+  free(w);
+  for (k = 0; k < 2; ++k) rnnx_plan_destroy(plans[k]);
+}
+
 int main(void) {
   test_version_and_status();
   test_onnx_options();
@@ -1660,6 +1717,7 @@ int main(void) {
   test_empty_batch();
   test_lstm_only_tensors();
   test_last_error();
+  test_bfloat16();
   printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;
 }
