@@ -51,6 +51,12 @@ configure(both_auto_missing SUCCEED
   -DBLA_VENDOR=NoSuchVendor)
 configure(both_off SUCCEED "rnnx: oneDNN  off \\(RNNX_WITH_ONEDNN=OFF\\).*rnnx: BLAS    off"
   -DRNNX_WITH_ONEDNN=OFF -DRNNX_WITH_BLAS=false)
+configure(cuda_value_unknown FAIL "RNNX_WITH_CUDA \\(= \"gpu\"\\) must be AUTO, ON or OFF"
+  -DRNNX_WITH_CUDA=gpu)
+configure(cuda_required_missing FAIL "RNNX_WITH_CUDA=ON: (no CUDA compiler|CUDA toolkit not found|cuDNN not found)"
+  -DRNNX_WITH_CUDA=ON -DCUDNN_ROOT=/nonexistent -DRNNX_CUDNN_INCLUDE_DIR=RNNX_CUDNN_INCLUDE_DIR-NOTFOUND
+  -DRNNX_CUDNN_LIBRARY=RNNX_CUDNN_LIBRARY-NOTFOUND -DCMAKE_IGNORE_PREFIX_PATH=/usr/local/cuda)
+configure(cuda_off SUCCEED "rnnx: cuda    off \\(RNNX_WITH_CUDA=OFF\\)" -DRNNX_WITH_CUDA=OFF)
 
 if(failures)
   message(FATAL_ERROR "${failures}")

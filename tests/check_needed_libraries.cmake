@@ -1,8 +1,8 @@
-# librnnx links oneDNN and a BLAS exactly when CMake chose them (RNNX_WITH_ONEDNN,
-# RNNX_WITH_BLAS): a build configured without them must not need them at run time (the GPU
-# machine has neither).
+# librnnx links oneDNN, a BLAS and cuDNN exactly when CMake chose them (RNNX_WITH_ONEDNN,
+# RNNX_WITH_BLAS, RNNX_WITH_CUDA): a build configured without them must not need them at run
+# time (the GPU machine has neither oneDNN nor a BLAS; a CPU machine has no cuDNN).
 #   cmake -DOBJDUMP=<objdump> -DLIB=<librnnx.so> -DONEDNN=<TRUE|FALSE> -DBLAS=<TRUE|FALSE>
-#         -P check_needed_libraries.cmake
+#         -DCUDA=<TRUE|FALSE> -P check_needed_libraries.cmake
 execute_process(COMMAND ${OBJDUMP} -p ${LIB} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "${OBJDUMP} -p ${LIB} failed")
@@ -11,7 +11,7 @@ string(REGEX MATCHALL "NEEDED +[^\n]+" needed "${out}")
 list(TRANSFORM needed REPLACE "NEEDED +" "")
 message(STATUS "${LIB} needs ${needed}")
 set(problems "")
-foreach(check "ONEDNN;dnnl" "BLAS;blas")
+foreach(check "ONEDNN;dnnl" "BLAS;blas" "CUDA;cudnn")
   list(GET check 0 option)
   list(GET check 1 pattern)
   string(REGEX MATCH "[^;]*${pattern}[^;]*" found "${needed}")

@@ -500,15 +500,19 @@ inline std::vector<std::string> tensors_jumping_within_bf16_reach(Plan& ref, con
 // A converting run (math mode allow_conversion) is compared in norm as well (rnnx::
 // norm_error_bound), every tensor of every cell; where a derivative jumps, its gradients
 // only in norm.
-inline void check_cpu_against_reference(TestCase p, DataType dtype) {
+// `backend` (the cpu backend, or a device backend whose buffers go through `device`)
+// against the reference.
+inline void check_against_reference(TestCase p, DataType dtype, Backend backend,
+                                    const DeviceHooks* device = nullptr) {
   p.cfg.dtype = dtype;
   const Config& c = p.cfg;
   Plan ref(c, p.shape, backend_options(Backend::reference));
   std::unique_ptr<Plan> cpu;
   try {
-    cpu = std::make_unique<Plan>(c, p.shape, backend_options(Backend::cpu));
+    cpu = std::make_unique<Plan>(c, p.shape, backend_options(backend));
   } catch (const Error& e) {
-    FAIL() << "cpu plan refused a valid problem (" << to_string(e.code()) << "): " << e.what();
+    FAIL() << to_string(backend) << " plan refused a valid problem (" << to_string(e.code())
+           << "): " << e.what();
   }
   EXPECT_EQ(cpu->problem_name(), ref.problem_name());
   const Geometry g = geometry_of(p.shape);
@@ -552,8 +556,10 @@ inline void check_cpu_against_reference(TestCase p, DataType dtype) {
   {
     SCOPED_TRACE("inference forward");
     const RunOptions infer;
+    RunOptions on_backend = infer;
+    on_backend.device = device;
     const Results want = run(ref, in, infer);
-    const Results got = run(*cpu, in, infer);
+    const Results got = run(*cpu, in, on_backend);
     expect_results_near(got, want, tol_f, tol_b);
     expect_near_in_norm(got, want, infer);
   }
@@ -562,8 +568,10 @@ inline void check_cpu_against_reference(TestCase p, DataType dtype) {
   train.dropout_counter = p.dropout_counter;
   {
     SCOPED_TRACE("training forward");
+    RunOptions on_backend = train;
+    on_backend.device = device;
     const Results want = run(ref, in, train);
-    const Results got = run(*cpu, in, train);
+    const Results got = run(*cpu, in, on_backend);
     expect_results_near(got, want, tol_f, tol_b);
     expect_near_in_norm(got, want, train);
   }
@@ -576,8 +584,10 @@ inline void check_cpu_against_reference(TestCase p, DataType dtype) {
     bwd.dw_init.resize(ref.weights_numel());
     for (double& v : bwd.dw_init) v = rng.uniform(-1.0, 1.0);
   }
+  RunOptions bwd_on_backend = bwd;
+  bwd_on_backend.device = device;
   const Results want = run(ref, in, bwd);
-  const Results got = run(*cpu, in, bwd);
+  const Results got = run(*cpu, in, bwd_on_backend);
   {
     SCOPED_TRACE("backward");
     // Where a derivative jumps (ReLU at 0, clamps at their bounds), a value within bf16's
@@ -590,6 +600,10 @@ inline void check_cpu_against_reference(TestCase p, DataType dtype) {
   // The contract's fixed values, exactly: y padding = padding_fill, dx padding = 0.
   for (double v : padding_values(g, got.y, out_width(c))) ASSERT_EQ(v, c.padding_fill);
   for (double v : padding_values(g, got.dx, c.input_size)) ASSERT_EQ(v, 0.0);
+}
+
+inline void check_cpu_against_reference(TestCase p, DataType dtype) {
+  check_against_reference(std::move(p), dtype, Backend::cpu);
 }
 
 }  // namespace rnnx_test

@@ -41,8 +41,8 @@ TEST(CudnnLayout, RefusesWhatCudnnCannotRun) {
     const char* reason;
   };
   std::vector<Case> refused;
-  refused.push_back({make_config(CellType::gru, 4, 6, 1, false, DataType::f32, 0, false),
-                     "original GRU"});
+  refused.push_back(
+      {make_config(CellType::gru, 4, 6, 1, false, DataType::f32, 0, false), "original GRU"});
   auto with = [&](auto change, const char* reason) {
     Config c = lstm;
     change(c);
@@ -74,13 +74,13 @@ struct Expected {
 };
 Expected pytorch_block(const Config& c, const CudnnParam& p) {
   const int64_t D = c.num_directions(), G = gates_per_cell(c.cell);
-  const std::string sfx = "_l" + std::to_string(p.pseudo_layer / D) +
-                          (p.pseudo_layer % D == 1 ? "_reverse" : "");
+  const std::string sfx =
+      "_l" + std::to_string(p.pseudo_layer / D) + (p.pseudo_layer % D == 1 ? "_reverse" : "");
   if (c.cell == CellType::lstm && p.id == 8) return {"weight_hr" + sfx, 0};
   const bool recurrent = p.id >= G;
   const int64_t gate = recurrent ? p.id - G : p.id;
-  std::string base = p.bias ? (recurrent ? "bias_hh" : "bias_ih")
-                            : (recurrent ? "weight_hh" : "weight_ih");
+  std::string base =
+      p.bias ? (recurrent ? "bias_hh" : "bias_ih") : (recurrent ? "weight_hh" : "weight_ih");
   return {base + sfx, gate * c.hidden_size};
 }
 

@@ -204,21 +204,6 @@ std::vector<PlanCase> plan_cases() {
 
 class PlanErrors : public ::testing::TestWithParam<std::tuple<PlanCase, Backend>> {};
 
-void expect_error(const std::function<void()>& f, Status code,
-                  const std::vector<std::string>& message) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected " << to_string(code);
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << to_string(e.code()) << ": " << e.what();
-    const std::string what = e.what();
-    for (const std::string& s : message)
-      EXPECT_NE(what.find(s), std::string::npos) << "message lacks '" << s << "': " << what;
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw a " << typeid(e).name() << " instead of rnnx::Error: " << e.what();
-  }
-}
-
 TEST_P(PlanErrors, Refused) {
   const auto& [pc, backend] = GetParam();
   // A valid base: LSTM 4 -> 6, T = 5, B = 3; every case breaks one thing.

@@ -13,11 +13,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <numeric>
 #include <sstream>
 #include <string>
+#include <typeinfo>
 #include <vector>
 
 #include "cpu/library_gemm.hpp"
@@ -474,6 +476,72 @@ struct RunOptions {
   double sentinel = kNaN;
   bool want_hy = true, want_cy = true;
   bool want_dx = true, want_dh0 = true, want_dc0 = true, want_dw = true;
+  // A device backend's plan: its tensors, workspace and reserve live in device memory
+  // through these (tests/cuda/device_hooks.hpp); null for host backends.
+  const struct DeviceHooks* device = nullptr;
+};
+
+// How run() moves a plan's buffers to a device and back.
+struct DeviceHooks {
+  void* (*allocate)(size_t bytes);
+  void (*release)(void* p);
+  void (*to_device)(void* dst, const void* src, size_t bytes);
+  void (*to_host)(void* dst, const void* src, size_t bytes);
+  void* stream = nullptr;  // ForwardArgs/BackwardArgs::stream
+};
+
+// The buffers of one run() where the plan wants them: host buffers as they are, or device
+// copies (inputs uploaded, outputs uploaded with their sentinel and read back at the end).
+class Placement {
+ public:
+  explicit Placement(const DeviceHooks* hooks) : hooks_(hooks) {}
+  Placement(const Placement&) = delete;
+  Placement& operator=(const Placement&) = delete;
+  ~Placement() {
+    for (void* p : owned_) hooks_->release(p);
+  }
+  const void* in(const Buf& b) { return hooks_ ? upload(b) : b.data(); }
+  void* out(Buf& b) {
+    if (!hooks_ || !b.present()) return b.data();
+    void* p = upload(b);
+    outputs_.push_back({&b, p});
+    return p;
+  }
+  // Scratch bytes (workspace, reserve) filled with `fill`.
+  void* scratch(size_t n, unsigned char fill) {
+    if (!hooks_) {
+      bytes_.push_back(std::make_unique<Bytes>(n, fill));
+      return bytes_.back()->data();
+    }
+    void* p = hooks_->allocate(n);
+    owned_.push_back(p);
+    std::vector<unsigned char> init(n, fill);
+    hooks_->to_device(p, init.data(), n);
+    return p;
+  }
+  // Copies the device outputs back into their host buffers.
+  void read_back() {
+    for (auto [b, p] : outputs_) hooks_->to_host(b->data(), p, bytes_of(*b));
+    outputs_.clear();
+  }
+  void* stream() const { return hooks_ ? hooks_->stream : nullptr; }
+
+ private:
+  static size_t bytes_of(const Buf& b) {
+    return static_cast<size_t>(b.size() * dtype_size(b.dtype()));
+  }
+  void* upload(const Buf& b) {
+    if (!b.present()) return nullptr;
+    const size_t n = bytes_of(b);
+    void* p = hooks_->allocate(n);
+    owned_.push_back(p);
+    hooks_->to_device(p, b.data(), n);
+    return p;
+  }
+  const DeviceHooks* hooks_;
+  std::vector<void*> owned_;
+  std::vector<std::pair<Buf*, void*>> outputs_;
+  std::vector<std::unique_ptr<Bytes>> bytes_;
 };
 
 inline Results run(Plan& plan, const Tensors& in, const RunOptions& o = {}) {
@@ -485,59 +553,68 @@ inline Results run(Plan& plan, const Tensors& in, const RunOptions& o = {}) {
   r.y = Buf(dt, plan.y_numel(), o.sentinel);
   if (o.want_hy) r.hy = Buf(dt, plan.h_numel(), o.sentinel);
   if (o.want_cy && lstm) r.cy = Buf(dt, plan.c_numel(), o.sentinel);
-  Bytes reserve(training ? plan.reserve_size() : 0);
+  if (o.backward) {
+    if (o.want_dx) r.dx = Buf(dt, plan.x_numel(), o.sentinel);
+    if (o.want_dh0) r.dh0 = Buf(dt, plan.h_numel(), o.sentinel);
+    if (o.want_dc0 && lstm) r.dc0 = Buf(dt, plan.c_numel(), o.sentinel);
+    if (o.want_dw) {
+      r.dw =
+          o.dw_init.empty() ? Buf(dt, plan.weights_numel(), o.sentinel) : Buf::from(dt, o.dw_init);
+    }
+  }
+  Placement at(o.device);
+  const size_t reserve_size = training ? plan.reserve_size() : 0;
+  void* reserve = at.scratch(reserve_size, 0);
+  const void* x = at.in(in.x);
+  const void* h0 = at.in(in.h0);
+  const void* c0 = at.in(in.c0);
+  const void* w = at.in(in.w);
   {
     ForwardArgs a;
-    a.x = in.x.data();
-    a.h0 = in.h0.data();
-    a.c0 = in.c0.data();
-    a.weights = in.w.data();
-    a.y = r.y.data();
-    a.hy = r.hy.data();
-    a.cy = r.cy.data();
+    a.x = x;
+    a.h0 = h0;
+    a.c0 = c0;
+    a.weights = w;
+    a.y = at.out(r.y);
+    a.hy = at.out(r.hy);
+    a.cy = at.out(r.cy);
     a.training = training;
     a.dropout_counter = o.dropout_counter;
+    a.stream = at.stream();
     if (training) {
-      a.reserve = reserve.data();
-      a.reserve_size = reserve.size;
+      a.reserve = reserve;
+      a.reserve_size = reserve_size;
     }
-    std::unique_ptr<Bytes> ws;
     if (o.caller_workspace) {
-      ws = std::make_unique<Bytes>(plan.forward_workspace_size(training), o.workspace_fill);
-      a.workspace = ws->data();
-      a.workspace_size = ws->size;
+      a.workspace_size = plan.forward_workspace_size(training);
+      a.workspace = at.scratch(a.workspace_size, o.workspace_fill);
     }
     plan.forward(a);
   }
-  if (!o.backward) return r;
-  if (o.want_dx) r.dx = Buf(dt, plan.x_numel(), o.sentinel);
-  if (o.want_dh0) r.dh0 = Buf(dt, plan.h_numel(), o.sentinel);
-  if (o.want_dc0 && lstm) r.dc0 = Buf(dt, plan.c_numel(), o.sentinel);
-  if (o.want_dw) {
-    r.dw = o.dw_init.empty() ? Buf(dt, plan.weights_numel(), o.sentinel) : Buf::from(dt, o.dw_init);
+  if (o.backward) {
+    BackwardArgs a;
+    a.x = x;
+    a.h0 = h0;
+    a.c0 = c0;
+    a.weights = w;
+    a.dy = at.in(in.dy);
+    a.dhy = at.in(in.dhy);
+    a.dcy = at.in(in.dcy);
+    a.dx = at.out(r.dx);
+    a.dh0 = at.out(r.dh0);
+    a.dc0 = at.out(r.dc0);
+    a.dweights = at.out(r.dw);
+    a.weight_grad_mode = o.mode;
+    a.reserve = reserve;
+    a.reserve_size = reserve_size;
+    a.stream = at.stream();
+    if (o.caller_workspace) {
+      a.workspace_size = plan.backward_workspace_size();
+      a.workspace = at.scratch(a.workspace_size, o.workspace_fill);
+    }
+    plan.backward(a);
   }
-  BackwardArgs a;
-  a.x = in.x.data();
-  a.h0 = in.h0.data();
-  a.c0 = in.c0.data();
-  a.weights = in.w.data();
-  a.dy = in.dy.data();
-  a.dhy = in.dhy.data();
-  a.dcy = in.dcy.data();
-  a.dx = r.dx.data();
-  a.dh0 = r.dh0.data();
-  a.dc0 = r.dc0.data();
-  a.dweights = r.dw.data();
-  a.weight_grad_mode = o.mode;
-  a.reserve = reserve.data();
-  a.reserve_size = reserve.size;
-  std::unique_ptr<Bytes> ws;
-  if (o.caller_workspace) {
-    ws = std::make_unique<Bytes>(plan.backward_workspace_size(), o.workspace_fill);
-    a.workspace = ws->data();
-    a.workspace_size = ws->size;
-  }
-  plan.backward(a);
+  at.read_back();
   return r;
 }
 
@@ -818,6 +895,22 @@ inline std::string cpu_isa_not_available() {
       if (!isa_skip.empty()) GTEST_SKIP() << isa_skip;                                 \
     }                                                                                  \
   } while (0)
+
+// f() throws rnnx::Error with `code` and a message holding every string of `message`.
+inline void expect_error(const std::function<void()>& f, Status code,
+                         const std::vector<std::string>& message) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected " << to_string(code);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << to_string(e.code()) << ": " << e.what();
+    const std::string what = e.what();
+    for (const std::string& s : message)
+      EXPECT_NE(what.find(s), std::string::npos) << "message lacks '" << s << "': " << what;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "threw a " << typeid(e).name() << " instead of rnnx::Error: " << e.what();
+  }
+}
 
 // Only [A-Za-z0-9_] in gtest names.
 inline std::string sanitize(const std::string& s) {

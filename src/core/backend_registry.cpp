@@ -15,6 +15,9 @@ struct Registered {
 constexpr Registered kBackends[] = {
     {Backend::reference, &make_reference_backend},
     {Backend::cpu, &make_cpu_backend},
+#if defined(RNNX_HAVE_CUDA)
+    {Backend::cuda, &make_cuda_backend},
+#endif
 };
 
 }  // namespace

@@ -12,6 +12,8 @@ namespace rnnx {
 // The factories (each backend's folder defines its own).
 std::unique_ptr<BackendImpl> make_reference_backend(const PlanContext& ctx);
 std::unique_ptr<BackendImpl> make_cpu_backend(const PlanContext& ctx);
+// Built with RNNX_WITH_CUDA (src/cuda).
+std::unique_ptr<BackendImpl> make_cuda_backend(const PlanContext& ctx);
 
 // What the cpu backend's GEMMs run on in this build (build_info(); src/cpu/gemm.cpp): the
 // engines in words, and whether it links oneDNN (float32) and a BLAS (float64).

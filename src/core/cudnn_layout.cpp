@@ -169,8 +169,8 @@ template void apply_segments_to_cudnn<float>(const std::vector<WeightSegment>&, 
                                              float*);
 template void apply_segments_to_cudnn<double>(const std::vector<WeightSegment>&, const double*,
                                               double*);
-template void apply_segments_to_flat<float>(const std::vector<WeightSegment>&, const float*,
-                                            float*, bool);
+template void apply_segments_to_flat<float>(const std::vector<WeightSegment>&, const float*, float*,
+                                            bool);
 template void apply_segments_to_flat<double>(const std::vector<WeightSegment>&, const double*,
                                              double*, bool);
 
@@ -186,9 +186,9 @@ CudnnBatch cudnn_batch(const SequenceShape& shape, const Schedule& s, const Conf
                              {b.max_seq_len, "max_seq_len"},
                              {widest, "the widest row"}}) {
     if (value > kIntMax) {
-      throw Error(Status::unsupported, std::string("backend cuda: ") + name + " (= " +
-                                           std::to_string(value) + ") exceeds cuDNN's limit (" +
-                                           std::to_string(kIntMax) + ")");
+      throw Error(Status::unsupported,
+                  std::string("backend cuda: ") + name + " (= " + std::to_string(value) +
+                      ") exceeds cuDNN's limit (" + std::to_string(kIntMax) + ")");
     }
   }
   b.lengths.assign(s.sorted_lengths.begin(), s.sorted_lengths.begin() + b.batch);

@@ -76,12 +76,12 @@ void apply_segments_to_flat(const std::vector<WeightSegment>& segs, const T* cud
 // SEQ_MAJOR_PACKED needs non-increasing lengths, which the sort gives). Sequences of length
 // 0 stay out of it (cuDNN refuses them) and the backend writes their results itself.
 struct CudnnBatch {
-  int64_t batch = 0;                 // B': sequences of length > 0
-  int64_t max_seq_len = 0;           // T_eff
-  std::vector<int32_t> lengths;      // [B'] non-increasing, each >= 1
-  int64_t tokens = 0;                // rows of the packed x and y
-  bool states_in_order = false;      // sorted position i is original index i for i < B'
-  bool rows_in_place = false;        // the caller's x/y rows already are the packed rows
+  int64_t batch = 0;             // B': sequences of length > 0
+  int64_t max_seq_len = 0;       // T_eff
+  std::vector<int32_t> lengths;  // [B'] non-increasing, each >= 1
+  int64_t tokens = 0;            // rows of the packed x and y
+  bool states_in_order = false;  // sorted position i is original index i for i < B'
+  bool rows_in_place = false;    // the caller's x/y rows already are the packed rows
 };
 // Throws Error(unsupported) naming the value when a size exceeds cuDNN's int arguments.
 CudnnBatch cudnn_batch(const SequenceShape& shape, const Schedule& s, const Config& config);

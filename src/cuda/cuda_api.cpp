@@ -1,0 +1,147 @@
+// Status checks, owners, device memory and handle pool of cuda_api.hpp.
+#include "cuda/cuda_api.hpp"
+
+#include <string>
+
+#include "rnnx/error.hpp"
+
+namespace rnnx::cuda {
+
+void check(cudaError_t status, const char* what) {
+  if (status == cudaSuccess) return;
+  const Status code = status == cudaErrorMemoryAllocation ? Status::out_of_memory
+                      : status == cudaErrorNoDevice || status == cudaErrorInsufficientDriver
+                          ? Status::unsupported
+                          : Status::internal;
+  cudaGetLastError();  // a non-sticky error would otherwise resurface in the next check
+  throw Error(code, std::string("backend cuda: ") + what + ": " + cudaGetErrorName(status) + " (" +
+                        cudaGetErrorString(status) + ")");
+}
+
+void check(cudnnStatus_t status, const char* what) {
+  if (status == CUDNN_STATUS_SUCCESS) return;
+  const int category = CUDNN_STATUS_CATEGORY(status);
+  const Status code = status == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED ||
+                              status == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED
+                          ? Status::out_of_memory
+                      : category == CUDNN_STATUS_NOT_SUPPORTED ? Status::unsupported
+                                                               : Status::internal;
+  throw Error(code, std::string("backend cuda: ") + what + ": " + cudnnGetErrorString(status));
+}
+
+CudnnHandle make_handle() {
+  cudnnHandle_t h = nullptr;
+  check(cudnnCreate(&h), "cudnnCreate");
+  return CudnnHandle(h);
+}
+RnnDescriptor make_rnn_descriptor() {
+  cudnnRNNDescriptor_t d = nullptr;
+  check(cudnnCreateRNNDescriptor(&d), "cudnnCreateRNNDescriptor");
+  return RnnDescriptor(d);
+}
+RnnDataDescriptor make_rnn_data_descriptor() {
+  cudnnRNNDataDescriptor_t d = nullptr;
+  check(cudnnCreateRNNDataDescriptor(&d), "cudnnCreateRNNDataDescriptor");
+  return RnnDataDescriptor(d);
+}
+TensorDescriptor make_tensor_descriptor() {
+  cudnnTensorDescriptor_t d = nullptr;
+  check(cudnnCreateTensorDescriptor(&d), "cudnnCreateTensorDescriptor");
+  return TensorDescriptor(d);
+}
+DropoutDescriptor make_dropout_descriptor() {
+  cudnnDropoutDescriptor_t d = nullptr;
+  check(cudnnCreateDropoutDescriptor(&d), "cudnnCreateDropoutDescriptor");
+  return DropoutDescriptor(d);
+}
+
+int current_device() {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    throw Error(Status::unsupported,
+                std::string("backend cuda: no CUDA device on this machine (cudaGetDeviceCount: ") +
+                    (status == cudaSuccess ? "0 devices" : cudaGetErrorString(status)) + ")");
+  }
+  int device = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  return device;
+}
+
+DeviceScope::DeviceScope(int device) {
+  check(cudaGetDevice(&previous_), "cudaGetDevice");
+  if (previous_ != device) {
+    check(cudaSetDevice(device), "cudaSetDevice");
+    changed_ = true;
+  }
+}
+DeviceScope::~DeviceScope() {
+  if (changed_) cudaSetDevice(previous_);
+}
+
+namespace {
+
+void free_device(void* p) {
+  cudaFree(p);
+}
+
+class DeviceMemory final : public core::Memory {
+ public:
+  core::Buffer allocate(size_t bytes, const char* what, const char* part) const override {
+    void* p = nullptr;
+    const cudaError_t status = cudaMalloc(&p, bytes == 0 ? 1 : bytes);
+    if (status != cudaSuccess) {
+      cudaGetLastError();
+      throw Error(status == cudaErrorMemoryAllocation ? Status::out_of_memory : Status::internal,
+                  std::string(what) + (part ? std::string(": ") + part : "") +
+                      ": cannot allocate " + std::to_string(bytes) +
+                      " bytes on the GPU: " + cudaGetErrorString(status));
+    }
+    return core::Buffer(p, core::BufferFree{&free_device});
+  }
+  void zero(void* dst, size_t bytes, void* stream) const override {
+    const auto s = static_cast<cudaStream_t>(stream);
+    check(cudaMemsetAsync(dst, 0, bytes, s), "cudaMemsetAsync");
+    check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  }
+  void copy_from_host(void* dst, const void* src, size_t bytes, void* stream) const override {
+    const auto s = static_cast<cudaStream_t>(stream);
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync to device");
+    check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  }
+  void copy_to_host(void* dst, const void* src, size_t bytes, void* stream) const override {
+    const auto s = static_cast<cudaStream_t>(stream);
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync to host");
+    check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  }
+};
+
+}  // namespace
+
+const core::Memory& device_memory() {
+  static const DeviceMemory memory;
+  return memory;
+}
+
+HandlePool::Lease::~Lease() {
+  if (!handle_.get()) return;
+  std::lock_guard<std::mutex> lock(pool_->mutex_);
+  pool_->free_.push_back(std::move(handle_));
+}
+
+HandlePool::Lease HandlePool::acquire(cudaStream_t stream) {
+  CudnnHandle handle;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!free_.empty()) {
+      handle = std::move(free_.back());
+      free_.pop_back();
+    }
+  }
+  if (!handle.get()) handle = make_handle();
+  check(cudnnSetStream(handle.get(), stream), "cudnnSetStream");
+  return Lease(this, std::move(handle));
+}
+
+}  // namespace rnnx::cuda

@@ -1,0 +1,434 @@
+// The cuda backend on cuDNN 9: the batch cuDNN sees is the plan's sorted sequences of length
+// > 0 in cuDNN's packed layout (core::CudnnBatch), gathered from the caller's layout when it
+// differs and scattered back with padding_fill; states are permuted to that order and back,
+// and the sequences of length 0 (which cuDNN refuses) get hy = h0, cy = c0, dh0 = dhy,
+// dc0 = dcy here. Weights are copied from the flat buffer into cuDNN's weight space each
+// forward (into the reserve when training, so that backward does not copy them again), and
+// gradients back into the flat buffer, overwritten or added. With dropout between layers each
+// layer is its own cuDNN call and rnnx's own masks (philox.hpp) go between them, the same as
+// on the CPU.
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <string>
+
+#include "core/backend.hpp"
+#include "core/backend_registry.hpp"
+#include "core/cudnn_layout.hpp"
+#include "core/dropout.hpp"
+#include "cuda/cuda_api.hpp"
+#include "cuda/cudnn_rnn.hpp"
+#include "cuda/kernels.hpp"
+#include "rnnx/error.hpp"
+
+namespace rnnx {
+namespace cuda {
+namespace {
+
+// p advanced by `elems` elements of `elem` bytes; null stays null.
+template <typename P>
+P at(P p, int64_t elems, int64_t elem) {
+  if (p == nullptr) return nullptr;
+  using Byte = std::conditional_t<std::is_const_v<std::remove_pointer_t<P>>, const char, char>;
+  return static_cast<P>(static_cast<Byte*>(p) + elems * elem);
+}
+
+class CudaBackend final : public BackendImpl {
+ public:
+  explicit CudaBackend(const PlanContext& ctx)
+      : BackendImpl(ctx),
+        device_(current_device()),
+        batch_(core::cudnn_batch(ctx.shape, ctx.schedule, ctx.config)) {
+    const Config& c = ctx.config;
+    const core::Schedule& s = ctx.schedule;
+    elem_ = dtype_size(c.dtype);
+    D_ = c.num_directions();
+    P_ = c.output_size();
+    H_ = c.hidden_size;
+    LD_ = c.num_layers * D_;
+    DP_ = D_ * P_;
+    lstm_ = c.cell == CellType::lstm;
+    direct_states_ = batch_.states_in_order && batch_.batch == s.B;
+    y_has_padding_ = ctx.sequence_rows() > s.tokens;
+    {
+      CudnnHandle setup = make_handle();
+      rnn_ = std::make_unique<CudnnRnn>(ctx, batch_, setup.get());
+    }
+    upload_maps();
+  }
+
+  std::string name() const override {
+    return std::string("cuda:cudnn-standard/") + rnn_->math_name() +
+           (rnn_->per_layer() ? "/per-layer" : "");
+  }
+  size_t forward_workspace_size(bool training) const override {
+    return forward_buffers(nullptr, training).used;
+  }
+  size_t backward_workspace_size() const override { return backward_buffers(nullptr).used; }
+  size_t reserve_size() const override {
+    size_t used = 0;
+    reserve_parts(nullptr, &used);
+    return used;
+  }
+  const core::Memory& memory() const override { return device_memory(); }
+  bool takes_stream() const override { return true; }
+
+  void forward(const ForwardArgs& a, void* workspace) override;
+  void backward(const BackwardArgs& a, void* workspace, uint64_t dropout_counter) override;
+
+ private:
+  struct ForwardBuffers {
+    void* x = nullptr;       // packed x, gathered from the caller's layout
+    void* x_drop = nullptr;  // the next layer's input after dropout
+    void* y[2] = {nullptr, nullptr};
+    void* hx = nullptr;  // states in cuDNN's batch order
+    void* cx = nullptr;
+    void* hy = nullptr;
+    void* cy = nullptr;
+    void* weights = nullptr;  // inference: the weight space (training keeps it in the reserve)
+    void* cudnn = nullptr;
+    size_t used = 0;
+  };
+  struct BackwardBuffers {
+    void* x = nullptr;
+    void* x_drop = nullptr;
+    void* dy = nullptr;
+    void* dx[2] = {nullptr, nullptr};
+    void* hx = nullptr;
+    void* cx = nullptr;
+    void* dhy = nullptr;
+    void* dcy = nullptr;
+    void* dhx = nullptr;
+    void* dcx = nullptr;
+    void* reserve = nullptr;  // cuDNN's reserve, copied: its backward writes into it
+    void* dw = nullptr;
+    void* cudnn = nullptr;
+    size_t used = 0;
+  };
+  // Per group: its weight space, its packed output (backward reads both) and cuDNN's reserve.
+  struct GroupReserve {
+    void* weights = nullptr;
+    void* y = nullptr;
+    void* cudnn = nullptr;
+  };
+
+  int64_t tokens() const { return batch_.tokens; }
+  int64_t batch() const { return batch_.batch; }
+  bool dropout_between() const { return rnn_->per_layer() && ctx_.config.dropout > 0; }
+  size_t bytes(int64_t elems) const { return static_cast<size_t>(elems * elem_); }
+
+  ForwardBuffers forward_buffers(void* base, bool training) const {
+    ForwardBuffers b;
+    if (batch() == 0) return b;
+    Carver k(base);
+    const int64_t N = tokens(), Bp = batch();
+    if (!batch_.rows_in_place) b.x = k.take<char>(bytes(N * ctx_.config.input_size));
+    if (training && dropout_between()) b.x_drop = k.take<char>(bytes(N * DP_));
+    if (!training) {
+      if (!batch_.rows_in_place || rnn_->per_layer()) b.y[0] = k.take<char>(bytes(N * DP_));
+      if (rnn_->per_layer()) b.y[1] = k.take<char>(bytes(N * DP_));
+      b.weights = k.take<char>(rnn_->max_weight_bytes());
+    }
+    if (!direct_states_) {
+      b.hx = k.take<char>(bytes(LD_ * Bp * P_));
+      b.hy = k.take<char>(bytes(LD_ * Bp * P_));
+      if (lstm_) {
+        b.cx = k.take<char>(bytes(LD_ * Bp * H_));
+        b.cy = k.take<char>(bytes(LD_ * Bp * H_));
+      }
+    }
+    b.cudnn = k.take<char>(rnn_->max_workspace(training));
+    b.used = k.used();
+    return b;
+  }
+
+  BackwardBuffers backward_buffers(void* base) const {
+    BackwardBuffers b;
+    if (batch() == 0) return b;
+    Carver k(base);
+    const int64_t N = tokens(), Bp = batch();
+    const int64_t widest = std::max(ctx_.config.input_size, DP_);
+    if (!batch_.rows_in_place) b.x = k.take<char>(bytes(N * ctx_.config.input_size));
+    if (dropout_between()) b.x_drop = k.take<char>(bytes(N * DP_));
+    b.dy = k.take<char>(bytes(N * DP_));
+    b.dx[0] = k.take<char>(bytes(N * widest));
+    if (rnn_->per_layer()) b.dx[1] = k.take<char>(bytes(N * widest));
+    if (!direct_states_) {
+      for (void** p : {&b.hx, &b.dhy, &b.dhx}) *p = k.take<char>(bytes(LD_ * Bp * P_));
+      if (lstm_) {
+        for (void** p : {&b.cx, &b.dcy, &b.dcx}) *p = k.take<char>(bytes(LD_ * Bp * H_));
+      }
+    }
+    size_t reserve = 0;
+    for (const CudnnGroup& g : rnn_->groups()) reserve = std::max(reserve, g.reserve_training);
+    b.reserve = k.take<char>(reserve);
+    b.dw = k.take<char>(rnn_->max_weight_bytes());
+    b.cudnn = k.take<char>(rnn_->max_workspace(true));
+    b.used = k.used();
+    return b;
+  }
+
+  std::vector<GroupReserve> reserve_parts(const void* base, size_t* used) const {
+    std::vector<GroupReserve> parts;
+    Carver k(const_cast<void*>(base));
+    if (batch() > 0) {
+      for (const CudnnGroup& g : rnn_->groups()) {
+        GroupReserve r;
+        r.weights = k.take<char>(g.weight_bytes);
+        r.y = k.take<char>(bytes(tokens() * DP_));
+        r.cudnn = k.take<char>(g.reserve_training);
+        parts.push_back(r);
+      }
+    }
+    if (used) *used = k.used();
+    return parts;
+  }
+
+  // The maps the kernels read, on the device: the caller's row of every packed row, the
+  // caller's state row of every state row of cuDNN's batch and of every length-0 sequence,
+  // and the first dropout element of every packed row.
+  void upload_maps() {
+    const core::Schedule& s = ctx_.schedule;
+    const int64_t B = s.B, Bp = batch();
+    std::vector<int64_t> rows = core::caller_rows(ctx_.shape, s);
+    std::vector<int64_t> state, empty, drop(static_cast<size_t>(s.tokens));
+    for (int64_t ld = 0; ld < LD_; ++ld) {
+      for (int64_t i = 0; i < B; ++i) (i < Bp ? state : empty).push_back(ld * B + s.sorted_to_orig[i]);
+    }
+    for (int64_t t = 0; t < s.T_eff; ++t) {
+      for (int64_t i = 0; i < s.batch_sizes[t]; ++i)
+        drop[s.row(t, i)] = static_cast<int64_t>(core::dropout_element(t, s.sorted_to_orig[i], B, DP_, 0));
+    }
+    std::vector<int64_t> all;
+    auto put = [&](const std::vector<int64_t>& v) {
+      const size_t at = all.size();
+      all.insert(all.end(), v.begin(), v.end());
+      return at;
+    };
+    const size_t rows_at = put(rows), state_at = put(state), empty_at = put(empty), drop_at = put(drop);
+    if (all.empty()) return;
+    maps_ = device_memory().allocate(sizeof(int64_t) * all.size(), "plan", "row maps");
+    device_memory().copy_from_host(maps_.get(), all.data(), sizeof(int64_t) * all.size(), nullptr);
+    const auto base = static_cast<const int64_t*>(maps_.get());
+    caller_rows_ = base + rows_at;
+    state_rows_ = base + state_at;
+    empty_rows_ = base + empty_at;
+    dropout_base_ = base + drop_at;
+  }
+
+  int device_;
+  core::CudnnBatch batch_;
+  std::unique_ptr<CudnnRnn> rnn_;
+  HandlePool handles_;
+  core::Buffer maps_;
+  const int64_t* caller_rows_ = nullptr;
+  const int64_t* state_rows_ = nullptr;
+  const int64_t* empty_rows_ = nullptr;
+  const int64_t* dropout_base_ = nullptr;
+  int64_t elem_ = 4, D_ = 1, P_ = 0, H_ = 0, LD_ = 0, DP_ = 0;
+  bool lstm_ = false;
+  bool direct_states_ = false;  // cuDNN's batch is the caller's: states need no permutation
+  bool y_has_padding_ = false;  // the caller's y has rows that no sequence writes
+};
+
+void CudaBackend::forward(const ForwardArgs& a, void* workspace) {
+  DeviceScope scope(device_);
+  const auto stream = static_cast<cudaStream_t>(a.stream);
+  const Config& c = ctx_.config;
+  const DataType dt = c.dtype;
+  const int64_t B = ctx_.schedule.B, Bp = batch(), N = tokens();
+  const ForwardBuffers f = forward_buffers(workspace, a.training);
+  if (Bp == 0) {
+    fill(dt, a.y, ctx_.y_numel(), c.padding_fill, stream);
+  } else {
+    HandlePool::Lease handle = handles_.acquire(stream);
+    const void* in = a.x;
+    if (!batch_.rows_in_place) {
+      copy_rows(dt, a.x, caller_rows_, f.x, nullptr, N, c.input_size, stream);
+      in = f.x;
+    }
+    const void* hx = a.h0;
+    const void* cx = a.c0;
+    void* hy = a.hy;
+    void* cy = a.cy;
+    if (!direct_states_) {
+      hx = a.h0 ? f.hx : nullptr;
+      cx = a.c0 ? f.cx : nullptr;
+      hy = a.hy ? f.hy : nullptr;
+      cy = a.cy ? f.cy : nullptr;
+      if (a.h0) copy_rows(dt, a.h0, state_rows_, f.hx, nullptr, LD_ * Bp, P_, stream);
+      if (a.c0) copy_rows(dt, a.c0, state_rows_, f.cx, nullptr, LD_ * Bp, H_, stream);
+    }
+    const std::vector<GroupReserve> reserve = reserve_parts(a.reserve, nullptr);
+    const auto& groups = rnn_->groups();
+    for (size_t gi = 0; gi < groups.size(); ++gi) {
+      const CudnnGroup& g = groups[gi];
+      const bool last = gi + 1 == groups.size();
+      void* weights = a.training ? reserve[gi].weights : f.weights;
+      weights_to_cudnn(dt, static_cast<const core::WeightSegment*>(g.segments.get()),
+                       g.segment_count, g.longest_segment, a.weights, g.flat_base, weights, stream);
+      void* out = a.training                        ? reserve[gi].y
+                  : (last && batch_.rows_in_place) ? a.y
+                                                    : f.y[gi % 2];
+      const int64_t slab = g.first_layer * D_ * Bp;
+      check(cudnnRNNForward(handle.get(), g.rnn.get(),
+                            a.training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE,
+                            nullptr, g.x.get(), in, g.y.get(), out, g.h.get(),
+                            at(hx, slab * P_, elem_), at(hy, slab * P_, elem_), g.c.get(),
+                            at(cx, slab * H_, elem_), at(cy, slab * H_, elem_), g.weight_bytes,
+                            weights, a.training ? g.workspace_training : g.workspace_inference,
+                            f.cudnn, a.training ? g.reserve_training : 0,
+                            a.training ? reserve[gi].cudnn : nullptr),
+            "cudnnRNNForward");
+      in = out;
+      if (a.training && !last && c.dropout > 0) {
+        copy_rows(dt, out, nullptr, f.x_drop, nullptr, N, DP_, stream);
+        apply_dropout(dt, f.x_drop, N, DP_, dropout_base_, c.seed, a.dropout_counter,
+                      g.first_layer, c.dropout, stream);
+        in = f.x_drop;
+      }
+    }
+    if (in != a.y) {
+      if (y_has_padding_) fill(dt, a.y, ctx_.y_numel(), c.padding_fill, stream);
+      copy_rows(dt, in, nullptr, a.y, batch_.rows_in_place ? nullptr : caller_rows_, N, DP_,
+                stream);
+    }
+    if (!direct_states_) {
+      if (a.hy) copy_rows(dt, f.hy, nullptr, a.hy, state_rows_, LD_ * Bp, P_, stream);
+      if (a.cy) copy_rows(dt, f.cy, nullptr, a.cy, state_rows_, LD_ * Bp, H_, stream);
+    }
+  }
+  // Sequences of length 0 keep their initial state.
+  if (Bp < B) {
+    if (a.hy) copy_rows(dt, a.h0, empty_rows_, a.hy, empty_rows_, LD_ * (B - Bp), P_, stream);
+    if (a.cy) copy_rows(dt, a.c0, empty_rows_, a.cy, empty_rows_, LD_ * (B - Bp), H_, stream);
+  }
+  check(cudaGetLastError(), "forward");
+}
+
+void CudaBackend::backward(const BackwardArgs& a, void* workspace, uint64_t dropout_counter) {
+  DeviceScope scope(device_);
+  const auto stream = static_cast<cudaStream_t>(a.stream);
+  const Config& c = ctx_.config;
+  const DataType dt = c.dtype;
+  const int64_t B = ctx_.schedule.B, Bp = batch(), N = tokens(), I = c.input_size;
+  const bool accumulate = a.weight_grad_mode == GradMode::accumulate;
+  const BackwardBuffers w = backward_buffers(workspace);
+  if (Bp == 0) {
+    if (a.dx) fill(dt, a.dx, ctx_.x_numel(), 0.0, stream);
+    if (a.dweights && !accumulate)
+      check(cudaMemsetAsync(a.dweights, 0, bytes(ctx_.weights.numel()), stream), "cudaMemsetAsync");
+  } else {
+    HandlePool::Lease handle = handles_.acquire(stream);
+    const void* x0 = a.x;
+    if (!batch_.rows_in_place) {
+      copy_rows(dt, a.x, caller_rows_, w.x, nullptr, N, I, stream);
+      x0 = w.x;
+    }
+    const void* hx = a.h0;
+    const void* cx = a.c0;
+    const void* dhy = a.dhy;
+    const void* dcy = a.dcy;
+    void* dhx = a.dh0;
+    void* dcx = a.dc0;
+    if (!direct_states_) {
+      hx = a.h0 ? w.hx : nullptr;
+      cx = a.c0 ? w.cx : nullptr;
+      dhy = a.dhy ? w.dhy : nullptr;
+      dcy = a.dcy ? w.dcy : nullptr;
+      dhx = a.dh0 ? w.dhx : nullptr;
+      dcx = a.dc0 ? w.dcx : nullptr;
+      const std::pair<const void*, void*> p_states[] = {{a.h0, w.hx}, {a.dhy, w.dhy}};
+      for (auto [src, dst] : p_states)
+        if (src) copy_rows(dt, src, state_rows_, dst, nullptr, LD_ * Bp, P_, stream);
+      const std::pair<const void*, void*> h_states[] = {{a.c0, w.cx}, {a.dcy, w.dcy}};
+      for (auto [src, dst] : h_states)
+        if (src) copy_rows(dt, src, state_rows_, dst, nullptr, LD_ * Bp, H_, stream);
+    }
+    // dy of the last layer, packed; never read at padding.
+    if (a.dy) {
+      copy_rows(dt, a.dy, batch_.rows_in_place ? nullptr : caller_rows_, w.dy, nullptr, N, DP_,
+                stream);
+    } else {
+      check(cudaMemsetAsync(w.dy, 0, bytes(N * DP_), stream), "cudaMemsetAsync");
+    }
+    const std::vector<GroupReserve> reserve = reserve_parts(a.reserve, nullptr);
+    const auto& groups = rnn_->groups();
+    const void* dy = w.dy;
+    void* dx = nullptr;
+    for (size_t gi = groups.size(); gi-- > 0;) {
+      const CudnnGroup& g = groups[gi];
+      check(cudaMemcpyAsync(w.reserve, reserve[gi].cudnn, g.reserve_training,
+                            cudaMemcpyDeviceToDevice, stream),
+            "cudaMemcpyAsync (reserve)");
+      const void* x = x0;
+      if (gi > 0) {
+        x = reserve[gi - 1].y;
+        if (dropout_between()) {  // the masked input this layer saw, made again
+          copy_rows(dt, reserve[gi - 1].y, nullptr, w.x_drop, nullptr, N, DP_, stream);
+          apply_dropout(dt, w.x_drop, N, DP_, dropout_base_, c.seed, dropout_counter,
+                        groups[gi - 1].first_layer, c.dropout, stream);
+          x = w.x_drop;
+        }
+      }
+      dx = (gi == 0 && batch_.rows_in_place && a.dx) ? a.dx : w.dx[gi % 2];
+      const int64_t slab = g.first_layer * D_ * Bp;
+      check(cudnnRNNBackwardData_v8(
+                handle.get(), g.rnn.get(), nullptr, g.y.get(), reserve[gi].y, dy, g.x.get(), dx,
+                g.h.get(), at(hx, slab * P_, elem_), at(dhy, slab * P_, elem_),
+                at(dhx, slab * P_, elem_), g.c.get(), at(cx, slab * H_, elem_),
+                at(dcy, slab * H_, elem_), at(dcx, slab * H_, elem_), g.weight_bytes,
+                reserve[gi].weights, g.workspace_training, w.cudnn, g.reserve_training, w.reserve),
+            "cudnnRNNBackwardData_v8");
+      if (a.dweights) {
+        check(cudaMemsetAsync(w.dw, 0, g.weight_bytes, stream), "cudaMemsetAsync");
+        check(cudnnRNNBackwardWeights_v8(handle.get(), g.rnn.get(), CUDNN_WGRAD_MODE_ADD, nullptr,
+                                         g.x.get(), x, g.h.get(), at(hx, slab * P_, elem_),
+                                         g.y.get(), reserve[gi].y, g.weight_bytes, w.dw,
+                                         g.workspace_training, w.cudnn, g.reserve_training,
+                                         w.reserve),
+              "cudnnRNNBackwardWeights_v8");
+        weights_to_flat(dt, static_cast<const core::WeightSegment*>(g.segments.get()),
+                        g.segment_count, g.longest_segment, w.dw, a.dweights, g.flat_base,
+                        accumulate, stream);
+      }
+      if (gi > 0) {
+        if (dropout_between()) {
+          apply_dropout(dt, dx, N, DP_, dropout_base_, c.seed, dropout_counter,
+                        groups[gi - 1].first_layer, c.dropout, stream);
+        }
+        dy = dx;
+      }
+    }
+    if (a.dx && dx != a.dx) {
+      if (!batch_.rows_in_place) fill(dt, a.dx, ctx_.x_numel(), 0.0, stream);
+      copy_rows(dt, dx, nullptr, a.dx, batch_.rows_in_place ? nullptr : caller_rows_, N, I, stream);
+    }
+    if (!direct_states_) {
+      if (a.dh0) copy_rows(dt, w.dhx, nullptr, a.dh0, state_rows_, LD_ * Bp, P_, stream);
+      if (a.dc0) copy_rows(dt, w.dcx, nullptr, a.dc0, state_rows_, LD_ * Bp, H_, stream);
+    }
+  }
+  // A sequence of length 0 passes its state through: dh0 = dhy, dc0 = dcy.
+  if (Bp < B) {
+    if (a.dh0) copy_rows(dt, a.dhy, empty_rows_, a.dh0, empty_rows_, LD_ * (B - Bp), P_, stream);
+    if (a.dc0) copy_rows(dt, a.dcy, empty_rows_, a.dc0, empty_rows_, LD_ * (B - Bp), H_, stream);
+  }
+  check(cudaGetLastError(), "backward");
+}
+
+}  // namespace
+}  // namespace cuda
+
+std::unique_ptr<BackendImpl> make_cuda_backend(const PlanContext& ctx) {
+  const std::string refusal = core::cudnn_refusal(ctx.config);
+  if (!refusal.empty()) {
+    throw Error(Status::unsupported,
+                "backend cuda cannot run " + refusal +
+                    " yet: cuDNN has no such option and rnnx's own CUDA cell kernels are not "
+                    "built; backend cpu runs it");
+  }
+  return std::make_unique<cuda::CudaBackend>(ctx);
+}
+
+}  // namespace rnnx

@@ -1,0 +1,198 @@
+// cuDNN descriptors, sizes and weight placement of one plan (cudnn_rnn.hpp).
+#include "cuda/cudnn_rnn.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "rnnx/error.hpp"
+
+namespace rnnx::cuda {
+namespace {
+
+cudnnDataType_t cudnn_type(DataType dtype) {
+  switch (dtype) {
+    case DataType::f64:
+      return CUDNN_DATA_DOUBLE;
+    case DataType::bf16:
+      return CUDNN_DATA_BFLOAT16;
+    default:
+      return CUDNN_DATA_FLOAT;
+  }
+}
+
+cudnnRNNMode_t cudnn_cell(CellType cell) {
+  switch (cell) {
+    case CellType::rnn_tanh:
+      return CUDNN_RNN_TANH;
+    case CellType::rnn_relu:
+      return CUDNN_RNN_RELU;
+    case CellType::lstm:
+      return CUDNN_LSTM;
+    default:
+      return CUDNN_GRU;
+  }
+}
+
+void set_state_descriptor(const TensorDescriptor& d, cudnnDataType_t type, int64_t slabs,
+                          int64_t batch, int64_t width) {
+  const int dims[3] = {static_cast<int>(slabs), static_cast<int>(batch), static_cast<int>(width)};
+  const int strides[3] = {static_cast<int>(batch * width), static_cast<int>(width), 1};
+  check(cudnnSetTensorNdDescriptor(d.get(), type, 3, dims, strides), "cudnnSetTensorNdDescriptor");
+}
+
+// cuDNN's placement of every weight of `g`, read with cudnnGetRNNWeightParams from a weight
+// space allocated for the purpose, as element offsets.
+std::vector<core::CudnnParam> query_params(const Config& sub, const CudnnGroup& g,
+                                           cudnnHandle_t handle, int64_t elem) {
+  core::Buffer space = device_memory().allocate(g.weight_bytes, "plan", "cuDNN weight space");
+  const auto base = static_cast<const char*>(space.get());
+  TensorDescriptor m = make_tensor_descriptor(), b = make_tensor_descriptor();
+  std::vector<core::CudnnParam> params = core::cudnn_params(sub);
+  for (core::CudnnParam& p : params) {
+    void* m_addr = nullptr;
+    void* b_addr = nullptr;
+    check(cudnnGetRNNWeightParams(handle, g.rnn.get(), static_cast<int32_t>(p.pseudo_layer),
+                                  g.weight_bytes, space.get(), p.id, m.get(), &m_addr, b.get(),
+                                  &b_addr),
+          "cudnnGetRNNWeightParams");
+    void* addr = p.bias ? b_addr : m_addr;
+    cudnnDataType_t type;
+    int nb = 0, dims[3] = {0, 0, 0}, strides[3] = {0, 0, 0};
+    if (addr == nullptr) {
+      throw Error(Status::internal, "backend cuda: cuDNN reports no " +
+                                        std::string(p.bias ? "bias" : "matrix") +
+                                        " for linear layer " + std::to_string(p.id));
+    }
+    check(cudnnGetTensorNdDescriptor(p.bias ? b.get() : m.get(), 3, &type, &nb, dims, strides),
+          "cudnnGetTensorNdDescriptor");
+    int64_t numel = 1;
+    for (int k = 0; k < std::min(nb, 3); ++k) numel *= dims[k];
+    if (numel != p.numel()) {
+      throw Error(Status::internal,
+                  "backend cuda: cuDNN's linear layer " + std::to_string(p.id) + " of pseudo-layer " +
+                      std::to_string(p.pseudo_layer) + " has " + std::to_string(numel) +
+                      " elements, rnnx expects " + std::to_string(p.numel()));
+    }
+    p.offset = (static_cast<const char*>(addr) - base) / elem;
+  }
+  return params;
+}
+
+}  // namespace
+
+CudnnRnn::CudnnRnn(const PlanContext& ctx, const core::CudnnBatch& batch, cudnnHandle_t handle) {
+  const Config& c = ctx.config;
+  const int64_t D = c.num_directions(), P = c.output_size(), H = c.hidden_size;
+  const cudnnDataType_t type = cudnn_type(c.dtype);
+  const cudnnDataType_t precision = c.dtype == DataType::f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  if (c.dtype == DataType::f64) {
+    math_name_ = "double";
+  } else if (c.dtype == DataType::bf16) {
+    math = CUDNN_TENSOR_OP_MATH, math_name_ = "tensor-op";
+  } else if (ctx.math == MathMode::allow_conversion) {
+    math = CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION, math_name_ = "tensor-op-allow-conversion";
+  } else {
+    math = CUDNN_FMA_MATH, math_name_ = "fma";  // strict float32: no TF32
+  }
+  const int64_t elem = dtype_size(c.dtype);
+
+  // cuDNN needs a dropout descriptor; rnnx's own masks go between layers instead.
+  no_dropout_ = make_dropout_descriptor();
+  check(cudnnSetDropoutDescriptor(no_dropout_.get(), handle, 0.0f, nullptr, 0, 0),
+        "cudnnSetDropoutDescriptor");
+
+  const WeightLayout full(c);
+  const bool per_layer = c.dropout > 0 && c.num_layers > 1;
+  const int64_t group_layers = per_layer ? 1 : c.num_layers;
+  for (int64_t first = 0; first < c.num_layers; first += group_layers) {
+    CudnnGroup g;
+    g.first_layer = first;
+    g.layers = group_layers;
+    g.in_width = first == 0 ? c.input_size : D * P;
+    g.out_width = D * P;
+    Config sub = c;
+    sub.num_layers = group_layers;
+    sub.input_size = g.in_width;
+    g.flat_base = full.get(first, 0, WeightKind::w_ih)->offset;
+
+    g.rnn = make_rnn_descriptor();
+    check(cudnnSetRNNDescriptor_v8(
+              g.rnn.get(), CUDNN_RNN_ALGO_STANDARD, cudnn_cell(c.cell),
+              c.bias ? CUDNN_RNN_DOUBLE_BIAS : CUDNN_RNN_NO_BIAS,
+              c.bidirectional ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, type,
+              precision, math, static_cast<int32_t>(g.in_width), static_cast<int32_t>(H),
+              static_cast<int32_t>(P), static_cast<int32_t>(group_layers), no_dropout_.get(),
+              CUDNN_RNN_PADDED_IO_DISABLED),
+          "cudnnSetRNNDescriptor_v8");
+    if (c.cell_clip.enabled) {
+      // _v8 is the only setter that takes the NaN option (_v9 dropped it): the contract's
+      // policies are cuDNN's PROPAGATE_NAN and NOT_PROPAGATE_NAN (NaN becomes a bound).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+      check(cudnnRNNSetClip_v8(g.rnn.get(), CUDNN_RNN_CLIP_MINMAX,
+                               c.clip_nan == NanPolicy::propagate ? CUDNN_PROPAGATE_NAN
+                                                                  : CUDNN_NOT_PROPAGATE_NAN,
+                               c.cell_clip.lo, c.cell_clip.hi),
+            "cudnnRNNSetClip_v8");
+#pragma GCC diagnostic pop
+    }
+
+    if (batch.batch > 0) {
+      const auto lengths = const_cast<int*>(reinterpret_cast<const int*>(batch.lengths.data()));
+      g.x = make_rnn_data_descriptor();
+      g.y = make_rnn_data_descriptor();
+      check(cudnnSetRNNDataDescriptor(g.x.get(), type, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED,
+                                      static_cast<int>(batch.max_seq_len),
+                                      static_cast<int>(batch.batch), static_cast<int>(g.in_width),
+                                      lengths, nullptr),
+            "cudnnSetRNNDataDescriptor (x)");
+      check(cudnnSetRNNDataDescriptor(g.y.get(), type, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED,
+                                      static_cast<int>(batch.max_seq_len),
+                                      static_cast<int>(batch.batch), static_cast<int>(g.out_width),
+                                      lengths, nullptr),
+            "cudnnSetRNNDataDescriptor (y)");
+      g.h = make_tensor_descriptor();
+      g.c = make_tensor_descriptor();
+      set_state_descriptor(g.h, type, group_layers * D, batch.batch, P);
+      set_state_descriptor(g.c, type, group_layers * D, batch.batch, H);
+      size_t no_reserve = 0;
+      check(cudnnGetRNNTempSpaceSizes(handle, g.rnn.get(), CUDNN_FWD_MODE_INFERENCE, g.x.get(),
+                                      &g.workspace_inference, &no_reserve),
+            "cudnnGetRNNTempSpaceSizes (inference)");
+      check(cudnnGetRNNTempSpaceSizes(handle, g.rnn.get(), CUDNN_FWD_MODE_TRAINING, g.x.get(),
+                                      &g.workspace_training, &g.reserve_training),
+            "cudnnGetRNNTempSpaceSizes (training)");
+    }
+
+    check(cudnnGetRNNWeightSpaceSize(handle, g.rnn.get(), &g.weight_bytes),
+          "cudnnGetRNNWeightSpaceSize");
+    const auto params = query_params(sub, g, handle, elem);
+    const auto segments = core::cudnn_weight_segments(sub, WeightLayout(sub), params);
+    const auto documented = core::cudnn_documented_layout(sub);
+    g.documented_layout = true;
+    for (size_t k = 0; k < params.size(); ++k)
+      g.documented_layout &= params[k].offset == documented[k].offset;
+    g.segment_count = static_cast<int64_t>(segments.size());
+    for (const auto& s : segments) g.longest_segment = std::max(g.longest_segment, s.count);
+    const size_t bytes = sizeof(core::WeightSegment) * segments.size();
+    g.segments = device_memory().allocate(bytes, "plan", "weight copies");
+    device_memory().copy_from_host(g.segments.get(), segments.data(), bytes, nullptr);
+    groups_.push_back(std::move(g));
+  }
+}
+
+size_t CudnnRnn::max_weight_bytes() const {
+  size_t m = 0;
+  for (const auto& g : groups_) m = std::max(m, g.weight_bytes);
+  return m;
+}
+
+size_t CudnnRnn::max_workspace(bool training) const {
+  size_t m = 0;
+  for (const auto& g : groups_)
+    m = std::max(m, training ? g.workspace_training : g.workspace_inference);
+  return m;
+}
+
+}  // namespace rnnx::cuda

@@ -1,0 +1,129 @@
+// The cuda backend through the public API, against the reference backend: every problem of
+// problems.hpp that cuDNN runs (cells, layers, directions, projection, cell clipping and its
+// NaN policy, dropout, variable, zero and unsorted lengths in every layout), float32 and
+// float64, forward and backward; the problems it cannot run yet refused as unsupported with
+// the reason; rnnx's dropout masks made on the GPU bit for bit equal to the CPU's; a call on
+// the caller's stream. Needs a GPU except where said.
+#include <gtest/gtest.h>
+
+#include "core/cudnn_layout.hpp"
+#include "core/dropout.hpp"
+#include "cuda/kernels.hpp"
+#include "device_hooks.hpp"
+#include "problems.hpp"
+
+namespace rnnx_test {
+namespace {
+
+using Param = std::tuple<TestCase, DataType>;
+class CudaVsReference : public ::testing::TestWithParam<Param> {};
+
+// Without a GPU this checks the refusals only (they come before the device is looked for).
+TEST_P(CudaVsReference, ForwardAndBackward) {
+  TestCase p = std::get<0>(GetParam());
+  p.cfg.dtype = std::get<1>(GetParam());
+  const std::string refusal = core::cudnn_refusal(p.cfg);
+  if (!refusal.empty()) {
+    expect_error([&] { Plan plan(p.cfg, p.shape, backend_options(Backend::cuda)); },
+                 Status::unsupported, {"backend cuda", refusal});
+    return;
+  }
+  RNNX_SKIP_WITHOUT_GPU();
+  check_against_reference(p, p.cfg.dtype, Backend::cuda, &cuda_hooks());
+}
+
+INSTANTIATE_TEST_SUITE_P(Problems, CudaVsReference,
+                         ::testing::Combine(::testing::ValuesIn(cpu_vs_reference_cases()),
+                                            ::testing::Values(DataType::f32, DataType::f64)),
+                         [](const ::testing::TestParamInfo<Param>& info) {
+                           return std::get<0>(info.param).name + "_" +
+                                  to_string(std::get<1>(info.param));
+                         });
+
+TEST(Cuda, MachineWithoutGpuIsRefusedClearly) {
+  if (no_gpu_reason().empty()) GTEST_SKIP() << "this machine has a GPU";
+  const Config c = make_config(CellType::lstm, 4, 6, 1, false, DataType::f32);
+  expect_error([&] { Plan p(c, SequenceShape::padded(3, 2), backend_options(Backend::cuda)); },
+               Status::unsupported, {"backend cuda", "no CUDA device"});
+}
+
+TEST(Cuda, ImplNameSaysCudnnAndMath) {
+  RNNX_SKIP_WITHOUT_GPU();
+  Config c = make_config(CellType::gru, 4, 6, 2, true, DataType::f32);
+  c.math = MathMode::fp32;
+  EXPECT_EQ(Plan(c, SequenceShape::padded(3, 2), backend_options(Backend::cuda)).impl_name(),
+            "cuda:cudnn-standard/fma");
+  c.math = MathMode::allow_conversion;
+  EXPECT_EQ(Plan(c, SequenceShape::padded(3, 2), backend_options(Backend::cuda)).impl_name(),
+            "cuda:cudnn-standard/tensor-op-allow-conversion");
+  c.dropout = 0.5;
+  c.math = MathMode::fp32;
+  EXPECT_EQ(Plan(c, SequenceShape::padded(3, 2), backend_options(Backend::cuda)).impl_name(),
+            "cuda:cudnn-standard/fma/per-layer");
+}
+
+// The GPU's masks are the CPU's: the dropout kernel on rows of ones against
+// core::dropout_apply_rows, for float32 and float64, exactly.
+TEST(Cuda, DropoutMasksEqualTheCpuBitForBit) {
+  RNNX_SKIP_WITHOUT_GPU();
+  const auto shape = SequenceShape::padded(9, 5, {9, 0, 4, 9, 1});
+  const auto s = core::make_schedule(shape);
+  const int64_t width = 37;
+  const core::DropoutKey key{0xfeedface12345ull, (1ull << 33) + 5, 1, 0.35};
+  std::vector<int64_t> base(static_cast<size_t>(s.tokens));
+  for (int64_t t = 0; t < s.T_eff; ++t)
+    for (int64_t i = 0; i < s.batch_sizes[t]; ++i)
+      base[s.row(t, i)] =
+          static_cast<int64_t>(core::dropout_element(t, s.sorted_to_orig[i], s.B, width, 0));
+  const DeviceHooks& h = cuda_hooks();
+  for (DataType dt : {DataType::f32, DataType::f64}) {
+    Buf host = Buf(dt, s.tokens * width, 1.0);
+    Buf want = host;
+    if (dt == DataType::f32) {
+      core::dropout_apply_rows(key, s, width, static_cast<float*>(want.data()));
+    } else {
+      core::dropout_apply_rows(key, s, width, static_cast<double*>(want.data()));
+    }
+    const size_t bytes = static_cast<size_t>(host.size() * dtype_size(dt));
+    void* d_rows = h.allocate(bytes);
+    void* d_base = h.allocate(sizeof(int64_t) * base.size());
+    h.to_device(d_rows, host.data(), bytes);
+    h.to_device(d_base, base.data(), sizeof(int64_t) * base.size());
+    cuda::apply_dropout(dt, d_rows, s.tokens, width, static_cast<const int64_t*>(d_base), key.seed,
+                        key.counter, key.layer, key.p, nullptr);
+    h.to_host(host.data(), d_rows, bytes);
+    h.release(d_rows);
+    h.release(d_base);
+    int64_t dropped = 0;
+    for (int64_t i = 0; i < host.size(); ++i) {
+      ASSERT_EQ(host.get(i), want.get(i)) << to_string(dt) << " element " << i;
+      dropped += host.get(i) == 0.0;
+    }
+    EXPECT_GT(dropped, 0);
+    EXPECT_LT(dropped, host.size());
+  }
+}
+
+// A call on the caller's stream gives what the default stream gives.
+TEST(Cuda, RunsOnTheCallersStream) {
+  RNNX_SKIP_WITHOUT_GPU();
+  Config c = make_config(CellType::lstm, 5, 8, 2, true, DataType::f32, 3);
+  const SequenceShape shape = SequenceShape::padded(6, 4, {6, 0, 3, 5});
+  Plan plan(c, shape, backend_options(Backend::cuda));
+  const Data d = make_data(c, {6, 0, 3, 5}, 11, {});
+  const Tensors in = make_tensors(plan, d);
+  RunOptions o;
+  o.backward = true;
+  const Results plain = run(plan, in, on_gpu(o));
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  DeviceHooks hooks = cuda_hooks();
+  hooks.stream = stream;
+  o.device = &hooks;
+  const Results streamed = run(plan, in, o);
+  cudaStreamDestroy(stream);
+  expect_results_near(streamed, plain, 0.0, 0.0);
+}
+
+}  // namespace
+}  // namespace rnnx_test
