@@ -35,8 +35,9 @@ RNNX_HOST_DEVICE PhiloxBlock dropout_block(uint64_t seed, uint64_t counter, int6
                                            uint64_t group) {
   const PhiloxBlock ctr{{static_cast<uint32_t>(group), static_cast<uint32_t>(group >> 32),
                          static_cast<uint32_t>(layer), static_cast<uint32_t>(counter)}};
-  return philox4x32_10_block(ctr, static_cast<uint32_t>(seed),
-                             static_cast<uint32_t>(seed >> 32) ^ static_cast<uint32_t>(counter >> 32));
+  return philox4x32_10_block(
+      ctr, static_cast<uint32_t>(seed),
+      static_cast<uint32_t>(seed >> 32) ^ static_cast<uint32_t>(counter >> 32));
 }
 
 // Kept when the uniform number in [0, 1) of the top 24 bits (exact in float and double)

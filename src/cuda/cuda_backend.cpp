@@ -193,11 +193,13 @@ class CudaBackend final : public BackendImpl {
     std::vector<int64_t> rows = core::caller_rows(ctx_.shape, s);
     std::vector<int64_t> state, empty, drop(static_cast<size_t>(s.tokens));
     for (int64_t ld = 0; ld < LD_; ++ld) {
-      for (int64_t i = 0; i < B; ++i) (i < Bp ? state : empty).push_back(ld * B + s.sorted_to_orig[i]);
+      for (int64_t i = 0; i < B; ++i)
+        (i < Bp ? state : empty).push_back(ld * B + s.sorted_to_orig[i]);
     }
     for (int64_t t = 0; t < s.T_eff; ++t) {
       for (int64_t i = 0; i < s.batch_sizes[t]; ++i)
-        drop[s.row(t, i)] = static_cast<int64_t>(core::dropout_element(t, s.sorted_to_orig[i], B, DP_, 0));
+        drop[s.row(t, i)] =
+            static_cast<int64_t>(core::dropout_element(t, s.sorted_to_orig[i], B, DP_, 0));
     }
     std::vector<int64_t> all;
     auto put = [&](const std::vector<int64_t>& v) {
@@ -205,7 +207,8 @@ class CudaBackend final : public BackendImpl {
       all.insert(all.end(), v.begin(), v.end());
       return at;
     };
-    const size_t rows_at = put(rows), state_at = put(state), empty_at = put(empty), drop_at = put(drop);
+    const size_t rows_at = put(rows), state_at = put(state), empty_at = put(empty),
+                 drop_at = put(drop);
     if (all.empty()) return;
     maps_ = device_memory().allocate(sizeof(int64_t) * all.size(), "plan", "row maps");
     device_memory().copy_from_host(maps_.get(), all.data(), sizeof(int64_t) * all.size(), nullptr);
@@ -267,24 +270,21 @@ void CudaBackend::forward(const ForwardArgs& a, void* workspace) {
       void* weights = a.training ? reserve[gi].weights : f.weights;
       weights_to_cudnn(dt, static_cast<const core::WeightSegment*>(g.segments.get()),
                        g.segment_count, g.longest_segment, a.weights, g.flat_base, weights, stream);
-      void* out = a.training                        ? reserve[gi].y
-                  : (last && batch_.rows_in_place) ? a.y
-                                                    : f.y[gi % 2];
+      void* out = a.training ? reserve[gi].y : (last && batch_.rows_in_place) ? a.y : f.y[gi % 2];
       const int64_t slab = g.first_layer * D_ * Bp;
-      check(cudnnRNNForward(handle.get(), g.rnn.get(),
-                            a.training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE,
-                            nullptr, g.x.get(), in, g.y.get(), out, g.h.get(),
-                            at(hx, slab * P_, elem_), at(hy, slab * P_, elem_), g.c.get(),
-                            at(cx, slab * H_, elem_), at(cy, slab * H_, elem_), g.weight_bytes,
-                            weights, a.training ? g.workspace_training : g.workspace_inference,
-                            f.cudnn, a.training ? g.reserve_training : 0,
-                            a.training ? reserve[gi].cudnn : nullptr),
+      check(cudnnRNNForward(
+                handle.get(), g.rnn.get(),
+                a.training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE, nullptr, g.x.get(),
+                in, g.y.get(), out, g.h.get(), at(hx, slab * P_, elem_), at(hy, slab * P_, elem_),
+                g.c.get(), at(cx, slab * H_, elem_), at(cy, slab * H_, elem_), g.weight_bytes,
+                weights, a.training ? g.workspace_training : g.workspace_inference, f.cudnn,
+                a.training ? g.reserve_training : 0, a.training ? reserve[gi].cudnn : nullptr),
             "cudnnRNNForward");
       in = out;
       if (a.training && !last && c.dropout > 0) {
         copy_rows(dt, out, nullptr, f.x_drop, nullptr, N, DP_, stream);
-        apply_dropout(dt, f.x_drop, N, DP_, dropout_base_, c.seed, a.dropout_counter,
-                      g.first_layer, c.dropout, stream);
+        apply_dropout(dt, f.x_drop, N, DP_, dropout_base_, c.seed, a.dropout_counter, g.first_layer,
+                      c.dropout, stream);
         in = f.x_drop;
       }
     }
@@ -373,20 +373,19 @@ void CudaBackend::backward(const BackwardArgs& a, void* workspace, uint64_t drop
       }
       dx = (gi == 0 && batch_.rows_in_place && a.dx) ? a.dx : w.dx[gi % 2];
       const int64_t slab = g.first_layer * D_ * Bp;
-      check(cudnnRNNBackwardData_v8(
-                handle.get(), g.rnn.get(), nullptr, g.y.get(), reserve[gi].y, dy, g.x.get(), dx,
-                g.h.get(), at(hx, slab * P_, elem_), at(dhy, slab * P_, elem_),
-                at(dhx, slab * P_, elem_), g.c.get(), at(cx, slab * H_, elem_),
-                at(dcy, slab * H_, elem_), at(dcx, slab * H_, elem_), g.weight_bytes,
-                reserve[gi].weights, g.workspace_training, w.cudnn, g.reserve_training, w.reserve),
+      check(cudnnRNNBackwardData_v8(handle.get(), g.rnn.get(), nullptr, g.y.get(), reserve[gi].y,
+                                    dy, g.x.get(), dx, g.h.get(), at(hx, slab * P_, elem_),
+                                    at(dhy, slab * P_, elem_), at(dhx, slab * P_, elem_), g.c.get(),
+                                    at(cx, slab * H_, elem_), at(dcy, slab * H_, elem_),
+                                    at(dcx, slab * H_, elem_), g.weight_bytes, reserve[gi].weights,
+                                    g.workspace_training, w.cudnn, g.reserve_training, w.reserve),
             "cudnnRNNBackwardData_v8");
       if (a.dweights) {
         check(cudaMemsetAsync(w.dw, 0, g.weight_bytes, stream), "cudaMemsetAsync");
-        check(cudnnRNNBackwardWeights_v8(handle.get(), g.rnn.get(), CUDNN_WGRAD_MODE_ADD, nullptr,
-                                         g.x.get(), x, g.h.get(), at(hx, slab * P_, elem_),
-                                         g.y.get(), reserve[gi].y, g.weight_bytes, w.dw,
-                                         g.workspace_training, w.cudnn, g.reserve_training,
-                                         w.reserve),
+        check(cudnnRNNBackwardWeights_v8(
+                  handle.get(), g.rnn.get(), CUDNN_WGRAD_MODE_ADD, nullptr, g.x.get(), x, g.h.get(),
+                  at(hx, slab * P_, elem_), g.y.get(), reserve[gi].y, g.weight_bytes, w.dw,
+                  g.workspace_training, w.cudnn, g.reserve_training, w.reserve),
               "cudnnRNNBackwardWeights_v8");
         weights_to_flat(dt, static_cast<const core::WeightSegment*>(g.segments.get()),
                         g.segment_count, g.longest_segment, w.dw, a.dweights, g.flat_base,

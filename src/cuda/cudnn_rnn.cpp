@@ -68,10 +68,10 @@ std::vector<core::CudnnParam> query_params(const Config& sub, const CudnnGroup& 
     int64_t numel = 1;
     for (int k = 0; k < std::min(nb, 3); ++k) numel *= dims[k];
     if (numel != p.numel()) {
-      throw Error(Status::internal,
-                  "backend cuda: cuDNN's linear layer " + std::to_string(p.id) + " of pseudo-layer " +
-                      std::to_string(p.pseudo_layer) + " has " + std::to_string(numel) +
-                      " elements, rnnx expects " + std::to_string(p.numel()));
+      throw Error(Status::internal, "backend cuda: cuDNN's linear layer " + std::to_string(p.id) +
+                                        " of pseudo-layer " + std::to_string(p.pseudo_layer) +
+                                        " has " + std::to_string(numel) +
+                                        " elements, rnnx expects " + std::to_string(p.numel()));
     }
     p.offset = (static_cast<const char*>(addr) - base) / elem;
   }
@@ -117,23 +117,23 @@ CudnnRnn::CudnnRnn(const PlanContext& ctx, const core::CudnnBatch& batch, cudnnH
     g.flat_base = full.get(first, 0, WeightKind::w_ih)->offset;
 
     g.rnn = make_rnn_descriptor();
-    check(cudnnSetRNNDescriptor_v8(
-              g.rnn.get(), CUDNN_RNN_ALGO_STANDARD, cudnn_cell(c.cell),
-              c.bias ? CUDNN_RNN_DOUBLE_BIAS : CUDNN_RNN_NO_BIAS,
-              c.bidirectional ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, type,
-              precision, math, static_cast<int32_t>(g.in_width), static_cast<int32_t>(H),
-              static_cast<int32_t>(P), static_cast<int32_t>(group_layers), no_dropout_.get(),
-              CUDNN_RNN_PADDED_IO_DISABLED),
+    check(cudnnSetRNNDescriptor_v8(g.rnn.get(), CUDNN_RNN_ALGO_STANDARD, cudnn_cell(c.cell),
+                                   c.bias ? CUDNN_RNN_DOUBLE_BIAS : CUDNN_RNN_NO_BIAS,
+                                   c.bidirectional ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL,
+                                   CUDNN_LINEAR_INPUT, type, precision, math,
+                                   static_cast<int32_t>(g.in_width), static_cast<int32_t>(H),
+                                   static_cast<int32_t>(P), static_cast<int32_t>(group_layers),
+                                   no_dropout_.get(), CUDNN_RNN_PADDED_IO_DISABLED),
           "cudnnSetRNNDescriptor_v8");
     if (c.cell_clip.enabled) {
       // _v8 is the only setter that takes the NaN option (_v9 dropped it): the contract's
       // policies are cuDNN's PROPAGATE_NAN and NOT_PROPAGATE_NAN (NaN becomes a bound).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-      check(cudnnRNNSetClip_v8(g.rnn.get(), CUDNN_RNN_CLIP_MINMAX,
-                               c.clip_nan == NanPolicy::propagate ? CUDNN_PROPAGATE_NAN
-                                                                  : CUDNN_NOT_PROPAGATE_NAN,
-                               c.cell_clip.lo, c.cell_clip.hi),
+      check(cudnnRNNSetClip_v8(
+                g.rnn.get(), CUDNN_RNN_CLIP_MINMAX,
+                c.clip_nan == NanPolicy::propagate ? CUDNN_PROPAGATE_NAN : CUDNN_NOT_PROPAGATE_NAN,
+                c.cell_clip.lo, c.cell_clip.hi),
             "cudnnRNNSetClip_v8");
 #pragma GCC diagnostic pop
     }

@@ -136,16 +136,15 @@ void fill(DataType dtype, void* dst, int64_t n, double value, cudaStream_t strea
 }
 
 namespace {
-void weights_launch(DataType dtype, const core::WeightSegment* segs, int64_t count,
-                    int64_t longest, const void* from, void* to, int64_t flat_base,
-                    bool to_cudnn, bool accumulate, cudaStream_t stream) {
+void weights_launch(DataType dtype, const core::WeightSegment* segs, int64_t count, int64_t longest,
+                    const void* from, void* to, int64_t flat_base, bool to_cudnn, bool accumulate,
+                    cudaStream_t stream) {
   if (count <= 0) return;
   const dim3 grid(std::min(blocks_for(longest), 1024u), static_cast<unsigned>(count));
   by_dtype(dtype, [&](auto* type) {
     using T = std::remove_pointer_t<decltype(type)>;
-    weights_kernel<T><<<grid, kThreads, 0, stream>>>(segs, static_cast<const T*>(from),
-                                                     static_cast<T*>(to), flat_base, to_cudnn,
-                                                     accumulate);
+    weights_kernel<T><<<grid, kThreads, 0, stream>>>(
+        segs, static_cast<const T*>(from), static_cast<T*>(to), flat_base, to_cudnn, accumulate);
   });
   check_launch("weight conversion kernel");
 }

@@ -45,9 +45,9 @@ inline std::string no_gpu_reason() {
   return reason;
 }
 
-#define RNNX_SKIP_WITHOUT_GPU()                                                       \
-  do {                                                                                \
-    const std::string why = ::rnnx_test::no_gpu_reason();                             \
+#define RNNX_SKIP_WITHOUT_GPU()                                                     \
+  do {                                                                              \
+    const std::string why = ::rnnx_test::no_gpu_reason();                           \
     if (!why.empty()) GTEST_SKIP() << why << " (GPU tests run on tools/gpu-check)"; \
   } while (0)
 

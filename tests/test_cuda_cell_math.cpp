@@ -1,0 +1,172 @@
+// The cuda backend's element-wise cell math (src/cuda/cell_math.hpp, compiled here by the
+// host compiler) against the reference's cell on one hidden unit: weights chosen so that the
+// reference's GEMMs produce exactly the pre-activations handed to the element functions
+// (x = [1], W_ih = the pre-activations, W_hh = 0 but for GRU's n row), then every output and
+// gradient compared, for every cell, both GRU variants, peepholes, gate clip, input_forget,
+// cell clip with both NaN policies, and each of ONNX's activations. Runs in every build.
+#include <gtest/gtest.h>
+
+#include "cuda/cell_math.hpp"
+#include "reference/cell_math.hpp"
+#include "problems.hpp"
+#include "test_util.hpp"
+
+namespace rnnx_test {
+namespace {
+
+namespace cell = rnnx::cuda::cell;
+using reference::CellRecord;
+using reference::CellWeights;
+using reference::WeightView;
+
+struct Variant {
+  std::string name;
+  Config cfg;
+};
+
+std::vector<Variant> variants() {
+  std::vector<Variant> out;
+  auto cfg = [](CellType cell) {
+    Config c = make_config(cell, 1, 1, 1, false, DataType::f64);
+    c.bias = cell == CellType::gru;  // GRU's n row carries b_hn
+    return c;
+  };
+  out.push_back({"lstm", cfg(CellType::lstm)});
+  Config c = cfg(CellType::lstm);
+  c.peephole = true;
+  c.gate_clip = 1.5;
+  c.cell_clip = {true, -0.4, 0.5};
+  out.push_back({"lstm_peephole_gateclip_cellclip", c});
+  c.clip_nan = NanPolicy::replace;
+  c.input_forget = true;
+  out.push_back({"lstm_inputforget_replace", c});
+  c = cfg(CellType::lstm);
+  c.activations = {default_activation(ActivationKind::hard_sigmoid),
+                   default_activation(ActivationKind::softsign),
+                   default_activation(ActivationKind::elu)};
+  out.push_back({"lstm_hardsigmoid_softsign_elu", c});
+  c.activations = {default_activation(ActivationKind::sigmoid),
+                   {ActivationKind::scaled_tanh, 1.5, 0.7},
+                   default_activation(ActivationKind::softplus)};
+  out.push_back({"lstm_scaledtanh_softplus", c});
+  out.push_back({"gru", cfg(CellType::gru)});
+  c = cfg(CellType::gru);
+  c.gru_linear_before_reset = false;
+  out.push_back({"gru_original", c});
+  c.gate_clip = 1.2;
+  c.activations = {{ActivationKind::leaky_relu, 0.1, 0}, {ActivationKind::affine, 0.8, 0.1}};
+  out.push_back({"gru_original_gateclip_leaky_affine", c});
+  out.push_back({"rnn_tanh", cfg(CellType::rnn_tanh)});
+  out.push_back({"rnn_relu", cfg(CellType::rnn_relu)});
+  c = cfg(CellType::rnn_tanh);
+  c.activations = {{ActivationKind::thresholded_relu, 0.3, 0}};
+  c.gate_clip = 2.0;
+  out.push_back({"rnn_thresholdedrelu_gateclip", c});
+  return out;
+}
+
+void PrintTo(const Variant& v, std::ostream* os) {
+  *os << v.name;
+}
+
+class CellMath : public ::testing::TestWithParam<Variant> {};
+
+TEST_P(CellMath, MatchesTheReferenceOnOneUnit) {
+  const Config& c = GetParam().cfg;
+  const auto acts = direction_activations(c, 0);
+  const auto o = cell::options_for<double>(c, acts);
+  const int64_t G = gates_per_cell(c.cell);
+  Rng rng(fnv1a(GetParam().name));
+  const double tol = 1e-12;
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<double> w_ih(G), w_hh(G, 0.0), b_ih(G, 0.0), b_hh(G, 0.0), peep(3, 0.0);
+    for (double& v : w_ih) v = rng.uniform(-3.0, 3.0);
+    if (c.peephole)
+      for (double& v : peep) v = rng.uniform(-1.0, 1.0);
+    double wn = 0.0, bn = 0.0;
+    if (c.cell == CellType::gru) {
+      wn = rng.uniform(-1.5, 1.5);
+      bn = rng.uniform(-1.0, 1.0);
+      w_hh[2] = wn;
+      b_hh[2] = bn;
+    }
+    const double h_prev = rng.uniform(-1.0, 1.0), c_prev = rng.uniform(-1.0, 1.0);
+    const double dh = rng.uniform(-1.0, 1.0), dc = rng.uniform(-1.0, 1.0);
+    CellWeights w;
+    w.w_ih = WeightView(w_ih.data(), G, 1);
+    w.w_hh = WeightView(w_hh.data(), G, 1);
+    if (c.bias) w.b_ih = WeightView(b_ih.data(), G, 1), w.b_hh = WeightView(b_hh.data(), G, 1);
+    if (c.peephole) w.w_peephole = WeightView(peep.data(), 3, 1);
+    std::vector<double> g_ih(G, 0.0), g_hh(G, 0.0), g_bi(G, 0.0), g_bh(G, 0.0), g_p(3, 0.0);
+    CellWeights g;
+    g.w_ih = WeightView(g_ih.data(), G, 1);
+    g.w_hh = WeightView(g_hh.data(), G, 1);
+    if (c.bias) g.b_ih = WeightView(g_bi.data(), G, 1), g.b_hh = WeightView(g_bh.data(), G, 1);
+    if (c.peephole) g.w_peephole = WeightView(g_p.data(), 3, 1);
+    const double x = 1.0;
+    std::vector<double> h{h_prev}, cs{c_prev};
+    CellRecord rec;
+    reference::cell_forward(c, acts, w, &x, h, cs, &rec);
+    std::vector<double> rdh{dh}, rdc{dc};
+    double rdx = 0.0;
+    reference::cell_backward(c, acts, w, g, &x, rec, rdh, rdc, &rdx);
+    SCOPED_TRACE("trial " + std::to_string(trial));
+
+    if (c.cell == CellType::lstm) {
+      double a[4] = {w_ih[0], w_ih[1], w_ih[2], w_ih[3]};
+      const double p[3] = {peep[0], peep[1], peep[2]};
+      const auto f = cell::lstm_forward(o, a, c_prev, p);
+      EXPECT_NEAR(f.h, h[0], tol);
+      EXPECT_NEAR(f.c, cs[0], tol);
+      const auto b = cell::lstm_backward(o, a, f.gate, f.gate_pass, c_prev, f.c_raw, f.c, p, dh, dc);
+      for (int q = 0; q < 4; ++q) EXPECT_NEAR(b.da[q], g_ih[q], tol) << "gate " << q;
+      EXPECT_NEAR(b.dc_prev, rdc[0], tol);
+      for (int q = 0; q < 3 && c.peephole; ++q) EXPECT_NEAR(b.dpeep[q], g_p[q], tol) << "peephole " << q;
+    } else if (c.cell == CellType::gru) {
+      const bool lbr = c.gru_linear_before_reset;
+      double a[2] = {w_ih[0], w_ih[1]};
+      const auto s = cell::gru_gates(o, a);
+      const double hn = lbr ? wn * h_prev + bn : wn * (s.r * h_prev) + bn;
+      const auto out = cell::gru_output(o, lbr, w_ih[2], hn, s.r, s.z, h_prev);
+      EXPECT_NEAR(out.h, h[0], tol);
+      const auto b = cell::gru_backward(o, lbr, a, s.gate_pass, out.an, out.n_pass, s.r, s.z, out.n,
+                                        hn, h_prev, dh);
+      double da_r = b.da[0], dh_prev = b.dh_prev + wn * b.dhn;
+      if (!lbr) {
+        const auto reset = cell::gru_backward_reset(o, a, s.gate_pass, s.r, h_prev, wn * b.dhn);
+        da_r = reset.da_r;
+        dh_prev = b.dh_prev + reset.dh_prev;
+      }
+      EXPECT_NEAR(da_r, g_ih[0], tol);
+      EXPECT_NEAR(b.da[1], g_ih[1], tol);
+      EXPECT_NEAR(b.da[2], g_ih[2], tol);
+      EXPECT_NEAR(b.dhn, g_bh[2], tol) << "gradient of W_hn h + b_hn (or of W_hn (r*h) + b_hn)";
+      EXPECT_NEAR(dh_prev, rdh[0], tol);
+    } else {
+      double a = w_ih[0];
+      const auto f = cell::rnn_forward(o, a);
+      EXPECT_NEAR(f.h, h[0], tol);
+      EXPECT_NEAR(cell::rnn_backward(o, a, f.pass, dh), g_ih[0], tol);
+    }
+    if (HasFailure()) return;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cells, CellMath, ::testing::ValuesIn(variants()),
+                         [](const ::testing::TestParamInfo<Variant>& info) { return info.param.name; });
+
+// The clamp's NaN policy, as docs/math.md states it.
+TEST(CellMath, ClampNanPolicy) {
+  const double nan = std::nan("");
+  cell::Clamp<double> keep{true, -1.0, 2.0, false}, replace{true, -1.0, 2.0, true};
+  EXPECT_TRUE(std::isnan(keep.apply(nan)));
+  EXPECT_TRUE(keep.passes(nan));
+  EXPECT_EQ(replace.apply(nan), 2.0);
+  EXPECT_FALSE(replace.passes(nan));
+  EXPECT_EQ(keep.apply(-3.0), -1.0);
+  EXPECT_FALSE(keep.passes(2.5));
+  EXPECT_TRUE(keep.passes(2.0));
+}
+
+}  // namespace
+}  // namespace rnnx_test
