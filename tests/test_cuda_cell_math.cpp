@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 
 #include "cuda/cell_math.hpp"
-#include "reference/cell_math.hpp"
 #include "problems.hpp"
+#include "reference/cell_math.hpp"
 #include "test_util.hpp"
 
 namespace rnnx_test {
@@ -118,10 +118,12 @@ TEST_P(CellMath, MatchesTheReferenceOnOneUnit) {
       const auto f = cell::lstm_forward(o, a, c_prev, p);
       EXPECT_NEAR(f.h, h[0], tol);
       EXPECT_NEAR(f.c, cs[0], tol);
-      const auto b = cell::lstm_backward(o, a, f.gate, f.gate_pass, c_prev, f.c_raw, f.c, p, dh, dc);
+      const auto b =
+          cell::lstm_backward(o, a, f.gate, f.gate_pass, c_prev, f.c_raw, f.c, p, dh, dc);
       for (int q = 0; q < 4; ++q) EXPECT_NEAR(b.da[q], g_ih[q], tol) << "gate " << q;
       EXPECT_NEAR(b.dc_prev, rdc[0], tol);
-      for (int q = 0; q < 3 && c.peephole; ++q) EXPECT_NEAR(b.dpeep[q], g_p[q], tol) << "peephole " << q;
+      for (int q = 0; q < 3 && c.peephole; ++q)
+        EXPECT_NEAR(b.dpeep[q], g_p[q], tol) << "peephole " << q;
     } else if (c.cell == CellType::gru) {
       const bool lbr = c.gru_linear_before_reset;
       double a[2] = {w_ih[0], w_ih[1]};
@@ -153,7 +155,9 @@ TEST_P(CellMath, MatchesTheReferenceOnOneUnit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cells, CellMath, ::testing::ValuesIn(variants()),
-                         [](const ::testing::TestParamInfo<Variant>& info) { return info.param.name; });
+                         [](const ::testing::TestParamInfo<Variant>& info) {
+                           return info.param.name;
+                         });
 
 // The clamp's NaN policy, as docs/math.md states it.
 TEST(CellMath, ClampNanPolicy) {

@@ -54,7 +54,8 @@ void fill(DeviceBuffer& b, DataType dt, int64_t n, double lo, double hi, bench::
       const float f = static_cast<float>(v);
       uint32_t u;
       std::memcpy(&u, &f, 4);
-      reinterpret_cast<uint16_t*>(host.data())[i] = static_cast<uint16_t>((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+      reinterpret_cast<uint16_t*>(host.data())[i] =
+          static_cast<uint16_t>((u + 0x7fff + ((u >> 16) & 1)) >> 16);
     }
   }
   if (n) cuda(cudaMemcpy(b.p, host.data(), host.size(), cudaMemcpyHostToDevice), "cudaMemcpy");
@@ -62,9 +63,9 @@ void fill(DeviceBuffer& b, DataType dt, int64_t n, double lo, double hi, bench::
 
 std::map<std::string, std::string> parse(int argc, char** argv) {
   std::map<std::string, std::string> o = {
-      {"cell", "lstm"}, {"layers", "1"},       {"proj", "0"},    {"lengths", "full"},
-      {"seed", "0"},    {"mode", "infer"},     {"math", "fp32"}, {"dtype", "float32"},
-      {"repeat", "20"}, {"warmup", "3"},       {"bidirectional", "0"}};
+      {"cell", "lstm"}, {"layers", "1"},   {"proj", "0"},         {"lengths", "full"},
+      {"seed", "0"},    {"mode", "infer"}, {"math", "fp32"},      {"dtype", "float32"},
+      {"repeat", "20"}, {"warmup", "3"},   {"bidirectional", "0"}};
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--", 2) != 0)
       throw std::invalid_argument(std::string("unexpected argument ") + argv[i]);
@@ -107,7 +108,7 @@ void run(const std::map<std::string, std::string>& o) {
   c.num_layers = bc.layers;
   c.bidirectional = bc.bidirectional;
   c.math = math_mode_from_string(o.at("math"));
-  c.dtype = o.at("dtype") == "bfloat16" ? DataType::bf16
+  c.dtype = o.at("dtype") == "bfloat16"  ? DataType::bf16
             : o.at("dtype") == "float64" ? DataType::f64
                                          : DataType::f32;
   Plan plan(c, SequenceShape::padded(bc.seq, bc.batch, lengths), PlanOptions{Backend::cuda, 0});
@@ -119,8 +120,9 @@ void run(const std::map<std::string, std::string>& o) {
       dh0(plan.h_numel() * es), dhy(plan.h_numel() * es), c0(plan.c_numel() * es),
       cy(plan.c_numel() * es), dc0(plan.c_numel() * es), dcy(plan.c_numel() * es),
       w(plan.weights_numel() * es), dw(plan.weights_numel() * es);
-  const size_t ws_bytes = std::max(
-      {plan.forward_workspace_size(false), plan.forward_workspace_size(true), plan.backward_workspace_size()});
+  const size_t ws_bytes =
+      std::max({plan.forward_workspace_size(false), plan.forward_workspace_size(true),
+                plan.backward_workspace_size()});
   DeviceBuffer ws(ws_bytes), reserve(plan.reserve_size());
   bench::SplitMix64 rng(seed + 1);
   const double k = 1.0 / std::sqrt(static_cast<double>(bc.hidden));
@@ -149,11 +151,12 @@ void run(const std::map<std::string, std::string>& o) {
     b.dx = dx.p, b.dh0 = dh0.p, b.dc0 = lstm ? dc0.p : nullptr, b.dweights = dw.p;
     b.workspace = ws.p, b.workspace_size = ws_bytes;
     b.reserve = reserve.p, b.reserve_size = plan.reserve_size();
-    const bench::Timing t = bench::time_runs(std::stoi(o.at("warmup")), std::stoi(o.at("repeat")), [&] {
-      plan.forward(f);
-      if (mode == bench::Mode::fwdbwd) plan.backward(b);
-      cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-    });
+    const bench::Timing t =
+        bench::time_runs(std::stoi(o.at("warmup")), std::stoi(o.at("repeat")), [&] {
+          plan.forward(f);
+          if (mode == bench::Mode::fwdbwd) plan.backward(b);
+          cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+        });
     const double flops = bench::flops(bc, mode, plan.tokens());
     std::string lens;
     for (int64_t len : lengths) {

@@ -11,6 +11,10 @@ Zero-copy: CPU tensors are handed to rnnx through NumPy views (the buffer protoc
 parameters are views into one flat tensor in rnnx's layout (flatten_parameters(), redone
 after .to()/.double()); if something breaks that (weight_norm, a reassigned parameter),
 the weights are gathered into a temporary flat buffer per call instead.
+
+CUDA tensors (a module moved with .cuda()/.to("cuda")) run rnnx's cuda backend on the
+tensors' device and PyTorch's current stream, with outputs, workspace and reserve from
+PyTorch's caching allocator (docs/cuda.md; a build without the backend refuses them).
 """
 
 import math
@@ -41,17 +45,55 @@ class _Call:
     """What one forward needs besides tensors; the backward gets the same object."""
 
     __slots__ = ("engine", "plan", "params", "training", "counter", "lstm", "flat",
-                 "y_shape", "h_shape", "c_shape", "dtype")
+                 "y_shape", "h_shape", "c_shape", "dtype", "device")
 
 
 def _gather_flat(call, weights):
-    flat = torch.empty(call.plan.weights_numel, dtype=call.dtype)
+    flat = torch.empty(call.plan.weights_numel, dtype=call.dtype, device=weights[0].device)
     for w, p in zip(weights, call.params):
         flat[p.offset:p.offset + p.numel].copy_(w.detach().reshape(-1))
     return flat
 
 
+def _ptr(t):
+    return 0 if t is None else t.data_ptr()
+
+
+class _DeviceReserve:
+    """A CUDA call's reserve: bytes from PyTorch's caching allocator, freed with the node."""
+
+    __slots__ = ("buffer",)
+
+    def __init__(self, nbytes, device):
+        self.buffer = torch.empty(max(nbytes, 1), dtype=torch.uint8, device=device)
+
+
+def _stream(device):
+    return torch.cuda.current_stream(device).cuda_stream
+
+
+def _run_forward_cuda(call, x, h0, c0, flat):
+    dev = call.device
+    y = torch.empty(call.y_shape, dtype=call.dtype, device=dev)
+    hy = torch.empty(call.h_shape, dtype=call.dtype, device=dev)
+    cy = torch.empty(call.c_shape, dtype=call.dtype, device=dev) if call.lstm else None
+    plan = call.plan
+    reserve = _DeviceReserve(plan.reserve_size, dev) if call.training else None
+    ws_size = plan.forward_workspace_size(call.training)
+    ws = torch.empty(ws_size, dtype=torch.uint8, device=dev) if ws_size else None
+    with torch.cuda.device(dev):
+        plan.forward_ptr(_ptr(x), _ptr(flat), _ptr(y), h0=_ptr(h0), c0=_ptr(c0), hy=_ptr(hy),
+                         cy=_ptr(cy), training=call.training, dropout_counter=call.counter,
+                         workspace=_ptr(ws), workspace_size=ws_size,
+                         reserve=0 if reserve is None else _ptr(reserve.buffer),
+                         reserve_size=0 if reserve is None else plan.reserve_size,
+                         stream=_stream(dev))
+    return y, hy, cy, reserve
+
+
 def _run_forward(call, x, h0, c0, flat):
+    if call.device is not None:
+        return _run_forward_cuda(call, x, h0, c0, flat)
     y = torch.empty(call.y_shape, dtype=call.dtype)
     hy = torch.empty(call.h_shape, dtype=call.dtype)
     cy = torch.empty(call.c_shape, dtype=call.dtype) if call.lstm else None
@@ -127,11 +169,24 @@ class _RnnxFunction(torch.autograd.Function):
         dh0 = torch.empty_like(h0) if h0 is not None and needs[2] else None
         dc0 = torch.empty_like(c0) if c0 is not None and needs[3] else None
         want_w = any(needs[4:])
-        dw = torch.empty(call.plan.weights_numel, dtype=call.dtype) if want_w else None
-        call.engine.backward(call.plan, _np(x), _np(ctx.flat), ctx.reserve.buffer, h0=_np(h0),
-                             c0=_np(c0), dy=_np(_dense(dy)), dhy=_np(_dense(dhy)),
-                             dcy=_np(_dense(dcy)) if call.lstm else None, dx=_np(dx),
-                             dh0=_np(dh0), dc0=_np(dc0), dweights=_np(dw))
+        dw = (torch.empty(call.plan.weights_numel, dtype=call.dtype, device=x.device)
+              if want_w else None)
+        if call.device is not None:
+            plan, dev = call.plan, call.device
+            ws_size = plan.backward_workspace_size
+            ws = torch.empty(ws_size, dtype=torch.uint8, device=dev) if ws_size else None
+            with torch.cuda.device(dev):
+                plan.backward_ptr(_ptr(x), _ptr(ctx.flat), _ptr(ctx.reserve.buffer),
+                                  plan.reserve_size, h0=_ptr(h0), c0=_ptr(c0),
+                                  dy=_ptr(_dense(dy)), dhy=_ptr(_dense(dhy)),
+                                  dcy=_ptr(_dense(dcy)) if call.lstm else 0, dx=_ptr(dx),
+                                  dh0=_ptr(dh0), dc0=_ptr(dc0), dweights=_ptr(dw),
+                                  workspace=_ptr(ws), workspace_size=ws_size, stream=_stream(dev))
+        else:
+            call.engine.backward(call.plan, _np(x), _np(ctx.flat), ctx.reserve.buffer, h0=_np(h0),
+                                 c0=_np(c0), dy=_np(_dense(dy)), dhy=_np(_dense(dhy)),
+                                 dcy=_np(_dense(dcy)) if call.lstm else None, dx=_np(dx),
+                                 dh0=_np(dh0), dc0=_np(dc0), dweights=_np(dw))
         wgrads = []
         for i, p in enumerate(call.params):
             if dw is not None and needs[4 + i]:
@@ -344,14 +399,16 @@ class _RnnxModule:
             lens = None if lengths is None else _runtime.as_index_list(lengths, "lengths")
             shape_key = _runtime.shape_key_padded(T, batch, lens, batch_first)
             y_shape = (x.shape[0], x.shape[1], 0)
-        if x.device.type != "cpu":
-            raise _rnnx.UnsupportedError(f"rnnx.torch runs on CPU tensors; input is on {x.device}")
+        device = x.device
+        if device.type not in ("cpu", "cuda"):
+            raise _rnnx.UnsupportedError(f"rnnx.torch runs on CPU and CUDA tensors; input is on "
+                                         f"{device}")
         if x.shape[-1] != self.input_size:
             raise invalid(f"input dim {x.dim() - 1} (= {x.shape[-1]}) must equal input_size "
                           f"(= {self.input_size})")
         weights = list(self._flat_weights)
         dtype = weights[0].dtype
-        if (dtype == torch.float32 and x.dtype == torch.float32
+        if (dtype == torch.float32 and x.dtype == torch.float32 and device.type == "cpu"
                 and torch.is_autocast_cpu_enabled()
                 and torch.get_autocast_cpu_dtype() == torch.bfloat16):
             # torch.autocast("cpu", dtype=torch.bfloat16): the float32 module runs on
@@ -366,15 +423,15 @@ class _RnnxModule:
         if x.dtype != dtype:
             raise invalid(f"input dtype {x.dtype} does not match the parameters' dtype {dtype}")
         for name, w in zip(self._flat_weights_names, weights):
-            if w.dtype != dtype or w.device.type != "cpu":
+            if w.dtype != dtype or w.device != device:
                 raise invalid(f"parameter {name} is {w.dtype} on {w.device}; all must be "
-                              f"{dtype} on cpu")
+                              f"{dtype} on {device}, the input's device")
 
         D = 2 if self.bidirectional else 1
         P = self.proj_size if self.proj_size > 0 else self.hidden_size
         h_shape = (self.num_layers * D, batch, P)
         c_shape = (self.num_layers * D, batch, self.hidden_size)
-        h0, c0 = self._rnnx_states(hx, lstm, unbatched, h_shape, c_shape, dtype)
+        h0, c0 = self._rnnx_states(hx, lstm, unbatched, h_shape, c_shape, dtype, device)
 
         apply_dropout = self.training and self.dropout > 0 and self.num_layers > 1
         needs_grad = torch.is_grad_enabled() and (
@@ -390,8 +447,13 @@ class _RnnxModule:
                 raise invalid(f"parameter {p.name} has shape {tuple(w.shape)}, expected {p.shape}")
 
         call = _Call()
-        call.engine = self._rnnx_engine
-        call.plan = self._rnnx_engine.plan(cfg, cfg_key, shape_key)
+        call.device = None if device.type == "cpu" else device
+        call.engine = self._rnnx_engine if call.device is None else self._rnnx_cuda_engine(device)
+        if call.device is None:
+            call.plan = call.engine.plan(cfg, cfg_key, shape_key)
+        else:
+            with torch.cuda.device(device):  # a cuda plan is bound to the current device
+                call.plan = call.engine.plan(cfg, cfg_key, shape_key)
         # The counter advances only for a call that gets this far: a refused one (bad
         # lengths, a bad parameter) leaves the masks of later calls as they were.
         counter = 0
@@ -428,7 +490,15 @@ class _RnnxModule:
             output = y
         return (output, (hy, cy)) if lstm else (output, hy)
 
-    def _rnnx_states(self, hx, lstm, unbatched, h_shape, c_shape, dtype):
+    def _rnnx_cuda_engine(self, device):
+        """The engine of the cuda backend for one GPU (plans are bound to a device)."""
+        engines = self.__dict__.setdefault("_rnnx_cuda_engines", {})
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        if index not in engines:
+            engines[index] = _runtime.Engine("cuda", 0)
+        return engines[index]
+
+    def _rnnx_states(self, hx, lstm, unbatched, h_shape, c_shape, dtype, device):
         if hx is None:
             return None, None
         if lstm:
@@ -456,8 +526,11 @@ class _RnnxModule:
                               "[num_layers * num_directions, batch, size]")
             if t.dtype != dtype:
                 raise invalid(f"{name} dtype {t.dtype} does not match the parameters' dtype {dtype}")
-            if t.device.type != "cpu":
-                raise _rnnx.UnsupportedError(f"rnnx.torch runs on CPU tensors; {name} is on {t.device}")
+            if t.device.type not in ("cpu", "cuda"):
+                raise _rnnx.UnsupportedError(f"rnnx.torch runs on CPU and CUDA tensors; {name} is "
+                                             f"on {t.device}")
+            if t.device != device:
+                raise invalid(f"{name} is on {t.device}, the input on {device}")
             out.append(_dense(t))
         return out[0], out[1]
 

@@ -536,6 +536,45 @@ void backward(PyPlan& self, const py::object& x, const py::object& weights,
   self.plan.backward(a);
 }
 
+// Device buffers (the cuda backend) by address: 0 is an absent tensor; sizes in bytes for
+// the workspace and reserve. The plan checks what it can (required tensors, alignment, the
+// reserve's header); the caller (rnnx.torch) owns the memory and the stream.
+void* address(uintptr_t a) {
+  return reinterpret_cast<void*>(a);
+}
+
+void forward_ptr(PyPlan& self, uintptr_t x, uintptr_t weights, uintptr_t y, uintptr_t h0,
+                 uintptr_t c0, uintptr_t hy, uintptr_t cy, bool training, uint64_t dropout_counter,
+                 uintptr_t workspace, size_t workspace_size, uintptr_t reserve, size_t reserve_size,
+                 uintptr_t stream) {
+  rnnx::ForwardArgs a;
+  a.x = address(x), a.weights = address(weights), a.y = address(y);
+  a.h0 = address(h0), a.c0 = address(c0), a.hy = address(hy), a.cy = address(cy);
+  a.training = training;
+  a.dropout_counter = dropout_counter;
+  a.workspace = address(workspace), a.workspace_size = workspace_size;
+  a.reserve = address(reserve), a.reserve_size = reserve_size;
+  a.stream = address(stream);
+  py::gil_scoped_release nogil;
+  self.plan.forward(a);
+}
+
+void backward_ptr(PyPlan& self, uintptr_t x, uintptr_t weights, uintptr_t reserve,
+                  size_t reserve_size, uintptr_t h0, uintptr_t c0, uintptr_t dy, uintptr_t dhy,
+                  uintptr_t dcy, uintptr_t dx, uintptr_t dh0, uintptr_t dc0, uintptr_t dweights,
+                  bool accumulate, uintptr_t workspace, size_t workspace_size, uintptr_t stream) {
+  rnnx::BackwardArgs a;
+  a.x = address(x), a.weights = address(weights), a.h0 = address(h0), a.c0 = address(c0);
+  a.dy = address(dy), a.dhy = address(dhy), a.dcy = address(dcy);
+  a.dx = address(dx), a.dh0 = address(dh0), a.dc0 = address(dc0), a.dweights = address(dweights);
+  a.weight_grad_mode = accumulate ? rnnx::GradMode::accumulate : rnnx::GradMode::overwrite;
+  a.workspace = address(workspace), a.workspace_size = workspace_size;
+  a.reserve = address(reserve), a.reserve_size = reserve_size;
+  a.stream = address(stream);
+  py::gil_scoped_release nogil;
+  self.plan.backward(a);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_rnnx, m) {
@@ -552,6 +591,7 @@ PYBIND11_MODULE(_rnnx, m) {
     d["gemm_engine"] = b.gemm_engine;
     d["with_onednn"] = b.with_onednn;
     d["with_blas"] = b.with_blas;
+    d["backends"] = b.backends;
     d["sanitizers"] = b.sanitizers;
     d["cpu_isa_detected"] = rnnx::cpu_isa_detected();
     d["cpu_isa_used"] = rnnx::cpu_isa_used();
@@ -771,6 +811,17 @@ PYBIND11_MODULE(_rnnx, m) {
            "dcy"_a = py::none(), "dx"_a = py::none(), "dh0"_a = py::none(), "dc0"_a = py::none(),
            "dweights"_a = py::none(), "accumulate"_a = false, "workspace"_a = py::none(),
            "Back-propagates through the training forward that wrote `reserve`.")
+      .def("forward_ptr", &forward_ptr, "x"_a, "weights"_a, "y"_a, py::kw_only(), "h0"_a = 0,
+           "c0"_a = 0, "hy"_a = 0, "cy"_a = 0, "training"_a = false, "dropout_counter"_a = 0,
+           "workspace"_a = 0, "workspace_size"_a = 0, "reserve"_a = 0, "reserve_size"_a = 0,
+           "stream"_a = 0,
+           "forward on device buffers given by address (0: absent), on `stream` (a "
+           "cudaStream_t as an integer; 0: the default stream): what rnnx.torch uses for CUDA "
+           "tensors.")
+      .def("backward_ptr", &backward_ptr, "x"_a, "weights"_a, "reserve"_a, "reserve_size"_a,
+           py::kw_only(), "h0"_a = 0, "c0"_a = 0, "dy"_a = 0, "dhy"_a = 0, "dcy"_a = 0, "dx"_a = 0,
+           "dh0"_a = 0, "dc0"_a = 0, "dweights"_a = 0, "accumulate"_a = false, "workspace"_a = 0,
+           "workspace_size"_a = 0, "stream"_a = 0, "backward on device buffers given by address.")
       .def("__repr__", [](const PyPlan& p) {
         return "rnnx.Plan(" + p.plan.problem_name() + ", " + p.plan.impl_name() + ")";
       });

@@ -1,6 +1,8 @@
 // Build options baked in at compile time, for `rnnx info`.
 #include <omp.h>
 
+#include <string>
+
 #include "core/backend_registry.hpp"
 #include "rnnx/version.hpp"
 
@@ -19,6 +21,8 @@ BuildInfo build_info() {
   info.gemm_engine = cpu.gemm_engines;
   info.with_onednn = cpu.onednn;
   info.with_blas = cpu.blas;
+  static const std::string backends = core::built_backends();
+  info.backends = backends.c_str();
 #if defined(__SANITIZE_ADDRESS__)
   info.sanitizers = true;
 #else

@@ -145,10 +145,10 @@ struct Options {
 // inputs after peepholes and gate clip, which backward reads.
 template <typename T>
 struct LstmForward {
-  T gate[4];  // activated i, f, g, o
-  T c_raw;    // f*c_prev + i*g before the cell clip
-  T c;        // the new cell state
-  T h;        // o * h(c): the output, or the projection's input
+  T gate[4];           // activated i, f, g, o
+  T c_raw;             // f*c_prev + i*g before the cell clip
+  T c;                 // the new cell state
+  T h;                 // o * h(c): the output, or the projection's input
   unsigned gate_pass;  // bit q: the gate clip let q's gradient through
 };
 
@@ -178,17 +178,17 @@ RNNX_HOST_DEVICE LstmForward<T> lstm_forward(const Options<T>& o, T a[4], T c_pr
 
 template <typename T>
 struct LstmBackward {
-  T da[4];      // gradients of the pre-activations (what the GEMMs take)
-  T dc_prev;    // to the previous step's cell state
-  T dpeep[3];   // to the peepholes i, f, o
+  T da[4];     // gradients of the pre-activations (what the GEMMs take)
+  T dc_prev;   // to the previous step's cell state
+  T dpeep[3];  // to the peepholes i, f, o
 };
 
 // a[4]: lstm_forward's gate inputs; gate/c_raw/c/pass: its record; dh: gradient of h (the
 // projection's input when there is one), dc: of c from the step after.
 template <typename T>
 RNNX_HOST_DEVICE LstmBackward<T> lstm_backward(const Options<T>& o, const T a[4], const T gate[4],
-                                              unsigned gate_pass, T c_prev, T c_raw, T c,
-                                              const T p[3], T dh, T dc) {
+                                               unsigned gate_pass, T c_prev, T c_raw, T c,
+                                               const T p[3], T dh, T dc) {
   LstmBackward<T> r{};
   auto through = [&](const Act<T>& f, int q, T d) {
     return (gate_pass >> q) & 1u ? d * activation_grad(f, a[q]) : T(0);
@@ -243,8 +243,8 @@ struct GruOutput {
   bool n_pass;
 };
 template <typename T>
-RNNX_HOST_DEVICE GruOutput<T> gru_output(const Options<T>& o, bool linear_before_reset, T an_x, T hn,
-                                        T r, T z, T h_prev) {
+RNNX_HOST_DEVICE GruOutput<T> gru_output(const Options<T>& o, bool linear_before_reset, T an_x,
+                                         T hn, T r, T z, T h_prev) {
   GruOutput<T> s{};
   T an = an_x + (linear_before_reset ? r * hn : hn);
   s.n_pass = o.gate.passes(an);
@@ -266,8 +266,8 @@ struct GruBackward {
 };
 template <typename T>
 RNNX_HOST_DEVICE GruBackward<T> gru_backward(const Options<T>& o, bool linear_before_reset,
-                                            const T a[2], unsigned gate_pass, T an, bool n_pass,
-                                            T r, T z, T n, T hn, T h_prev, T dh) {
+                                             const T a[2], unsigned gate_pass, T an, bool n_pass,
+                                             T r, T z, T n, T hn, T h_prev, T dh) {
   GruBackward<T> s{};
   const T dn = n_pass ? dh * (T(1) - z) * activation_grad(o.g, an) : T(0);
   s.da[1] = (gate_pass >> 1) & 1u ? dh * (h_prev - n) * activation_grad(o.f, a[1]) : T(0);
@@ -290,8 +290,8 @@ struct GruReset {
   T dh_prev;
 };
 template <typename T>
-RNNX_HOST_DEVICE GruReset<T> gru_backward_reset(const Options<T>& o, const T a[2], unsigned gate_pass,
-                                               T r, T h_prev, T drh) {
+RNNX_HOST_DEVICE GruReset<T> gru_backward_reset(const Options<T>& o, const T a[2],
+                                                unsigned gate_pass, T r, T h_prev, T drh) {
   return {gate_pass & 1u ? drh * h_prev * activation_grad(o.f, a[0]) : T(0), drh * r};
 }
 
@@ -318,13 +318,16 @@ RNNX_HOST_DEVICE T rnn_backward(const Options<T>& o, T a, bool pass, T dh) {
 template <typename T>
 inline Options<T> options_for(const Config& c, const std::vector<Activation>& acts) {
   Options<T> o;
-  auto act = [](const Activation& a) { return Act<T>{a.kind, static_cast<T>(a.alpha), static_cast<T>(a.beta)}; };
+  auto act = [](const Activation& a) {
+    return Act<T>{a.kind, static_cast<T>(a.alpha), static_cast<T>(a.beta)};
+  };
   o.f = act(acts.at(0));
   if (acts.size() > 1) o.g = act(acts[1]);
   if (acts.size() > 2) o.h = act(acts[2]);
   const bool replace = c.clip_nan == NanPolicy::replace;
   o.gate = {c.gate_clip > 0, static_cast<T>(-c.gate_clip), static_cast<T>(c.gate_clip), replace};
-  o.cell = {c.cell_clip.enabled, static_cast<T>(c.cell_clip.lo), static_cast<T>(c.cell_clip.hi), replace};
+  o.cell = {c.cell_clip.enabled, static_cast<T>(c.cell_clip.lo), static_cast<T>(c.cell_clip.hi),
+            replace};
   o.input_forget = c.input_forget;
   return o;
 }

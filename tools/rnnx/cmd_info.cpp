@@ -90,6 +90,7 @@ int run_info(bool as_json) {
     j["gemm_engine"] = build.gemm_engine;
     j["with_onednn"] = build.with_onednn;
     j["with_blas"] = build.with_blas;
+    j["built_backends"] = build.backends;
     j["math"] = {{"bf16_gemm", math.bf16_gemm},
                  {"RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION",
                   math.env_value ? nlohmann::ordered_json(math.env_value) : nullptr},
@@ -101,8 +102,8 @@ int run_info(bool as_json) {
     return 0;
   }
   std::printf("rnnx %s\n", build.version);
-  std::printf("build:     %s, compiler %s, sanitizers %s\n", build.build_type, build.compiler,
-              build.sanitizers ? "on" : "off");
+  std::printf("build:     %s, compiler %s, sanitizers %s, backends %s\n", build.build_type,
+              build.compiler, build.sanitizers ? "on" : "off", build.backends);
   for (const auto& p : probes) {
     std::printf("backend:   %-9s %s (%s)\n", to_string(p.backend),
                 p.available ? "available" : "not available", p.detail.c_str());

@@ -1,0 +1,91 @@
+"""rnnx.torch on CUDA tensors (the cuda backend, docs/cuda.md): the module moved to the GPU
+against the same module on the CPU, forward and backward, float64 and float32, ragged lengths
+with zeros, packed input, dropout masks equal to the CPU's, a non-default stream. Skips, saying
+why, where there is no GPU or this build has no cuda backend (tools/gpu-check runs it on one)."""
+
+import copy
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import rnnx  # noqa: E402
+import rnnx.torch as rt  # noqa: E402
+from torch.nn.utils.rnn import pack_padded_sequence  # noqa: E402
+
+from conftest import assert_near, tolerance  # noqa: E402
+
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device for torch (the cuda backend's tests run on tools/gpu-check)",
+                allow_module_level=True)
+if "cuda" not in rnnx.build_info().get("backends", ""):
+    pytest.skip("this rnnx build has no cuda backend (RNNX_WITH_CUDA)", allow_module_level=True)
+
+
+def run(m, x, lengths, hx=None):
+    """Forward and backward; outputs and every gradient, on the CPU."""
+    x = x.detach().clone().requires_grad_(True)
+    y, h = m(x, hx, lengths=lengths)
+    hs = h if isinstance(h, tuple) else (h,)
+    loss = (y * torch.linspace(-1, 1, y.numel(), dtype=y.dtype, device=y.device).view_as(y)).sum()
+    loss = loss + sum((t * 0.5).sum() for t in hs)
+    m.zero_grad()
+    loss.backward()
+    out = {"y": y, "x.grad": x.grad}
+    out.update({f"h{i}": t for i, t in enumerate(hs)})
+    out.update({f"grad {n}": p.grad for n, p in m.named_parameters()})
+    return {k: v.detach().cpu() for k, v in out.items()}
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("cls,kw", [
+    (rt.LSTM, dict(num_layers=2, bidirectional=True)),
+    (rt.LSTM, dict(proj_size=3, cell_clip=(-0.4, 0.5))),
+    (rt.GRU, dict(num_layers=2)),
+    (rt.RNN, dict(nonlinearity="relu", bidirectional=True)),
+])
+def test_cuda_matches_cpu(cls, kw, dtype):
+    torch.manual_seed(0)
+    I, H, T, lengths = 5, 7, 6, [6, 0, 3, 6, 1]
+    cpu = cls(I, H, **kw).to(dtype)
+    gpu = copy.deepcopy(cpu).cuda()
+    x = torch.randn(T, len(lengths), I, dtype=dtype)
+    want = run(cpu, x, lengths)
+    got = run(gpu, x.cuda(), lengths)
+    assert next(gpu.parameters()).is_cuda
+    tol = tolerance(cpu.config, T, len(lengths), backward=True)
+    for k in want:
+        assert_near(got[k], want[k], tol, k)
+
+
+def test_packed_input_and_dropout_masks_match_cpu():
+    torch.manual_seed(1)
+    cpu = rt.LSTM(4, 6, num_layers=3, dropout=0.4, seed=123).double()
+    gpu = copy.deepcopy(cpu).cuda()
+    x = torch.randn(7, 4, 4, dtype=torch.float64)
+    lens = torch.tensor([7, 2, 5, 3])
+    packed = pack_padded_sequence(x, lens, enforce_sorted=False)
+    y_cpu, _ = cpu(packed)
+    y_gpu, _ = gpu(pack_padded_sequence(x.cuda(), lens, enforce_sorted=False))
+    # The same seed and call counter: the same masks, so the same outputs.
+    assert_near(y_gpu.data.cpu(), y_cpu.data, tolerance(cpu.config, 7, 4), "y")
+    assert cpu.dropout_calls == gpu.dropout_calls == 1
+
+
+def test_runs_on_the_current_stream():
+    torch.manual_seed(2)
+    m = rt.GRU(3, 5).cuda()
+    x = torch.randn(4, 2, 3, device="cuda")
+    want, _ = m(x)
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        got, _ = m(x)
+    s.synchronize()
+    assert torch.equal(got, want)
+
+
+def test_mixed_devices_are_refused():
+    m = rt.LSTM(3, 4).cuda()
+    with pytest.raises(rnnx.InvalidArgumentError, match="cuda"):
+        m(torch.randn(2, 1, 3))  # input on the CPU, parameters on the GPU
+    with pytest.raises(rnnx.InvalidArgumentError, match="h_0 is on cpu"):
+        m(torch.randn(2, 1, 3, device="cuda"), (torch.zeros(1, 1, 4), torch.zeros(1, 1, 4).cuda()))
