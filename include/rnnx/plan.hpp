@@ -8,7 +8,9 @@
 //   weights the flat buffer of weights.hpp
 // Workspace is scratch for one call; reserve is written by a training forward and read
 // by the backward of the same batch. With a caller-provided workspace, execution
-// allocates nothing; with workspace == nullptr the plan uses (and keeps) its own.
+// allocates nothing; with workspace == nullptr the plan uses (and keeps) its own (on a
+// device backend such a call then waits for its stream before it returns, so that the next
+// call may reuse that workspace; pass a workspace to stay asynchronous).
 // Every tensor must be aligned to its element size; workspace and reserve to 8 bytes
 // (64 recommended: sub-buffers are carved at 64-byte offsets from the base).
 // An empty batch (B = 0, as torch.nn.LSTM accepts) is a no-op: its sequence and state

@@ -31,11 +31,17 @@ class Memory {
   // `bytes` (at least one) aligned to 64. Throws Error(out_of_memory) naming `what`, `part`
   // (may be null; "forward: workspace: cannot ...") and the size when it cannot.
   virtual Buffer allocate(size_t bytes, const char* what, const char* part = nullptr) const = 0;
-  // On `stream` (the call's; null for host memory), finished when they return.
+  // On `stream` (the call's; null for host memory), in its order: work queued on the stream
+  // later sees them done, and the host source of copy_from_host may be reused once it
+  // returns (a device backend need not wait for the device); copy_to_host returns when the
+  // bytes are in host memory.
   virtual void zero(void* dst, size_t bytes, void* stream) const = 0;
   virtual void copy_from_host(void* dst, const void* host_src, size_t bytes,
                               void* stream) const = 0;
   virtual void copy_to_host(void* host_dst, const void* src, size_t bytes, void* stream) const = 0;
+  // Returns when everything queued on `stream` is done: before a call gives its pooled
+  // workspace back, since another call on another stream may take it next.
+  virtual void wait(void* stream) const { (void)stream; }
 };
 
 // Host memory. Its allocations fail when RNNX_TEST_FAIL_ALLOC_AFTER=N is set and N

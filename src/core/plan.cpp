@@ -295,6 +295,7 @@ void Plan::forward(const ForwardArgs& in) try {
     header.dropout_counter = in.dropout_counter;
     memory.copy_from_host(in.reserve, &header, sizeof(header), in.stream);
   }
+  if (lease) memory.wait(in.stream);  // the plan's workspace is free again only when done
 } catch (const std::bad_alloc&) {
   // Execution allocates only the workspace of a call that passes none (its failure is
   // already an Error); anything else the standard library may need is reported the same way.
@@ -351,6 +352,7 @@ void Plan::backward(const BackwardArgs& in) try {
     return;
   }
   state_->impl->backward(args, ws, header.dropout_counter);
+  if (lease) memory.wait(in.stream);
 } catch (const std::bad_alloc&) {
   // Execution allocates only the workspace of a call that passes none (its failure is
   // already an Error); anything else the standard library may need is reported the same way.

@@ -101,14 +101,17 @@ class DeviceMemory final : public core::Memory {
     return core::Buffer(p, core::BufferFree{&free_device});
   }
   void zero(void* dst, size_t bytes, void* stream) const override {
-    const auto s = static_cast<cudaStream_t>(stream);
-    check(cudaMemsetAsync(dst, 0, bytes, s), "cudaMemsetAsync");
-    check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+    check(cudaMemsetAsync(dst, 0, bytes, static_cast<cudaStream_t>(stream)), "cudaMemsetAsync");
   }
+  // From pageable host memory the runtime stages the bytes before it returns, so the source
+  // may go at once: no wait for the device (a training forward's reserve header).
   void copy_from_host(void* dst, const void* src, size_t bytes, void* stream) const override {
-    const auto s = static_cast<cudaStream_t>(stream);
-    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync to device");
-    check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+    check(
+        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream)),
+        "cudaMemcpyAsync to device");
+  }
+  void wait(void* stream) const override {
+    check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "cudaStreamSynchronize");
   }
   void copy_to_host(void* dst, const void* src, size_t bytes, void* stream) const override {
     const auto s = static_cast<cudaStream_t>(stream);
@@ -122,6 +125,10 @@ class DeviceMemory final : public core::Memory {
 const core::Memory& device_memory() {
   static const DeviceMemory memory;
   return memory;
+}
+
+void upload(void* dst, const void* src, size_t bytes) {
+  check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy (plan data)");
 }
 
 HandlePool::Lease::~Lease() {

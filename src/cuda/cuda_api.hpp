@@ -74,6 +74,10 @@ class DeviceScope {
 // stream and are finished when they return.
 const core::Memory& device_memory();
 
+// A plan's own constant data to the device, finished when it returns (cudaMemcpy): calls
+// on any stream, non-blocking ones included, then see it.
+void upload(void* dst, const void* src, size_t bytes);
+
 // cuDNN handles for the calls of one plan: a call takes one (cuDNN handles must not be
 // used by two threads at once), sets its stream and gives it back when it returns.
 class HandlePool {

@@ -211,7 +211,7 @@ class CudaBackend final : public BackendImpl {
                  drop_at = put(drop);
     if (all.empty()) return;
     maps_ = device_memory().allocate(sizeof(int64_t) * all.size(), "plan", "row maps");
-    device_memory().copy_from_host(maps_.get(), all.data(), sizeof(int64_t) * all.size(), nullptr);
+    upload(maps_.get(), all.data(), sizeof(int64_t) * all.size());
     const auto base = static_cast<const int64_t*>(maps_.get());
     caller_rows_ = base + rows_at;
     state_rows_ = base + state_at;

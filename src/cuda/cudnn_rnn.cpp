@@ -177,7 +177,7 @@ CudnnRnn::CudnnRnn(const PlanContext& ctx, const core::CudnnBatch& batch, cudnnH
     for (const auto& s : segments) g.longest_segment = std::max(g.longest_segment, s.count);
     const size_t bytes = sizeof(core::WeightSegment) * segments.size();
     g.segments = device_memory().allocate(bytes, "plan", "weight copies");
-    device_memory().copy_from_host(g.segments.get(), segments.data(), bytes, nullptr);
+    upload(g.segments.get(), segments.data(), bytes);
     groups_.push_back(std::move(g));
   }
 }
