@@ -29,30 +29,30 @@ void check(cudnnStatus_t status, const char* what) {
   throw Error(code, std::string("backend cuda: ") + what + ": " + cudnnGetErrorString(status));
 }
 
+namespace {
+// A new handle or descriptor from cuDNN's create function, owned.
+template <typename Owner, typename H>
+Owner create(cudnnStatus_t (*make)(H*), const char* what) {
+  H h{};
+  check(make(&h), what);
+  return Owner(h);
+}
+}  // namespace
+
 CudnnHandle make_handle() {
-  cudnnHandle_t h = nullptr;
-  check(cudnnCreate(&h), "cudnnCreate");
-  return CudnnHandle(h);
+  return create<CudnnHandle>(&cudnnCreate, "cudnnCreate");
 }
 RnnDescriptor make_rnn_descriptor() {
-  cudnnRNNDescriptor_t d = nullptr;
-  check(cudnnCreateRNNDescriptor(&d), "cudnnCreateRNNDescriptor");
-  return RnnDescriptor(d);
+  return create<RnnDescriptor>(&cudnnCreateRNNDescriptor, "cudnnCreateRNNDescriptor");
 }
 RnnDataDescriptor make_rnn_data_descriptor() {
-  cudnnRNNDataDescriptor_t d = nullptr;
-  check(cudnnCreateRNNDataDescriptor(&d), "cudnnCreateRNNDataDescriptor");
-  return RnnDataDescriptor(d);
+  return create<RnnDataDescriptor>(&cudnnCreateRNNDataDescriptor, "cudnnCreateRNNDataDescriptor");
 }
 TensorDescriptor make_tensor_descriptor() {
-  cudnnTensorDescriptor_t d = nullptr;
-  check(cudnnCreateTensorDescriptor(&d), "cudnnCreateTensorDescriptor");
-  return TensorDescriptor(d);
+  return create<TensorDescriptor>(&cudnnCreateTensorDescriptor, "cudnnCreateTensorDescriptor");
 }
 DropoutDescriptor make_dropout_descriptor() {
-  cudnnDropoutDescriptor_t d = nullptr;
-  check(cudnnCreateDropoutDescriptor(&d), "cudnnCreateDropoutDescriptor");
-  return DropoutDescriptor(d);
+  return create<DropoutDescriptor>(&cudnnCreateDropoutDescriptor, "cudnnCreateDropoutDescriptor");
 }
 
 int current_device() {
