@@ -335,6 +335,7 @@ class _RnnxModule:
     def __getstate__(self):
         state = self.__dict__.copy()
         state.pop("_rnnx_engine", None)  # plans and buffers are rebuilt, not pickled
+        state.pop("_rnnx_cuda_engines", None)
         return state
 
     def __setstate__(self, state):

@@ -50,10 +50,10 @@ class CudaBackend final : public BackendImpl {
     lstm_ = c.cell == CellType::lstm;
     direct_states_ = batch_.states_in_order && batch_.batch == s.B;
     y_has_padding_ = ctx.sequence_rows() > s.tokens;
-    {
-      CudnnHandle setup = make_handle();
-      rnn_ = std::make_unique<CudnnRnn>(ctx, batch_, setup.get());
-    }
+    // The handle the descriptors were set up with lives as long as they do (the dropout
+    // descriptor was set through it).
+    setup_ = make_handle();
+    rnn_ = std::make_unique<CudnnRnn>(ctx, batch_, setup_.get());
     upload_maps();
   }
 
@@ -221,6 +221,7 @@ class CudaBackend final : public BackendImpl {
 
   int device_;
   core::CudnnBatch batch_;
+  CudnnHandle setup_;
   std::unique_ptr<CudnnRnn> rnn_;
   HandlePool handles_;
   core::Buffer maps_;

@@ -6,8 +6,10 @@
 // the caller's stream. Needs a GPU except where said.
 #include <gtest/gtest.h>
 
+#include "core/backend.hpp"
 #include "core/cudnn_layout.hpp"
 #include "core/dropout.hpp"
+#include "cuda/cudnn_rnn.hpp"
 #include "cuda/kernels.hpp"
 #include "device_hooks.hpp"
 #include "problems.hpp"
@@ -123,6 +125,27 @@ TEST(Cuda, RunsOnTheCallersStream) {
   const Results streamed = run(plan, in, o);
   cudaStreamDestroy(stream);
   expect_results_near(streamed, plain, 0.0, 0.0);
+}
+
+// Where cuDNN puts each weight, against core::cudnn_documented_layout: informative (the
+// copies use cuDNN's own answer either way), printed for the record of the first GPU runs.
+TEST(Cuda, WeightPlacementAgainstTheDocumentation) {
+  RNNX_SKIP_WITHOUT_GPU();
+  for (Config c : {make_config(CellType::lstm, 5, 7, 2, true, DataType::f32, 3),
+                   make_config(CellType::gru, 6, 4, 2, true, DataType::f32),
+                   make_config(CellType::rnn_tanh, 3, 9, 1, false, DataType::f64)}) {
+    c.math = MathMode::fp32;
+    const SequenceShape shape = SequenceShape::padded(3, 2);
+    PlanContext ctx{c, shape, core::make_schedule(shape), WeightLayout(c), {}, MathMode::fp32};
+    const core::CudnnBatch batch = core::cudnn_batch(shape, ctx.schedule, c);
+    cuda::CudnnHandle handle = cuda::make_handle();
+    const cuda::CudnnRnn rnn(ctx, batch, handle.get());
+    for (const cuda::CudnnGroup& g : rnn.groups()) {
+      std::printf("[   NOTE   ] %s: cuDNN's weight space (%zu bytes) %s the documented layout\n",
+                  to_string(c.cell), g.weight_bytes,
+                  g.documented_layout ? "follows" : "differs from");
+    }
+  }
 }
 
 }  // namespace
