@@ -235,6 +235,8 @@ def main():
         ("no_out", ["run", good], 2, ["--out is required", "(see rnnx run --help)"]),
         ("bad_backend", ["run", good, "--out", root + "/o1", "--backend", "gpu"], 2,
          ["--backend", "(see rnnx run --help)"]),
+        ("cuda_backend_on_host_buffers", ["run", good, "--out", root + "/o1", "--backend", "cuda"], 2,
+         ["--backend cuda: this command runs on host buffers", "device buffers"]),
         ("negative_threads", ["run", good, "--out", root + "/o2", "--threads", "-1"], 2, ["--threads"]),
         ("case_dir_missing", ["run", root + "/nope", "--out", root + "/o3"], 2, ["nope: not a directory"]),
         ("out_is_a_file", ["run", good, "--out", blocker, "--backend", "reference"], 1, ["cannot create the output directory"]),
@@ -247,6 +249,9 @@ def main():
         ("run_no_args", ["run"], 2, ["case_dir is required", "(see rnnx run --help)"]),
         ("bench_no_flags", ["bench"], 2, ["is required", "(see rnnx bench --help)"]),
         ("bench_bad_value", ["bench", "--input", "x"], 2, ["--input", "(see rnnx bench --help)"]),
+        ("bench_cuda_backend", ["bench", "--backend", "cuda", "--input", "4", "--hidden", "4", "--seq", "2",
+                                "--batch", "2"], 2, ["--backend cuda: this command runs on host buffers",
+                                                     "rnnx_cuda_bench"]),
         ("info_bad_flag", ["info", "--verbose"], 2, ["--verbose", "(see rnnx info --help)"]),
     ]:
         report(name, check_status(name, run(args.rnnx, argv), status, needles))

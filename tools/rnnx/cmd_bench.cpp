@@ -551,18 +551,7 @@ Command add_bench_command(CLI::App& parent) {
   app->add_option("--threads", o->threads,
                   "Thread count or comma-separated list (0 = OpenMP default)")
       ->capture_default_str();
-  app->add_option("--backend", o->backend, "reference or cpu")
-      ->check(CLI::IsMember({"reference", "cpu", "cuda"}))
-      // The command's buffers are host memory; the cuda backend takes device pointers.
-      ->check(
-          [](const std::string& v) {
-            return v == "cuda" ? std::string(
-                                     "--backend cuda: this command runs on host buffers; on a GPU "
-                                     "use bench/cuda/rnnx_cuda_bench (tools/gpu-check --bench)")
-                               : std::string();
-          },
-          "host backends")
-      ->capture_default_str();
+  add_host_backend_option(*app, o->backend, "bench/cuda/rnnx_cuda_bench (tools/gpu-check --bench)");
   app->add_option("--dtype", o->dtype, "float32, float64 or bfloat16 (bf16 storage)")
       ->check(CLI::IsMember({"float32", "float64", "bfloat16"}))
       ->capture_default_str();

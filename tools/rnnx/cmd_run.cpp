@@ -39,18 +39,7 @@ Command add_run_command(CLI::App& parent) {
       ->required();
   app->add_option("--out", opts->out_dir, "Directory for the results (created if missing)")
       ->required();
-  app->add_option("--backend", opts->backend, "reference or cpu")
-      ->check(CLI::IsMember({"reference", "cpu", "cuda"}))
-      // The command's buffers are host memory; the cuda backend takes device pointers.
-      ->check(
-          [](const std::string& v) {
-            return v == "cuda" ? std::string(
-                                     "--backend cuda: this command runs on host buffers; on a GPU "
-                                     "use the C, C++ or rnnx.torch API with device buffers")
-                               : std::string();
-          },
-          "host backends")
-      ->capture_default_str();
+  add_host_backend_option(*app, opts->backend, "the C, C++ or rnnx.torch API with device buffers");
   app->add_option("--threads", opts->threads, "OpenMP threads (0 = OpenMP default)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();

@@ -26,4 +26,9 @@ struct ChoiceOrigin {
 };
 ChoiceOrigin choice_origin(const std::string& impl_name);
 
+// --backend of a command that runs on host buffers: reference or cpu. cuda is refused with
+// `gpu_hint`, where to go instead (its plans take device pointers).
+CLI::Option* add_host_backend_option(CLI::App& app, std::string& backend,
+                                     const std::string& gpu_hint);
+
 }  // namespace rnnx::tool
