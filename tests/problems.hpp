@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -495,26 +496,16 @@ inline std::vector<std::string> tensors_jumping_within_bf16_reach(Plan& ref, con
   return jumping;
 }
 
-// Runs one problem on the cpu backend and the reference and compares everything:
-// inference and training forward, then backward. Padding of x and dy holds NaN.
-// A converting run (math mode allow_conversion) is compared in norm as well (rnnx::
+// What runs the problem under test: run() of its plan, or a backend driven directly.
+using Runner = std::function<Results(const Tensors& in, const RunOptions& o)>;
+
+// Runs one problem through `runner` and on the reference plan `ref` (p's dtype set) and
+// compares everything: inference and training forward, then backward. Padding of x and dy
+// holds NaN. A converting run (math mode allow_conversion) is compared in norm as well (rnnx::
 // norm_error_bound), every tensor of every cell; where a derivative jumps, its gradients
 // only in norm.
-// `backend` (the cpu backend, or a device backend whose buffers go through `device`)
-// against the reference.
-inline void check_against_reference(TestCase p, DataType dtype, Backend backend,
-                                    const DeviceHooks* device = nullptr) {
-  p.cfg.dtype = dtype;
+inline void check_runner_against_reference(const TestCase& p, Plan& ref, const Runner& runner) {
   const Config& c = p.cfg;
-  Plan ref(c, p.shape, backend_options(Backend::reference));
-  std::unique_ptr<Plan> cpu;
-  try {
-    cpu = std::make_unique<Plan>(c, p.shape, backend_options(backend));
-  } catch (const Error& e) {
-    FAIL() << to_string(backend) << " plan refused a valid problem (" << to_string(e.code())
-           << "): " << e.what();
-  }
-  EXPECT_EQ(cpu->problem_name(), ref.problem_name());
   const Geometry g = geometry_of(p.shape);
   Data d = make_data(c, g.lengths, fnv1a(p.name), p.data);
   if (p.nan_in_x) d.x.at(1).at(2 * c.input_size) = kNaN;
@@ -556,10 +547,9 @@ inline void check_against_reference(TestCase p, DataType dtype, Backend backend,
   {
     SCOPED_TRACE("inference forward");
     const RunOptions infer;
-    RunOptions on_backend = infer;
-    on_backend.device = device;
+    const RunOptions& on_backend = infer;
     const Results want = run(ref, in, infer);
-    const Results got = run(*cpu, in, on_backend);
+    const Results got = runner(in, on_backend);
     expect_results_near(got, want, tol_f, tol_b);
     expect_near_in_norm(got, want, infer);
   }
@@ -568,10 +558,9 @@ inline void check_against_reference(TestCase p, DataType dtype, Backend backend,
   train.dropout_counter = p.dropout_counter;
   {
     SCOPED_TRACE("training forward");
-    RunOptions on_backend = train;
-    on_backend.device = device;
+    const RunOptions& on_backend = train;
     const Results want = run(ref, in, train);
-    const Results got = run(*cpu, in, on_backend);
+    const Results got = runner(in, on_backend);
     expect_results_near(got, want, tol_f, tol_b);
     expect_near_in_norm(got, want, train);
   }
@@ -584,10 +573,9 @@ inline void check_against_reference(TestCase p, DataType dtype, Backend backend,
     bwd.dw_init.resize(ref.weights_numel());
     for (double& v : bwd.dw_init) v = rng.uniform(-1.0, 1.0);
   }
-  RunOptions bwd_on_backend = bwd;
-  bwd_on_backend.device = device;
+  const RunOptions& bwd_on_backend = bwd;
   const Results want = run(ref, in, bwd);
-  const Results got = run(*cpu, in, bwd_on_backend);
+  const Results got = runner(in, bwd_on_backend);
   {
     SCOPED_TRACE("backward");
     // Where a derivative jumps (ReLU at 0, clamps at their bounds), a value within bf16's
@@ -600,6 +588,27 @@ inline void check_against_reference(TestCase p, DataType dtype, Backend backend,
   // The contract's fixed values, exactly: y padding = padding_fill, dx padding = 0.
   for (double v : padding_values(g, got.y, out_width(c))) ASSERT_EQ(v, c.padding_fill);
   for (double v : padding_values(g, got.dx, c.input_size)) ASSERT_EQ(v, 0.0);
+}
+
+// `backend` (the cpu backend, or a device backend whose buffers go through `device`)
+// against the reference.
+inline void check_against_reference(TestCase p, DataType dtype, Backend backend,
+                                    const DeviceHooks* device = nullptr) {
+  p.cfg.dtype = dtype;
+  Plan ref(p.cfg, p.shape, backend_options(Backend::reference));
+  std::unique_ptr<Plan> plan;
+  try {
+    plan = std::make_unique<Plan>(p.cfg, p.shape, backend_options(backend));
+  } catch (const Error& e) {
+    FAIL() << to_string(backend) << " plan refused a valid problem (" << to_string(e.code())
+           << "): " << e.what();
+  }
+  EXPECT_EQ(plan->problem_name(), ref.problem_name());
+  check_runner_against_reference(p, ref, [&](const Tensors& in, const RunOptions& o) {
+    RunOptions on_backend = o;
+    on_backend.device = device;
+    return run(*plan, in, on_backend);
+  });
 }
 
 inline void check_cpu_against_reference(TestCase p, DataType dtype) {

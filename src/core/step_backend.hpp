@@ -1,0 +1,56 @@
+// rnnx's own recurrent algorithm as a backend on any device that can run its step programs
+// (step_program.hpp): the device brings a StepEngine (its memory, row copies through maps,
+// fills, and the program's operations: GEMMs, fused cell steps, dropout); this file does the
+// rest once, device-neutral: the caller's rows and states in and out of the programs' sorted
+// order, padding, weight-gradient overwrite or accumulation. The cuda backend runs it for the
+// configs cuDNN cannot express (src/cuda/step_engine.cu); the tests run it with a host engine
+// against the reference (tests/test_step_program.cpp).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/memory.hpp"
+#include "core/step_program.hpp"
+
+namespace rnnx::core {
+
+class StepEngine {
+ public:
+  virtual ~StepEngine() = default;
+  // What runs the programs, for impl_name(): "cuda:own/fp32".
+  virtual std::string name() const = 0;
+  virtual const Memory& memory() const = 0;
+  virtual bool takes_stream() const = 0;
+  // A copy of a plan-time map in the engine's memory, made before this returns.
+  virtual Buffer upload(const std::vector<int64_t>& map) = 0;
+  // For r < rows: dst row (dst_map ? dst_map[r] : r) = src row (src_map ? src_map[r] : r),
+  // rows `width` elements of the plan's data type; a null src writes zeros.
+  virtual void copy_rows(const void* src, const int64_t* src_map, void* dst, const int64_t* dst_map,
+                         int64_t rows, int64_t width, void* stream) = 0;
+  virtual void fill(void* dst, int64_t count, double value, void* stream) = 0;
+
+  struct Buffers {
+    const void* input = nullptr;
+    const void* weights = nullptr;
+    void* dweights = nullptr;  // null: the program's weight-gradient operations are skipped
+    void* workspace = nullptr;
+    void* reserve = nullptr;
+  };
+  struct Dropout {
+    const int64_t* element_base = nullptr;  // per packed row: its first element's index
+    uint64_t seed = 0, counter = 0;
+    double p = 0;
+  };
+  virtual void run(const StepProgram& program, const Buffers& buffers, const Dropout& dropout,
+                   void* stream) = 0;
+};
+
+// The backend over `engine` for the plan of ctx.
+std::unique_ptr<BackendImpl> make_step_backend(const PlanContext& ctx,
+                                               std::unique_ptr<StepEngine> engine);
+
+}  // namespace rnnx::core

@@ -1,0 +1,463 @@
+// Builds the own path's programs (step_program.hpp). The algorithm is the cpu backend's:
+// sorted sequences, so that a step's active rows are the first batch_sizes[t] rows of the
+// state and a contiguous block of packed rows; one state buffer per layer and direction that
+// starts as h0 (c0) and that each step updates on its active rows only, so that it ends as
+// every sequence's final state, also for the reverse direction and for length 0.
+#include "core/step_program.hpp"
+
+#include "rnnx/error.hpp"
+
+namespace rnnx::core {
+namespace {
+
+// Hands out regions of one buffer; rounded to 16 elements so that every region stays 64-byte
+// aligned in every data type.
+class Arena {
+ public:
+  explicit Arena(Buf buf) : buf_(buf) {}
+  Ref take(int64_t elems) {
+    const Ref r{buf_, used_};
+    used_ += (elems + 15) / 16 * 16;
+    return r;
+  }
+  int64_t used() const { return used_; }
+
+ private:
+  Buf buf_;
+  int64_t used_ = 0;
+};
+
+CellOp cell_op(CellKind kind, int64_t direction, int64_t rows) {
+  CellOp op;
+  op.kind = kind;
+  op.direction = direction;
+  op.rows = rows;
+  return op;
+}
+
+// What a training forward keeps per layer (y) and per layer and direction (the rest).
+struct Records {
+  struct PerDirection {
+    Ref a, c_prev, h_prev, hraw, praw;
+  };
+  std::vector<Ref> y;
+  std::vector<PerDirection> dir;
+};
+
+class Builder {
+ public:
+  Builder(const Config& c, const Schedule& s, const WeightLayout& w)
+      : c_(c), s_(s), w_(w), d_(step_dims(c)), N_(s.tokens) {
+    lstm_ = c.cell == CellType::lstm;
+    gru_ = c.cell == CellType::gru;
+    gru_original_ = gru_ && !c.gru_linear_before_reset;
+    proj_ = c.proj_size > 0;
+    Arena reserve(Buf::reserve);
+    for (int64_t l = 0; l < d_.L; ++l) {
+      rec_.y.push_back(reserve.take(N_ * d_.DP()));
+      for (int64_t d = 0; d < d_.D; ++d) {
+        Records::PerDirection r;
+        r.a = reserve.take(N_ * d_.record_width(c.cell));
+        if (lstm_) r.c_prev = reserve.take(N_ * d_.H);
+        r.h_prev = reserve.take(N_ * d_.P);
+        if (proj_) r.hraw = reserve.take(N_ * d_.H);
+        if (proj_ && c.proj_clip.enabled) r.praw = reserve.take(N_ * d_.P);
+        rec_.dir.push_back(r);
+      }
+    }
+    reserve_ = reserve.used();
+  }
+
+  int64_t reserve() const { return reserve_; }
+  StepProgram forward(bool training);
+  StepProgram backward();
+
+ private:
+  Ref weight(int64_t l, int64_t d, WeightKind kind) const {
+    const WeightParam* p = w_.get(l, d, kind);
+    return p ? Ref{Buf::weights, p->offset} : Ref{};
+  }
+  Ref dweight(int64_t l, int64_t d, WeightKind kind) const {
+    const WeightParam* p = w_.get(l, d, kind);
+    return p ? Ref{Buf::dweights, p->offset} : Ref{};
+  }
+  int64_t layer_input(int64_t l) const { return l == 0 ? c_.input_size : d_.DP(); }
+  // Whether direction d runs from each sequence's end.
+  bool reversed(int64_t d) const { return d == 1 || c_.reverse; }
+  // The steps of direction d in the order it runs them (backward: reverse this).
+  std::vector<int64_t> steps(int64_t d) const {
+    std::vector<int64_t> order;
+    for (int64_t k = 0; k < s_.T_eff; ++k) order.push_back(reversed(d) ? s_.T_eff - 1 - k : k);
+    return order;
+  }
+  void gemm(std::vector<StepOp>& ops, GemmOp g) const {
+    if (g.m > 0 && g.n > 0 && g.k > 0) ops.emplace_back(g);
+  }
+
+  const Config& c_;
+  const Schedule& s_;
+  const WeightLayout& w_;
+  StepDims d_;
+  int64_t N_;
+  bool lstm_ = false, gru_ = false, gru_original_ = false, proj_ = false;
+  Records rec_;
+  int64_t reserve_ = 0;
+};
+
+StepProgram Builder::forward(bool training) {
+  StepProgram p;
+  Arena ws(Buf::workspace);
+  const int64_t H = d_.H, P = d_.P, GH = d_.GH(), DP = d_.DP(), B = s_.B, LD = d_.L * d_.D;
+  const int64_t RW = d_.record_width(c_.cell);
+  p.h_state = ws.take(LD * B * P);
+  if (lstm_) p.c_state = ws.take(LD * B * H);
+  if (N_ == 0) {  // every sequence has length 0: the states stay as they are
+    p.workspace = ws.used();
+    return p;
+  }
+  const Ref G = ws.take(N_ * GH), R = ws.take(B * GH);
+  const Ref step_hraw = proj_ && !training ? ws.take(B * H) : Ref{};
+  const Ref rh = gru_original_ ? ws.take(B * H) : Ref{};
+  Ref rows[2];
+  if (!training) rows[0] = ws.take(N_ * DP), rows[1] = d_.L > 1 ? ws.take(N_ * DP) : Ref{};
+  const bool dropout = training && c_.dropout > 0 && d_.L > 1;
+  const Ref dropped = dropout ? ws.take(N_ * DP) : Ref{};
+
+  Ref in{Buf::input, 0};
+  for (int64_t l = 0; l < d_.L; ++l) {
+    const int64_t I = layer_input(l);
+    const Ref out = training ? rec_.y[l] : rows[l % 2];
+    for (int64_t d = 0; d < d_.D; ++d) {
+      const int64_t ld = l * d_.D + d;
+      const Records::PerDirection& rec = rec_.dir[ld];
+      const Ref w_hh = weight(l, d, WeightKind::w_hh), w_hr = weight(l, d, WeightKind::w_hr);
+      gemm(p.ops, {.trans_b = true,
+                   .m = N_,
+                   .n = GH,
+                   .k = I,
+                   .a = in,
+                   .lda = I,
+                   .b = weight(l, d, WeightKind::w_ih),
+                   .ldb = I,
+                   .c = G,
+                   .ldc = GH});
+      const Ref hs = p.h_state.plus(ld * B * P);
+      const Ref cs = lstm_ ? p.c_state.plus(ld * B * H) : Ref{};
+      for (int64_t t : steps(d)) {
+        const int64_t n = s_.batch_sizes[t], off = s_.offsets[t];
+        auto tok = [&](Ref r, int64_t width) { return r ? r.plus(off * width) : r; };
+        // The original GRU's n takes W_hn (r * h): the r and z columns first, then n's.
+        gemm(p.ops, {.trans_b = true,
+                     .m = n,
+                     .n = gru_original_ ? 2 * H : GH,
+                     .k = P,
+                     .a = hs,
+                     .lda = P,
+                     .b = w_hh,
+                     .ldb = P,
+                     .c = R,
+                     .ldc = GH});
+        CellOp cell = cell_op(CellKind::lstm_forward, d, n);
+        CellRefs& a = cell.at;
+        a.g = tok(G, GH);
+        a.r = R;
+        a.b_ih = weight(l, d, WeightKind::b_ih);
+        a.b_hh = weight(l, d, WeightKind::b_hh);
+        a.hs = hs;
+        if (gru_original_) {
+          CellOp reset = cell;
+          reset.kind = CellKind::gru_reset_forward;
+          reset.at.rh = rh;
+          p.ops.emplace_back(reset);
+          gemm(p.ops, {.trans_b = true,
+                       .m = n,
+                       .n = H,
+                       .k = H,
+                       .a = rh,
+                       .lda = H,
+                       .b = w_hh.plus(2 * H * P),
+                       .ldb = P,
+                       .c = R.plus(2 * H),
+                       .ldc = GH});
+        }
+        a.cs = cs;
+        a.y = out.plus(off * DP + d * P);
+        a.peep = weight(l, d, WeightKind::w_peephole);
+        if (training) {
+          a.rec_a = tok(rec.a, RW);
+          a.rec_c = tok(rec.c_prev, H);
+          a.rec_h = tok(rec.h_prev, P);
+        }
+        if (proj_) a.hraw = training ? tok(rec.hraw, H) : step_hraw;
+        cell.kind = lstm_  ? CellKind::lstm_forward
+                    : gru_ ? CellKind::gru_forward
+                           : CellKind::rnn_forward;
+        p.ops.emplace_back(cell);
+        if (proj_) {
+          gemm(p.ops, {.trans_b = true,
+                       .m = n,
+                       .n = P,
+                       .k = H,
+                       .a = a.hraw,
+                       .lda = H,
+                       .b = w_hr,
+                       .ldb = H,
+                       .c = a.y,
+                       .ldc = DP});
+          CellOp project = cell_op(CellKind::project_forward, d, n);
+          project.at.y = a.y;
+          project.at.hs = hs;
+          if (training) project.at.praw = tok(rec.praw, P);
+          p.ops.emplace_back(project);
+        }
+      }
+    }
+    in = out;
+    if (dropout && l + 1 < d_.L) {
+      p.ops.emplace_back(CopyOp{.src = out, .dst = dropped, .count = N_ * DP});
+      p.ops.emplace_back(DropoutOp{.data = dropped, .width = DP, .layer = l});
+      in = dropped;
+    }
+  }
+  p.rows_out = in;
+  p.workspace = ws.used();
+  return p;
+}
+
+StepProgram Builder::backward() {
+  StepProgram p;
+  Arena ws(Buf::workspace);
+  const int64_t H = d_.H, P = d_.P, GH = d_.GH(), DP = d_.DP(), B = s_.B, LD = d_.L * d_.D;
+  const int64_t RW = d_.record_width(c_.cell);
+  p.h_state = ws.take(LD * B * P);
+  if (lstm_) p.c_state = ws.take(LD * B * H);
+  if (N_ == 0) {  // dh0 = dhy, dc0 = dcy; no weight gradient
+    p.workspace = ws.used();
+    return p;
+  }
+  const Ref dy_rows[2] = {ws.take(N_ * DP), d_.L > 1 ? ws.take(N_ * DP) : Ref{}};
+  p.dy = dy_rows[(d_.L - 1) % 2];
+  p.dx = ws.take(N_ * c_.input_size);
+  const Ref dgx = ws.take(N_ * GH);
+  const Ref dgh = gru_ ? ws.take(N_ * GH) : dgx;
+  const Ref dpeep = c_.peephole ? ws.take(N_ * 3 * H) : Ref{};
+  const Ref dhr = proj_ ? ws.take(N_ * P) : Ref{};
+  const Ref dh = proj_ ? ws.take(B * H) : Ref{};
+  const Ref rh = gru_original_ ? ws.take(N_ * H) : Ref{};
+  const Ref drh = gru_original_ ? ws.take(B * H) : Ref{};
+  const bool sums = c_.bias || c_.peephole;
+  const Ref ones = sums ? ws.take(N_) : Ref{};
+  const bool dropout = c_.dropout > 0 && d_.L > 1;
+  const Ref dropped = dropout ? ws.take(N_ * DP) : Ref{};
+  if (sums) p.ops.emplace_back(FillOp{.dst = ones, .count = N_, .value = 1.0});
+
+  for (int64_t l = d_.L; l-- > 0;) {
+    const int64_t I = layer_input(l);
+    Ref in{Buf::input, 0};
+    if (l > 0) {
+      in = rec_.y[l - 1];
+      if (dropout) {  // the masked input this layer saw, made again
+        p.ops.emplace_back(CopyOp{.src = in, .dst = dropped, .count = N_ * DP});
+        p.ops.emplace_back(DropoutOp{.data = dropped, .width = DP, .layer = l - 1});
+        in = dropped;
+      }
+    }
+    const Ref dy = dy_rows[l % 2];
+    const Ref din = l == 0 ? p.dx : dy_rows[(l - 1) % 2];
+    for (int64_t d = 0; d < d_.D; ++d) {
+      const int64_t ld = l * d_.D + d;
+      const Records::PerDirection& rec = rec_.dir[ld];
+      const Ref w_hh = weight(l, d, WeightKind::w_hh), w_hr = weight(l, d, WeightKind::w_hr);
+      const Ref dhs = p.h_state.plus(ld * B * P);
+      const Ref dcs = lstm_ ? p.c_state.plus(ld * B * H) : Ref{};
+      std::vector<int64_t> order = steps(d);
+      for (size_t k = order.size(); k-- > 0;) {
+        const int64_t t = order[k];
+        const int64_t n = s_.batch_sizes[t], off = s_.offsets[t];
+        auto tok = [&](Ref r, int64_t width) { return r ? r.plus(off * width) : r; };
+        CellOp cell = cell_op(CellKind::lstm_forward, d, n);
+        CellRefs& a = cell.at;
+        a.dy = dy.plus(off * DP + d * P);
+        a.dhs = dhs;
+        if (proj_) {
+          CellOp project = cell_op(CellKind::project_backward, d, n);
+          project.at.dy = a.dy;
+          project.at.dhs = dhs;
+          project.at.praw = tok(rec.praw, P);
+          project.at.dhr = tok(dhr, P);
+          p.ops.emplace_back(project);
+          gemm(p.ops, {.m = n,
+                       .n = H,
+                       .k = P,
+                       .a = project.at.dhr,
+                       .lda = P,
+                       .b = w_hr,
+                       .ldb = H,
+                       .c = dh,
+                       .ldc = H});
+          a.dh = dh;
+        }
+        a.rec_a = tok(rec.a, RW);
+        a.rec_c = tok(rec.c_prev, H);
+        a.rec_h = tok(rec.h_prev, P);
+        a.peep = weight(l, d, WeightKind::w_peephole);
+        a.dcs = dcs;
+        a.dgx = tok(dgx, GH);
+        a.dgh = tok(dgh, GH);
+        a.dpeep = tok(dpeep, 3 * H);
+        a.rh = tok(rh, H);
+        cell.kind = lstm_  ? CellKind::lstm_backward
+                    : gru_ ? CellKind::gru_backward
+                           : CellKind::rnn_backward;
+        p.ops.emplace_back(cell);
+        // dh_prev = dG_h W_hh: overwrites the rows' state gradient (LSTM, RNN) or adds to the
+        // direct part dh * z the GRU kernel left there.
+        if (gru_original_) {
+          gemm(p.ops, {.m = n,
+                       .n = H,
+                       .k = H,
+                       .a = a.dgh.plus(2 * H),
+                       .lda = GH,
+                       .b = w_hh.plus(2 * H * P),
+                       .ldb = P,
+                       .c = drh,
+                       .ldc = H});
+          CellOp reset = cell;
+          reset.kind = CellKind::gru_reset_backward;
+          reset.at.drh = drh;
+          p.ops.emplace_back(reset);
+        }
+        gemm(p.ops, {.m = n,
+                     .n = P,
+                     .k = gru_original_ ? 2 * H : GH,
+                     .a = a.dgh,
+                     .lda = GH,
+                     .b = w_hh,
+                     .ldb = P,
+                     .beta = gru_ ? 1.0 : 0.0,
+                     .c = dhs,
+                     .ldc = P});
+      }
+      // Weight gradients over all tokens, then the layer input's gradient.
+      gemm(p.ops, {.trans_a = true,
+                   .m = GH,
+                   .n = I,
+                   .k = N_,
+                   .a = dgx,
+                   .lda = GH,
+                   .b = in,
+                   .ldb = I,
+                   .beta = 1,
+                   .c = dweight(l, d, WeightKind::w_ih),
+                   .ldc = I});
+      const Ref dw_hh = dweight(l, d, WeightKind::w_hh);
+      gemm(p.ops, {.trans_a = true,
+                   .m = gru_original_ ? 2 * H : GH,
+                   .n = P,
+                   .k = N_,
+                   .a = dgh,
+                   .lda = GH,
+                   .b = rec.h_prev,
+                   .ldb = P,
+                   .beta = 1,
+                   .c = dw_hh,
+                   .ldc = P});
+      if (gru_original_) {
+        gemm(p.ops, {.trans_a = true,
+                     .m = H,
+                     .n = H,
+                     .k = N_,
+                     .a = dgh.plus(2 * H),
+                     .lda = GH,
+                     .b = rh,
+                     .ldb = H,
+                     .beta = 1,
+                     .c = dw_hh.plus(2 * H * P),
+                     .ldc = P});
+      }
+      if (c_.bias) {
+        gemm(p.ops, {.m = 1,
+                     .n = GH,
+                     .k = N_,
+                     .a = ones,
+                     .lda = N_,
+                     .b = dgx,
+                     .ldb = GH,
+                     .beta = 1,
+                     .c = dweight(l, d, WeightKind::b_ih),
+                     .ldc = GH});
+        gemm(p.ops, {.m = 1,
+                     .n = GH,
+                     .k = N_,
+                     .a = ones,
+                     .lda = N_,
+                     .b = dgh,
+                     .ldb = GH,
+                     .beta = 1,
+                     .c = dweight(l, d, WeightKind::b_hh),
+                     .ldc = GH});
+      }
+      if (proj_) {
+        gemm(p.ops, {.trans_a = true,
+                     .m = P,
+                     .n = H,
+                     .k = N_,
+                     .a = dhr,
+                     .lda = P,
+                     .b = rec.hraw,
+                     .ldb = H,
+                     .beta = 1,
+                     .c = dweight(l, d, WeightKind::w_hr),
+                     .ldc = H});
+      }
+      if (c_.peephole) {
+        gemm(p.ops, {.m = 1,
+                     .n = 3 * H,
+                     .k = N_,
+                     .a = ones,
+                     .lda = N_,
+                     .b = dpeep,
+                     .ldb = 3 * H,
+                     .beta = 1,
+                     .c = dweight(l, d, WeightKind::w_peephole),
+                     .ldc = 3 * H});
+      }
+      gemm(p.ops, {.m = N_,
+                   .n = I,
+                   .k = GH,
+                   .a = dgx,
+                   .lda = GH,
+                   .b = weight(l, d, WeightKind::w_ih),
+                   .ldb = I,
+                   .beta = d == 0 ? 0.0 : 1.0,
+                   .c = din,
+                   .ldc = I});
+    }
+    if (l > 0 && dropout) p.ops.emplace_back(DropoutOp{.data = din, .width = DP, .layer = l - 1});
+  }
+  p.workspace = ws.used();
+  return p;
+}
+
+}  // namespace
+
+StepDims step_dims(const Config& c) {
+  return {.H = c.hidden_size,
+          .P = c.output_size(),
+          .G = gates_per_cell(c.cell),
+          .D = c.num_directions(),
+          .L = c.num_layers};
+}
+
+StepPrograms build_step_programs(const Config& config, const Schedule& schedule,
+                                 const WeightLayout& weights) {
+  Builder b(config, schedule, weights);
+  StepPrograms p;
+  p.forward_training = b.forward(true);
+  p.forward_inference = b.forward(false);
+  p.backward = b.backward();
+  p.reserve = b.reserve();
+  return p;
+}
+
+}  // namespace rnnx::core

@@ -1,0 +1,190 @@
+// rnnx's own GPU algorithm (core/step_program.hpp, core/step_backend.hpp) proven on the host:
+// the programs the cuda backend runs for the configs cuDNN cannot express, run here by a host
+// engine that does each operation with plain loops (the fused cell steps through the very
+// bodies the CUDA kernels call, src/cuda/step_kernels.hpp), against the reference backend on
+// every problem of problems.hpp, float32 and float64, forward and backward. What the GPU adds
+// on top (cuBLAS's GEMMs, the launch of the bodies) is checked by tests/cuda on a GPU.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "core/dropout.hpp"
+#include "core/step_backend.hpp"
+#include "cuda/step_kernels.hpp"
+#include "problems.hpp"
+
+namespace rnnx_test {
+namespace {
+
+using core::Ref;
+using Where = core::Buf;
+
+template <typename T>
+class HostEngine final : public core::StepEngine {
+ public:
+  explicit HostEngine(const PlanContext& ctx) : ctx_(ctx), dims_(core::step_dims(ctx.config)) {
+    for (int64_t d = 0; d < ctx.config.num_directions(); ++d)
+      options_[d] = cuda::cell::options_for<T>(ctx.config, direction_activations(ctx.config, d));
+  }
+  std::string name() const override { return "host-steps"; }
+  const core::Memory& memory() const override { return core::host_memory(); }
+  bool takes_stream() const override { return false; }
+  core::Buffer upload(const std::vector<int64_t>& map) override {
+    core::Buffer b = core::host_memory().allocate(map.size() * sizeof(int64_t), "test map");
+    std::memcpy(b.get(), map.data(), map.size() * sizeof(int64_t));
+    return b;
+  }
+  void copy_rows(const void* src, const int64_t* src_map, void* dst, const int64_t* dst_map,
+                 int64_t rows, int64_t width, void*) override {
+    for (int64_t r = 0; r < rows; ++r) {
+      T* to = static_cast<T*>(dst) + (dst_map ? dst_map[r] : r) * width;
+      for (int64_t j = 0; j < width; ++j)
+        to[j] = src ? static_cast<const T*>(src)[(src_map ? src_map[r] : r) * width + j] : T(0);
+    }
+  }
+  void fill(void* dst, int64_t count, double value, void*) override {
+    std::fill_n(static_cast<T*>(dst), count, static_cast<T>(value));
+  }
+  void run(const core::StepProgram& program, const Buffers& b, const Dropout& drop,
+           void*) override {
+    auto base = [&](Where buf) -> void* {
+      switch (buf) {
+        case Where::input:
+          return const_cast<void*>(b.input);
+        case Where::weights:
+          return const_cast<void*>(b.weights);
+        case Where::dweights:
+          return b.dweights;
+        case Where::workspace:
+          return b.workspace;
+        case Where::reserve:
+          return b.reserve;
+        case Where::none:
+          break;
+      }
+      return nullptr;
+    };
+    auto ptr = [&](Ref r) { return static_cast<T*>(base(r.buf)) + r.at; };
+    for (const core::StepOp& op : program.ops) {
+      if (const auto* g = std::get_if<core::GemmOp>(&op)) {
+        if (g->c.buf == Where::dweights && b.dweights == nullptr) continue;
+        gemm(*g, ptr(g->a), ptr(g->b), ptr(g->c));
+      } else if (const auto* f = std::get_if<core::FillOp>(&op)) {
+        std::fill_n(ptr(f->dst), f->count, static_cast<T>(f->value));
+      } else if (const auto* c = std::get_if<core::CopyOp>(&op)) {
+        std::copy_n(ptr(c->src), c->count, ptr(c->dst));
+      } else if (const auto* d = std::get_if<core::DropoutOp>(&op)) {
+        const core::DropoutKey key{drop.seed, drop.counter, d->layer, drop.p};
+        core::dropout_apply_rows(key, ctx_.schedule, d->width, ptr(d->data));
+      } else {
+        const auto& cell = std::get<core::CellOp>(op);
+        const auto a = cuda::step::resolve<T, T>(cell, ctx_.config, dims_, options_, base);
+        for (int64_t i = 0; i < a.rows; ++i) {
+          for (int64_t j = 0; j < a.width(); ++j) cuda::step::run_unit(a, i, j);
+        }
+      }
+    }
+  }
+
+ private:
+  // Never reads C when beta is 0 (the workspace starts as NaN bytes), as cuBLAS does not.
+  static void gemm(const core::GemmOp& g, const T* A, const T* B, T* C) {
+    for (int64_t i = 0; i < g.m; ++i) {
+      for (int64_t j = 0; j < g.n; ++j) {
+        double s = 0;
+        for (int64_t p = 0; p < g.k; ++p) {
+          const T a = g.trans_a ? A[p * g.lda + i] : A[i * g.lda + p];
+          const T bv = g.trans_b ? B[j * g.ldb + p] : B[p * g.ldb + j];
+          s += static_cast<double>(a) * static_cast<double>(bv);
+        }
+        T& c = C[i * g.ldc + j];
+        c = static_cast<T>(g.beta == 0 ? s : s + g.beta * static_cast<double>(c));
+      }
+    }
+  }
+
+  const PlanContext& ctx_;
+  core::StepDims dims_;
+  cuda::cell::Options<T> options_[2];
+};
+
+// The plan's context as Plan builds it, for a backend driven directly.
+PlanContext context_of(const Plan& plan) {
+  PlanContext ctx{plan.config(), plan.shape(), core::make_schedule(plan.shape()),
+                  WeightLayout(plan.config()), PlanOptions{}};
+  ctx.math = resolved_math_mode(plan.config());
+  return ctx;
+}
+
+// run() of test_util.hpp for a backend without a Plan around it: outputs start as the
+// sentinel, the workspace as NaN bytes, the reserve as zeros.
+Results run_backend(BackendImpl& backend, const Plan& plan, const Tensors& in,
+                    const RunOptions& o) {
+  const Config& c = plan.config();
+  const DataType dt = c.dtype;
+  const bool lstm = is_lstm(c);
+  const bool training = o.training || o.backward;
+  Results r;
+  r.y = Buf(dt, plan.y_numel(), o.sentinel);
+  r.hy = Buf(dt, plan.h_numel(), o.sentinel);
+  if (lstm) r.cy = Buf(dt, plan.c_numel(), o.sentinel);
+  Bytes reserve(training ? backend.reserve_size() : 0, 0);
+  {
+    Bytes ws(backend.forward_workspace_size(training), 0xFF);
+    ForwardArgs a;
+    a.x = in.x.data(), a.h0 = in.h0.data(), a.c0 = in.c0.data(), a.weights = in.w.data();
+    a.y = r.y.data(), a.hy = r.hy.data(), a.cy = r.cy.data();
+    a.training = training;
+    a.dropout_counter = o.dropout_counter;
+    a.reserve = training ? reserve.data() : nullptr;
+    backend.forward(a, ws.data());
+  }
+  if (o.backward) {
+    r.dx = Buf(dt, plan.x_numel(), o.sentinel);
+    r.dh0 = Buf(dt, plan.h_numel(), o.sentinel);
+    if (lstm) r.dc0 = Buf(dt, plan.c_numel(), o.sentinel);
+    r.dw = o.dw_init.empty() ? Buf(dt, plan.weights_numel(), o.sentinel) : Buf::from(dt, o.dw_init);
+    Bytes ws(backend.backward_workspace_size(), 0xFF);
+    BackwardArgs a;
+    a.x = in.x.data(), a.h0 = in.h0.data(), a.c0 = in.c0.data(), a.weights = in.w.data();
+    a.dy = in.dy.data(), a.dhy = in.dhy.data(), a.dcy = in.dcy.data();
+    a.dx = r.dx.data(), a.dh0 = r.dh0.data(), a.dc0 = r.dc0.data(), a.dweights = r.dw.data();
+    a.weight_grad_mode = o.mode;
+    a.reserve = reserve.data();
+    backend.backward(a, ws.data(), o.dropout_counter);
+  }
+  return r;
+}
+
+std::unique_ptr<BackendImpl> host_step_backend(const PlanContext& ctx) {
+  if (ctx.config.dtype == DataType::f64)
+    return core::make_step_backend(ctx, std::make_unique<HostEngine<double>>(ctx));
+  return core::make_step_backend(ctx, std::make_unique<HostEngine<float>>(ctx));
+}
+
+using Param = std::tuple<TestCase, DataType>;
+class StepProgramVsReference : public ::testing::TestWithParam<Param> {};
+
+TEST_P(StepProgramVsReference, ForwardAndBackward) {
+  TestCase p = std::get<0>(GetParam());
+  p.cfg.dtype = std::get<1>(GetParam());
+  p.cfg.math = MathMode::fp32;
+  Plan ref(p.cfg, p.shape, backend_options(Backend::reference));
+  const PlanContext ctx = context_of(ref);
+  const std::unique_ptr<BackendImpl> backend = host_step_backend(ctx);
+  EXPECT_EQ(backend->name(), "host-steps");
+  check_runner_against_reference(p, ref, [&](const Tensors& in, const RunOptions& o) {
+    return run_backend(*backend, ref, in, o);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Problems, StepProgramVsReference,
+                         ::testing::Combine(::testing::ValuesIn(cpu_vs_reference_cases()),
+                                            ::testing::Values(DataType::f32, DataType::f64)),
+                         [](const ::testing::TestParamInfo<Param>& info) {
+                           return std::get<0>(info.param).name + "_" +
+                                  to_string(std::get<1>(info.param));
+                         });
+
+}  // namespace
+}  // namespace rnnx_test
