@@ -17,8 +17,8 @@ namespace rnnx::core {
 
 // Why cuDNN's RNN cannot run this config, or "" when it can. cuDNN runs PyTorch's cells
 // (LSTM with projection and cell clipping, GRU with linear-before-reset, RNN tanh/relu),
-// multi-layer, bidirectional; rnnx's own CUDA path takes the rest (ONNX's cell options, the
-// original GRU, projection clipping).
+// multi-layer, bidirectional; rnnx's own CUDA path (step_backend.hpp) takes the rest (ONNX's
+// cell options, the original GRU, projection clipping).
 std::string cudnn_refusal(const Config& config);
 
 // cuDNN's linear layers per pseudo-layer (layer * D + direction): RNN 0 = W, 1 = R; LSTM 0-3

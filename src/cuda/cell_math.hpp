@@ -324,10 +324,10 @@ inline Options<T> options_for(const Config& c, const std::vector<Activation>& ac
   o.f = act(acts.at(0));
   if (acts.size() > 1) o.g = act(acts[1]);
   if (acts.size() > 2) o.h = act(acts[2]);
-  const bool replace = c.clip_nan == NanPolicy::replace;
-  o.gate = {c.gate_clip > 0, static_cast<T>(-c.gate_clip), static_cast<T>(c.gate_clip), replace};
+  o.gate = {c.gate_clip > 0, static_cast<T>(-c.gate_clip), static_cast<T>(c.gate_clip),
+            c.clip_nan == NanPolicy::replace};
   o.cell = {c.cell_clip.enabled, static_cast<T>(c.cell_clip.lo), static_cast<T>(c.cell_clip.hi),
-            replace};
+            c.clip_nan == NanPolicy::replace};
   o.input_forget = c.input_forget;
   return o;
 }

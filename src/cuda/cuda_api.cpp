@@ -29,15 +29,14 @@ void check(cudnnStatus_t status, const char* what) {
   throw Error(code, std::string("backend cuda: ") + what + ": " + cudnnGetErrorString(status));
 }
 
-namespace {
-// A new handle or descriptor from cuDNN's create function, owned.
-template <typename Owner, typename H>
-Owner create(cudnnStatus_t (*make)(H*), const char* what) {
-  H h{};
-  check(make(&h), what);
-  return Owner(h);
+void check(cublasStatus_t status, const char* what) {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  const Status code = status == CUBLAS_STATUS_ALLOC_FAILED    ? Status::out_of_memory
+                      : status == CUBLAS_STATUS_NOT_SUPPORTED ? Status::unsupported
+                                                              : Status::internal;
+  throw Error(code, std::string("backend cuda: ") + what + ": " + cublasGetStatusName(status) +
+                        " (" + cublasGetStatusString(status) + ")");
 }
-}  // namespace
 
 CudnnHandle make_handle() {
   return create<CudnnHandle>(&cudnnCreate, "cudnnCreate");
@@ -131,24 +130,8 @@ void upload(void* dst, const void* src, size_t bytes) {
   check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy (plan data)");
 }
 
-HandlePool::Lease::~Lease() {
-  if (!handle_.get()) return;
-  std::lock_guard<std::mutex> lock(pool_->mutex_);
-  pool_->free_.push_back(std::move(handle_));
-}
-
-HandlePool::Lease HandlePool::acquire(cudaStream_t stream) {
-  CudnnHandle handle;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!free_.empty()) {
-      handle = std::move(free_.back());
-      free_.pop_back();
-    }
-  }
-  if (!handle.get()) handle = make_handle();
-  check(cudnnSetStream(handle.get(), stream), "cudnnSetStream");
-  return Lease(this, std::move(handle));
+void attach_stream(cudnnHandle_t handle, cudaStream_t stream) {
+  check(cudnnSetStream(handle, stream), "cudnnSetStream");
 }
 
 }  // namespace rnnx::cuda

@@ -1,8 +1,9 @@
-// The CUDA runtime and cuDNN as the cuda backend uses them: every status checked into an
+// The CUDA runtime, cuDNN and cuBLAS as the cuda backend uses them: every status checked into an
 // rnnx::Error that names the call, RAII owners of every handle and descriptor, device
 // memory behind core::Memory, and the GPU a plan is bound to.
 #pragma once
 
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
@@ -18,6 +19,7 @@ namespace rnnx::cuda {
 // failures, unsupported for what cuDNN does not support, internal for the rest.
 void check(cudaError_t status, const char* what);
 void check(cudnnStatus_t status, const char* what);
+void check(cublasStatus_t status, const char* what);
 
 // Owner of one handle or descriptor, destroyed with `Destroy`.
 template <typename H, auto Destroy>
@@ -40,6 +42,14 @@ class Owned {
  private:
   H h_{};
 };
+
+// A new handle or descriptor from a library's create function, owned.
+template <typename Owner, typename Status, typename H>
+Owner create(Status (*make)(H*), const char* what) {
+  H h{};
+  check(make(&h), what);
+  return Owner(h);
+}
 
 using CudnnHandle = Owned<cudnnHandle_t, &cudnnDestroy>;
 using RnnDescriptor = Owned<cudnnRNNDescriptor_t, &cudnnDestroyRNNDescriptor>;
@@ -78,26 +88,53 @@ const core::Memory& device_memory();
 // on any stream, non-blocking ones included, then see it.
 void upload(void* dst, const void* src, size_t bytes);
 
-// cuDNN handles for the calls of one plan: a call takes one (cuDNN handles must not be
-// used by two threads at once), sets its stream and gives it back when it returns.
+// Library handles (cuDNN's, cuBLAS's) for the calls of one plan: a call takes one (a handle
+// must not be used by two threads at once), attached to its stream, and gives it back when it
+// returns; the pool makes a new one when none is free.
+template <typename Owner>
 class HandlePool {
  public:
+  using Handle = decltype(std::declval<const Owner&>().get());
+  HandlePool(Owner (*make)(), void (*attach)(Handle, cudaStream_t))
+      : make_(make), attach_(attach) {}
+
   class Lease {
    public:
-    Lease(HandlePool* pool, CudnnHandle handle) : pool_(pool), handle_(std::move(handle)) {}
+    Lease(HandlePool* pool, Owner handle) : pool_(pool), handle_(std::move(handle)) {}
     Lease(Lease&&) = default;
-    ~Lease();
-    cudnnHandle_t get() const { return handle_.get(); }
+    ~Lease() {
+      if (!handle_.get()) return;
+      std::lock_guard<std::mutex> lock(pool_->mutex_);
+      pool_->free_.push_back(std::move(handle_));
+    }
+    Handle get() const { return handle_.get(); }
 
    private:
     HandlePool* pool_;
-    CudnnHandle handle_;
+    Owner handle_;
   };
-  Lease acquire(cudaStream_t stream);
+  Lease acquire(cudaStream_t stream) {
+    Owner handle;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!free_.empty()) {
+        handle = std::move(free_.back());
+        free_.pop_back();
+      }
+    }
+    if (!handle.get()) handle = make_();
+    attach_(handle.get(), stream);
+    return Lease(this, std::move(handle));
+  }
 
  private:
+  Owner (*make_)();
+  void (*attach_)(Handle, cudaStream_t);
   std::mutex mutex_;
-  std::vector<CudnnHandle> free_;
+  std::vector<Owner> free_;
 };
+
+void attach_stream(cudnnHandle_t handle, cudaStream_t stream);
+using CudnnHandlePool = HandlePool<CudnnHandle>;
 
 }  // namespace rnnx::cuda

@@ -6,7 +6,8 @@
 // forward (into the reserve when training, so that backward does not copy them again), and
 // gradients back into the flat buffer, overwritten or added. With dropout between layers each
 // layer is its own cuDNN call and rnnx's own masks (philox.hpp) go between them, the same as
-// on the CPU.
+// on the CPU. What cuDNN cannot express (core::cudnn_refusal) runs on rnnx's own kernels
+// instead (core/step_backend.hpp, step_engine.hpp).
 #include <cuda_runtime_api.h>
 
 #include <memory>
@@ -16,9 +17,11 @@
 #include "core/backend_registry.hpp"
 #include "core/cudnn_layout.hpp"
 #include "core/dropout.hpp"
+#include "core/step_backend.hpp"
 #include "cuda/cuda_api.hpp"
 #include "cuda/cudnn_rnn.hpp"
 #include "cuda/kernels.hpp"
+#include "cuda/step_engine.hpp"
 #include "rnnx/error.hpp"
 
 namespace rnnx {
@@ -223,7 +226,7 @@ class CudaBackend final : public BackendImpl {
   core::CudnnBatch batch_;
   CudnnHandle setup_;
   std::unique_ptr<CudnnRnn> rnn_;
-  HandlePool handles_;
+  CudnnHandlePool handles_{&make_handle, &attach_stream};
   core::Buffer maps_;
   const int64_t* caller_rows_ = nullptr;
   const int64_t* state_rows_ = nullptr;
@@ -245,7 +248,7 @@ void CudaBackend::forward(const ForwardArgs& a, void* workspace) {
   if (Bp == 0) {
     fill(dt, a.y, ctx_.y_numel(), c.padding_fill, stream);
   } else {
-    HandlePool::Lease handle = handles_.acquire(stream);
+    CudnnHandlePool::Lease handle = handles_.acquire(stream);
     const void* in = a.x;
     if (!batch_.rows_in_place) {
       copy_rows(dt, a.x, caller_rows_, f.x, nullptr, N, c.input_size, stream);
@@ -320,7 +323,7 @@ void CudaBackend::backward(const BackwardArgs& a, void* workspace, uint64_t drop
     if (a.dweights && !accumulate)
       check(cudaMemsetAsync(a.dweights, 0, bytes(ctx_.weights.numel()), stream), "cudaMemsetAsync");
   } else {
-    HandlePool::Lease handle = handles_.acquire(stream);
+    CudnnHandlePool::Lease handle = handles_.acquire(stream);
     const void* x0 = a.x;
     if (!batch_.rows_in_place) {
       copy_rows(dt, a.x, caller_rows_, w.x, nullptr, N, I, stream);
@@ -422,13 +425,16 @@ void CudaBackend::backward(const BackwardArgs& a, void* workspace, uint64_t drop
 
 std::unique_ptr<BackendImpl> make_cuda_backend(const PlanContext& ctx) {
   const std::string refusal = core::cudnn_refusal(ctx.config);
-  if (!refusal.empty()) {
+  if (refusal.empty()) return std::make_unique<cuda::CudaBackend>(ctx);
+  // What cuDNN cannot express runs on rnnx's own kernels (core/step_backend.hpp).
+  if (ctx.config.dtype != DataType::f32 && ctx.config.dtype != DataType::f64) {
     throw Error(Status::unsupported,
-                "backend cuda cannot run " + refusal +
-                    " yet: cuDNN has no such option and rnnx's own CUDA cell kernels are not "
-                    "built; backend cpu runs it");
+                std::string("backend cuda runs ") + refusal +
+                    " on rnnx's own kernels, in float32 and float64 only, not dtype " +
+                    to_string(ctx.config.dtype) + " yet; backend cpu runs it");
   }
-  return std::make_unique<cuda::CudaBackend>(ctx);
+  cuda::current_device();  // a machine without a GPU is refused before anything is made
+  return core::make_step_backend(ctx, cuda::make_step_engine(ctx));
 }
 
 }  // namespace rnnx

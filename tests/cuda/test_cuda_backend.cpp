@@ -1,9 +1,9 @@
 // The cuda backend through the public API, against the reference backend: every problem of
-// problems.hpp that cuDNN runs (cells, layers, directions, projection, cell clipping and its
-// NaN policy, dropout, variable, zero and unsorted lengths in every layout), float32 and
-// float64, forward and backward; the problems it cannot run yet refused as unsupported with
-// the reason; rnnx's dropout masks made on the GPU bit for bit equal to the CPU's; a call on
-// the caller's stream. Needs a GPU except where said.
+// problems.hpp (cells, layers, directions, projection, clipping and its NaN policy, dropout,
+// variable, zero and unsorted lengths in every layout, ONNX's options), float32 and float64,
+// forward and backward, on cuDNN or, where cuDNN cannot, on rnnx's own kernels; rnnx's
+// dropout masks made on the GPU bit for bit equal to the CPU's; a call on the caller's
+// stream. Needs a GPU except where said.
 #include <gtest/gtest.h>
 
 #include "core/backend.hpp"
@@ -20,16 +20,10 @@ namespace {
 using Param = std::tuple<TestCase, DataType>;
 class CudaVsReference : public ::testing::TestWithParam<Param> {};
 
-// Without a GPU this checks the refusals only (they come before the device is looked for).
+// cuDNN where it fits, rnnx's own kernels where it does not (core::cudnn_refusal).
 TEST_P(CudaVsReference, ForwardAndBackward) {
   TestCase p = std::get<0>(GetParam());
   p.cfg.dtype = std::get<1>(GetParam());
-  const std::string refusal = core::cudnn_refusal(p.cfg);
-  if (!refusal.empty()) {
-    expect_error([&] { Plan plan(p.cfg, p.shape, backend_options(Backend::cuda)); },
-                 Status::unsupported, {"backend cuda", refusal});
-    return;
-  }
   RNNX_SKIP_WITHOUT_GPU();
   check_against_reference(p, p.cfg.dtype, Backend::cuda, &cuda_hooks());
 }
@@ -62,6 +56,31 @@ TEST(Cuda, ImplNameSaysCudnnAndMath) {
   c.math = MathMode::fp32;
   EXPECT_EQ(Plan(c, SequenceShape::padded(3, 2), backend_options(Backend::cuda)).impl_name(),
             "cuda:cudnn-standard/fma/per-layer");
+}
+
+// What cuDNN cannot express runs on rnnx's own kernels, and says so.
+TEST(Cuda, ImplNameSaysOwnKernelsWhereCudnnCannot) {
+  RNNX_SKIP_WITHOUT_GPU();
+  Config c = make_config(CellType::gru, 4, 6, 2, true, DataType::f32);
+  c.gru_linear_before_reset = false;
+  c.math = MathMode::fp32;
+  EXPECT_EQ(Plan(c, SequenceShape::padded(3, 2), backend_options(Backend::cuda)).impl_name(),
+            "cuda:own/fp32");
+  c.math = MathMode::allow_conversion;
+  EXPECT_EQ(Plan(c, SequenceShape::padded(3, 2), backend_options(Backend::cuda)).impl_name(),
+            "cuda:own/bf16-tensor-op");
+  c.dtype = DataType::f64;
+  EXPECT_EQ(Plan(c, SequenceShape::padded(3, 2), backend_options(Backend::cuda)).impl_name(),
+            "cuda:own/fp64");
+}
+
+// The own kernels run float32 and float64: bfloat16 data of a config cuDNN cannot express is
+// refused, naming both (checked before any GPU is looked for).
+TEST(Cuda, OwnKernelsRefuseBfloat16) {
+  Config c = make_config(CellType::lstm, 4, 6, 1, false, DataType::bf16);
+  c.peephole = true;
+  expect_error([&] { Plan p(c, SequenceShape::padded(3, 2), backend_options(Backend::cuda)); },
+               Status::unsupported, {"backend cuda", "peephole", "bfloat16"});
 }
 
 // The GPU's masks are the CPU's: the dropout kernel on rows of ones against

@@ -1,0 +1,143 @@
+// The own path's engine on the GPU (step_engine.hpp). GEMMs are row-major in the programs
+// and column-major in cuBLAS: C = A' B' is computed as C^T = B'^T A'^T, which is the same
+// memory. float32 multiplies in float32 (cuBLAS's default math never uses TF32) unless the
+// plan allows conversion, which runs the products on bf16 tensor cores with float32
+// accumulation, as the cpu backend's allow_conversion does.
+#include "cuda/step_engine.hpp"
+
+#include <cublas_v2.h>
+
+#include <string>
+
+#include "cuda/cuda_api.hpp"
+#include "cuda/kernels.hpp"
+#include "cuda/step_cells.hpp"
+
+namespace rnnx::cuda {
+namespace {
+
+using CublasHandle = Owned<cublasHandle_t, &cublasDestroy>;
+
+CublasHandle make_cublas() {
+  return create<CublasHandle>(&cublasCreate, "cublasCreate");
+}
+void attach_cublas(cublasHandle_t h, cudaStream_t stream) {
+  check(cublasSetStream(h, stream), "cublasSetStream");
+}
+
+class CudaStepEngine final : public core::StepEngine {
+ public:
+  explicit CudaStepEngine(const PlanContext& ctx)
+      : ctx_(ctx), device_(current_device()), cells_(ctx.config) {
+    const DataType dt = ctx.config.dtype;
+    if (dt == DataType::f64) {
+      math_ = "fp64";
+    } else if (ctx.math == MathMode::allow_conversion) {
+      math_ = "bf16-tensor-op";
+      fast_bf16_ = true;
+    } else {
+      math_ = "fp32";
+    }
+  }
+
+  std::string name() const override { return "cuda:own/" + math_; }
+  const core::Memory& memory() const override { return device_memory(); }
+  bool takes_stream() const override { return true; }
+
+  core::Buffer upload(const std::vector<int64_t>& map) override {
+    DeviceScope scope(device_);
+    const size_t bytes = map.size() * sizeof(int64_t);
+    core::Buffer b = device_memory().allocate(bytes, "plan", "row maps");
+    cuda::upload(b.get(), map.data(), bytes);
+    return b;
+  }
+  void copy_rows(const void* src, const int64_t* src_map, void* dst, const int64_t* dst_map,
+                 int64_t rows, int64_t width, void* stream) override {
+    if (rows == 0 || width == 0) return;
+    DeviceScope scope(device_);
+    cuda::copy_rows(ctx_.config.dtype, src, src_map, dst, dst_map, rows, width,
+                    static_cast<cudaStream_t>(stream));
+  }
+  void fill(void* dst, int64_t count, double value, void* stream) override {
+    if (count == 0) return;
+    DeviceScope scope(device_);
+    cuda::fill(ctx_.config.dtype, dst, count, value, static_cast<cudaStream_t>(stream));
+  }
+
+  void run(const core::StepProgram& program, const Buffers& b, const Dropout& drop,
+           void* stream_ptr) override {
+    DeviceScope scope(device_);
+    const auto stream = static_cast<cudaStream_t>(stream_ptr);
+    void* bases[6] = {};
+    bases[static_cast<int>(core::Buf::input)] = const_cast<void*>(b.input);
+    bases[static_cast<int>(core::Buf::weights)] = const_cast<void*>(b.weights);
+    bases[static_cast<int>(core::Buf::dweights)] = b.dweights;
+    bases[static_cast<int>(core::Buf::workspace)] = b.workspace;
+    bases[static_cast<int>(core::Buf::reserve)] = b.reserve;
+    const int64_t elem = dtype_size(ctx_.config.dtype);
+    auto ptr = [&](core::Ref r) {
+      return static_cast<char*>(bases[static_cast<int>(r.buf)]) + r.at * elem;
+    };
+    HandlePool<CublasHandle>::Lease blas = blas_.acquire(stream);
+    for (const core::StepOp& op : program.ops) {
+      if (const auto* g = std::get_if<core::GemmOp>(&op)) {
+        if (g->c.buf == core::Buf::dweights && b.dweights == nullptr) continue;
+        gemm(blas.get(), *g, ptr(g->a), ptr(g->b), ptr(g->c));
+      } else if (const auto* f = std::get_if<core::FillOp>(&op)) {
+        cuda::fill(ctx_.config.dtype, ptr(f->dst), f->count, f->value, stream);
+      } else if (const auto* c = std::get_if<core::CopyOp>(&op)) {
+        check(cudaMemcpyAsync(ptr(c->dst), ptr(c->src), static_cast<size_t>(c->count * elem),
+                              cudaMemcpyDeviceToDevice, stream),
+              "cudaMemcpyAsync (own path)");
+      } else if (const auto* d = std::get_if<core::DropoutOp>(&op)) {
+        apply_dropout(ctx_.config.dtype, ptr(d->data), ctx_.schedule.tokens, d->width,
+                      drop.element_base, drop.seed, drop.counter, d->layer, drop.p, stream);
+      } else {
+        cells_.launch(std::get<core::CellOp>(op), bases, stream);
+      }
+    }
+    check(cudaGetLastError(), "own path kernels");
+  }
+
+ private:
+  void gemm(cublasHandle_t h, const core::GemmOp& g, const void* A, const void* B, void* C) {
+    const cublasOperation_t op_a = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_b = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const auto m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
+    const auto lda = static_cast<int>(g.lda), ldb = static_cast<int>(g.ldb),
+               ldc = static_cast<int>(g.ldc);
+    if (ctx_.config.dtype == DataType::f64) {
+      const double one = 1.0, beta = g.beta;
+      check(cublasDgemm(h, op_b, op_a, n, m, k, &one, static_cast<const double*>(B), ldb,
+                        static_cast<const double*>(A), lda, &beta, static_cast<double*>(C), ldc),
+            "cublasDgemm");
+      return;
+    }
+    const float one = 1.0f, beta = static_cast<float>(g.beta);
+    if (fast_bf16_) {
+      check(
+          cublasGemmEx(h, op_b, op_a, n, m, k, &one, B, CUDA_R_32F, ldb, A, CUDA_R_32F, lda, &beta,
+                       C, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F_FAST_16BF, CUBLAS_GEMM_DEFAULT),
+          "cublasGemmEx");
+      return;
+    }
+    check(cublasSgemm(h, op_b, op_a, n, m, k, &one, static_cast<const float*>(B), ldb,
+                      static_cast<const float*>(A), lda, &beta, static_cast<float*>(C), ldc),
+          "cublasSgemm");
+  }
+
+  const PlanContext& ctx_;
+  int device_;
+  CellLauncher cells_;
+  HandlePool<CublasHandle> blas_{&make_cublas, &attach_cublas};
+  std::string math_;
+  bool fast_bf16_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<core::StepEngine> make_step_engine(const PlanContext& ctx) {
+  return std::make_unique<CudaStepEngine>(ctx);
+}
+
+}  // namespace rnnx::cuda
