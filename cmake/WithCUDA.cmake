@@ -1,5 +1,5 @@
-# The cuda backend (src/cuda: cuDNN 9's RNN plus rnnx's own kernels), as RNNX_WITH_CUDA says:
-# AUTO builds it when nvcc, the CUDA toolkit and cuDNN 9 are found, ON requires them, OFF
+# The cuda backend (src/cuda: cuDNN 9's RNN plus rnnx's own kernels on cuBLAS), as
+# RNNX_WITH_CUDA says: AUTO builds it when nvcc, the CUDA toolkit (with cuBLAS) and cuDNN 9 are found, ON requires them, OFF
 # leaves it out. The sanitizer and fuzzing builds leave it out (nvcc takes none of their
 # flags, and nothing there runs on a GPU).
 #
@@ -60,6 +60,8 @@ else()
     find_package(CUDAToolkit QUIET)
     if(NOT CUDAToolkit_FOUND)
       set(why "CUDA toolkit not found (CUDAToolkit_ROOT)")
+    elseif(NOT TARGET CUDA::cublas)
+      set(why "the CUDA toolkit has no cuBLAS (the own kernels' GEMMs)")
     else()
       rnnx_find_cudnn()
       if(NOT RNNX_CUDNN_INCLUDE_DIR OR NOT RNNX_CUDNN_LIBRARY)
@@ -78,7 +80,7 @@ else()
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     set(RNNX_HAVE_CUDA TRUE)
     list(JOIN CMAKE_CUDA_ARCHITECTURES "," archs)
-    string(CONCAT RNNX_CUDA_SUMMARY "CUDA ${CUDAToolkit_VERSION} for ${archs}, cuDNN "
+    string(CONCAT RNNX_CUDA_SUMMARY "CUDA ${CUDAToolkit_VERSION} for ${archs}, cuBLAS, cuDNN "
                   "${RNNX_CUDNN_VERSION} (${RNNX_CUDNN_LIBRARY})")
   elseif(RNNX_WITH_CUDA STREQUAL "ON")
     message(FATAL_ERROR "RNNX_WITH_CUDA=ON: ${why}")

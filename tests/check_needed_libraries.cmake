@@ -1,4 +1,4 @@
-# librnnx links oneDNN, a BLAS and cuDNN exactly when CMake chose them (RNNX_WITH_ONEDNN,
+# librnnx links oneDNN, a BLAS, cuDNN and cuBLAS exactly when CMake chose them (RNNX_WITH_ONEDNN,
 # RNNX_WITH_BLAS, RNNX_WITH_CUDA): a build configured without them must not need them at run
 # time (the GPU machine has neither oneDNN nor a BLAS; a CPU machine has no cuDNN).
 #   cmake -DOBJDUMP=<objdump> -DLIB=<librnnx.so> -DONEDNN=<TRUE|FALSE> -DBLAS=<TRUE|FALSE>
@@ -11,7 +11,8 @@ string(REGEX MATCHALL "NEEDED +[^\n]+" needed "${out}")
 list(TRANSFORM needed REPLACE "NEEDED +" "")
 message(STATUS "${LIB} needs ${needed}")
 set(problems "")
-foreach(check "ONEDNN;dnnl" "BLAS;blas" "CUDA;cudnn")
+# (A BLAS is any lib*blas but cuBLAS, which comes with the cuda backend.)
+foreach(check "ONEDNN;dnnl" "BLAS;lib(open|flexi|)blas" "CUDA;cudnn" "CUDA;cublas")
   list(GET check 0 option)
   list(GET check 1 pattern)
   string(REGEX MATCH "[^;]*${pattern}[^;]*" found "${needed}")
