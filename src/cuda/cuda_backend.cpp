@@ -20,6 +20,7 @@
 #include "core/step_backend.hpp"
 #include "cuda/cuda_api.hpp"
 #include "cuda/cudnn_rnn.hpp"
+#include "cuda/cudnn_search.hpp"
 #include "cuda/kernels.hpp"
 #include "cuda/step_engine.hpp"
 #include "rnnx/error.hpp"
@@ -38,8 +39,9 @@ P at(P p, int64_t elems, int64_t elem) {
 
 class CudaBackend final : public BackendImpl {
  public:
-  explicit CudaBackend(const PlanContext& ctx)
+  CudaBackend(const PlanContext& ctx, core::CudnnAlgo algo)
       : BackendImpl(ctx),
+        algo_(algo),
         device_(current_device()),
         batch_(core::cudnn_batch(ctx.shape, ctx.schedule, ctx.config)) {
     const Config& c = ctx.config;
@@ -56,12 +58,12 @@ class CudaBackend final : public BackendImpl {
     // The handle the descriptors were set up with lives as long as they do (the dropout
     // descriptor was set through it).
     setup_ = make_handle();
-    rnn_ = std::make_unique<CudnnRnn>(ctx, batch_, setup_.get());
+    rnn_ = std::make_unique<CudnnRnn>(ctx, batch_, setup_.get(), algo);
     upload_maps();
   }
 
   std::string name() const override {
-    return std::string("cuda:cudnn-standard/") + rnn_->math_name() +
+    return std::string("cuda:cudnn-") + core::to_string(algo_) + "/" + rnn_->math_name() +
            (rnn_->per_layer() ? "/per-layer" : "");
   }
   size_t forward_workspace_size(bool training) const override {
@@ -222,6 +224,7 @@ class CudaBackend final : public BackendImpl {
     dropout_base_ = base + drop_at;
   }
 
+  core::CudnnAlgo algo_;
   int device_;
   core::CudnnBatch batch_;
   CudnnHandle setup_;
@@ -425,7 +428,11 @@ void CudaBackend::backward(const BackwardArgs& a, void* workspace, uint64_t drop
 
 std::unique_ptr<BackendImpl> make_cuda_backend(const PlanContext& ctx) {
   const std::string refusal = core::cudnn_refusal(ctx.config);
-  if (refusal.empty()) return std::make_unique<cuda::CudaBackend>(ctx);
+  if (refusal.empty()) {
+    return cuda::with_fastest_cudnn_algorithm(ctx, [&ctx](core::CudnnAlgo algo) {
+      return std::unique_ptr<BackendImpl>(std::make_unique<cuda::CudaBackend>(ctx, algo));
+    });
+  }
   // What cuDNN cannot express runs on rnnx's own kernels (core/step_backend.hpp).
   if (ctx.config.dtype != DataType::f32 && ctx.config.dtype != DataType::f64) {
     throw Error(Status::unsupported,

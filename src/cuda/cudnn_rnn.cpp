@@ -78,9 +78,22 @@ std::vector<core::CudnnParam> query_params(const Config& sub, const CudnnGroup& 
   return params;
 }
 
+cudnnRNNAlgo_t cudnn_algo(core::CudnnAlgo algo) {
+  switch (algo) {
+    case core::CudnnAlgo::persist_static:
+      return CUDNN_RNN_ALGO_PERSIST_STATIC;
+    case core::CudnnAlgo::persist_static_small_h:
+      return CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H;
+    case core::CudnnAlgo::standard:
+      break;
+  }
+  return CUDNN_RNN_ALGO_STANDARD;
+}
+
 }  // namespace
 
-CudnnRnn::CudnnRnn(const PlanContext& ctx, const core::CudnnBatch& batch, cudnnHandle_t handle) {
+CudnnRnn::CudnnRnn(const PlanContext& ctx, const core::CudnnBatch& batch, cudnnHandle_t handle,
+                   core::CudnnAlgo algo) {
   const Config& c = ctx.config;
   const int64_t D = c.num_directions(), P = c.output_size(), H = c.hidden_size;
   const cudnnDataType_t type = cudnn_type(c.dtype);
@@ -117,7 +130,7 @@ CudnnRnn::CudnnRnn(const PlanContext& ctx, const core::CudnnBatch& batch, cudnnH
     g.flat_base = full.get(first, 0, WeightKind::w_ih)->offset;
 
     g.rnn = make_rnn_descriptor();
-    check(cudnnSetRNNDescriptor_v8(g.rnn.get(), CUDNN_RNN_ALGO_STANDARD, cudnn_cell(c.cell),
+    check(cudnnSetRNNDescriptor_v8(g.rnn.get(), cudnn_algo(algo), cudnn_cell(c.cell),
                                    c.bias ? CUDNN_RNN_DOUBLE_BIAS : CUDNN_RNN_NO_BIAS,
                                    c.bidirectional ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL,
                                    CUDNN_LINEAR_INPUT, type, precision, math,

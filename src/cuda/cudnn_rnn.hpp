@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/cudnn_algorithm.hpp"
 #include "core/cudnn_layout.hpp"
 #include "cuda/cuda_api.hpp"
 
@@ -41,7 +42,8 @@ struct CudnnGroup {
 class CudnnRnn {
  public:
   // `handle` for the set-up queries. Throws Error(unsupported) for what cuDNN refuses.
-  CudnnRnn(const PlanContext& ctx, const core::CudnnBatch& batch, cudnnHandle_t handle);
+  CudnnRnn(const PlanContext& ctx, const core::CudnnBatch& batch, cudnnHandle_t handle,
+           core::CudnnAlgo algo);
 
   const std::vector<CudnnGroup>& groups() const { return groups_; }
   // One group per layer (dropout between layers) or one for all.

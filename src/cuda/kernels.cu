@@ -96,6 +96,16 @@ __global__ void dropout_kernel(T* data, int64_t rows, int64_t width, const int64
   }
 }
 
+// Values in [-scale, scale) from Philox's bits of (seed, i): test data made on the device.
+template <typename T>
+__global__ void pattern_kernel(T* dst, int64_t n, uint64_t seed, double scale) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const uint32_t bits = core::dropout_block(seed, 0, 0, static_cast<uint64_t>(i)).v[0];
+    dst[i] = from_double<T>((static_cast<double>(bits) / 4294967296.0 * 2.0 - 1.0) * scale);
+  }
+}
+
 // Calls f with a null pointer of the dtype's device type.
 template <typename F>
 void by_dtype(DataType dtype, F&& f) {
@@ -133,6 +143,16 @@ void fill(DataType dtype, void* dst, int64_t n, double value, cudaStream_t strea
     fill_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<T*>(dst), n, value);
   });
   check_launch("fill kernel");
+}
+
+void fill_pattern(DataType dtype, void* dst, int64_t n, uint64_t seed, double scale,
+                  cudaStream_t stream) {
+  if (n <= 0) return;
+  by_dtype(dtype, [&](auto* type) {
+    using T = std::remove_pointer_t<decltype(type)>;
+    pattern_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<T*>(dst), n, seed, scale);
+  });
+  check_launch("pattern kernel");
 }
 
 namespace {

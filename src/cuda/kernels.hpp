@@ -21,6 +21,11 @@ void copy_rows(DataType dtype, const void* src, const int64_t* src_map, void* ds
 // dst[0 .. n) = value (rounded to dtype).
 void fill(DataType dtype, void* dst, int64_t n, double value, cudaStream_t stream);
 
+// dst[0 .. n) = values in [-scale, scale) that depend on (seed, index) only: synthetic data
+// for the algorithm search.
+void fill_pattern(DataType dtype, void* dst, int64_t n, uint64_t seed, double scale,
+                  cudaStream_t stream);
+
 // The segments (device array of `count` WeightSegment, the longest `longest` elements) copied
 // from flat (+ flat_base) into cudnn, or back from cudnn into flat overwriting or adding.
 void weights_to_cudnn(DataType dtype, const core::WeightSegment* segments, int64_t count,

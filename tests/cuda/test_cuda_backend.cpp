@@ -6,6 +6,7 @@
 // stream. Needs a GPU except where said.
 #include <gtest/gtest.h>
 
+#include "core/autotune_cache.hpp"
 #include "core/backend.hpp"
 #include "core/cudnn_layout.hpp"
 #include "core/dropout.hpp"
@@ -45,6 +46,7 @@ TEST(Cuda, MachineWithoutGpuIsRefusedClearly) {
 
 TEST(Cuda, ImplNameSaysCudnnAndMath) {
   RNNX_SKIP_WITHOUT_GPU();
+  const ScopedEnv no_search("RNNX_AUTOTUNE", "0");  // STANDARD, not the search's choice
   Config c = make_config(CellType::gru, 4, 6, 2, true, DataType::f32);
   c.math = MathMode::fp32;
   EXPECT_EQ(Plan(c, SequenceShape::padded(3, 2), backend_options(Backend::cuda)).impl_name(),
@@ -56,6 +58,35 @@ TEST(Cuda, ImplNameSaysCudnnAndMath) {
   c.math = MathMode::fp32;
   EXPECT_EQ(Plan(c, SequenceShape::padded(3, 2), backend_options(Backend::cuda)).impl_name(),
             "cuda:cudnn-standard/fma/per-layer");
+}
+
+// The search picks among the candidates, remembers its choice for the key, and the plan of a
+// problem with variable lengths (STANDARD only) never searches. Printed for the record.
+TEST(Cuda, AlgorithmSearchChoosesACandidateAndRemembersIt) {
+  RNNX_SKIP_WITHOUT_GPU();
+  const ScopedEnv search("RNNX_AUTOTUNE", "1");
+  const ScopedEnv no_file("RNNX_AUTOTUNE_CACHE", nullptr);
+  core::autotune_clear_memory();
+  Config c = make_config(CellType::lstm, 64, 128, 1, false, DataType::f32);
+  c.math = MathMode::fp32;
+  const SequenceShape full = SequenceShape::padded(50, 32);
+  const std::string first = Plan(c, full, backend_options(Backend::cuda)).impl_name();
+  std::printf("[   NOTE   ] LSTM H=128 T=50 B=32 float32: the search chose %s\n", first.c_str());
+  EXPECT_TRUE(first == "cuda:cudnn-standard/fma" || first == "cuda:cudnn-persist-static/fma" ||
+              first == "cuda:cudnn-persist-static-small-h/fma")
+      << first;
+  EXPECT_EQ(Plan(c, full, backend_options(Backend::cuda)).impl_name(), first) << "from the cache";
+  std::vector<int64_t> ragged(32, 50);
+  ragged[3] = 7;
+  EXPECT_EQ(
+      Plan(c, SequenceShape::padded(50, 32, ragged), backend_options(Backend::cuda)).impl_name(),
+      "cuda:cudnn-standard/fma");
+  // The chosen algorithm gives the reference's results (check_against_reference's problems
+  // are small and mostly ragged; this one is the search's own shape, shortened).
+  TestCase p =
+      make_test_case(c, LayoutKind::time_major, 6, 32, {}, DataOptions{}, GradMode::overwrite);
+  check_against_reference(p, DataType::f32, Backend::cuda, &cuda_hooks());
+  core::autotune_clear_memory();
 }
 
 // What cuDNN cannot express runs on rnnx's own kernels, and says so.
@@ -158,7 +189,7 @@ TEST(Cuda, WeightPlacementAgainstTheDocumentation) {
     PlanContext ctx{c, shape, core::make_schedule(shape), WeightLayout(c), {}, MathMode::fp32};
     const core::CudnnBatch batch = core::cudnn_batch(shape, ctx.schedule, c);
     cuda::CudnnHandle handle = cuda::make_handle();
-    const cuda::CudnnRnn rnn(ctx, batch, handle.get());
+    const cuda::CudnnRnn rnn(ctx, batch, handle.get(), core::CudnnAlgo::standard);
     for (const cuda::CudnnGroup& g : rnn.groups()) {
       std::printf("[   NOTE   ] %s: cuDNN's weight space (%zu bytes) %s the documented layout\n",
                   to_string(c.cell), g.weight_bytes,

@@ -1,0 +1,57 @@
+// cuDNN's RNN algorithm candidates and the key of their search (cudnn_algorithm.hpp).
+#include "core/cudnn_algorithm.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "rnnx/version.hpp"
+
+namespace rnnx::core {
+
+const char* to_string(CudnnAlgo algo) {
+  switch (algo) {
+    case CudnnAlgo::standard:
+      return "standard";
+    case CudnnAlgo::persist_static:
+      return "persist-static";
+    case CudnnAlgo::persist_static_small_h:
+      return "persist-static-small-h";
+  }
+  return "?";
+}
+
+std::optional<CudnnAlgo> cudnn_algo_from_string(const std::string& name) {
+  for (CudnnAlgo a :
+       {CudnnAlgo::standard, CudnnAlgo::persist_static, CudnnAlgo::persist_static_small_h}) {
+    if (name == to_string(a)) return a;
+  }
+  return std::nullopt;
+}
+
+std::vector<CudnnAlgo> cudnn_algorithm_candidates(const Config& c, const CudnnBatch& batch) {
+  std::vector<CudnnAlgo> out = {CudnnAlgo::standard};
+  const bool uniform =
+      batch.batch > 0 && std::all_of(batch.lengths.begin(), batch.lengths.end(),
+                                     [&](auto n) { return n == batch.lengths.front(); });
+  if (!uniform || c.proj_size > 0 || !c.bias || c.dtype != DataType::f32) return out;
+  out.push_back(CudnnAlgo::persist_static);
+  if (c.hidden_size <= 128) out.push_back(CudnnAlgo::persist_static_small_h);
+  return out;
+}
+
+std::string cudnn_autotune_key(const Config& c, MathMode math, const CudnnBatch& batch,
+                               const std::string& device, int cudnn_version) {
+  std::ostringstream k;
+  k << "rnnx-" << build_info().version << " cuda " << to_string(c.dtype)
+    << " math=" << to_string(math) << " cell=" << to_string(c.cell) << " I=" << c.input_size
+    << " H=" << c.hidden_size << " P=" << c.proj_size << " L=" << c.num_layers
+    << " D=" << c.num_directions() << " bias=" << c.bias << " clip=" << c.cell_clip.enabled
+    << " per-layer=" << (c.dropout > 0 && c.num_layers > 1) << " B=" << batch.batch
+    << " T=" << batch.max_seq_len << " gpu=" << device << " cudnn=" << cudnn_version;
+  std::string key = k.str();
+  std::replace(key.begin(), key.end(), '\t', ' ');  // the cache's separator
+  std::replace(key.begin(), key.end(), '\n', ' ');
+  return key;
+}
+
+}  // namespace rnnx::core

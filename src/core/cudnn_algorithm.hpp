@@ -1,0 +1,38 @@
+// Which of cuDNN's RNN algorithms may run a plan, and the key its measured choice is cached
+// under (core/autotune_cache.hpp). cuDNN 9 has no find API for RNNs: the cuda backend times
+// the candidates itself (src/cuda/cudnn_search.cpp). Device-neutral, so that the rules are
+// tested on any machine.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/cudnn_layout.hpp"
+#include "rnnx/config.hpp"
+
+namespace rnnx::core {
+
+// CUDNN_RNN_ALGO_STANDARD, _PERSIST_STATIC, _PERSIST_STATIC_SMALL_H. (PERSIST_DYNAMIC needs a
+// kernel compiled per batch size at run time, cudnnBuildRNNDynamic: not among them yet.)
+enum class CudnnAlgo { standard, persist_static, persist_static_small_h };
+
+// "standard", "persist-static", "persist-static-small-h".
+const char* to_string(CudnnAlgo algo);
+std::optional<CudnnAlgo> cudnn_algo_from_string(const std::string& name);
+
+// The algorithms cuDNN may run the batch with, STANDARD first. The persistent ones take
+// neither variable lengths nor a projection and need the double bias (GPU-NOTES.md, PyTorch's
+// own rules): they are candidates only when every sequence of the batch has the same length,
+// without projection, with bias, on float32 data; the small-H one only up to H = 128, where
+// its backward runs too. Whatever else a candidate cannot do shows when it is measured (an
+// error, or a result that differs from STANDARD's), and it is dropped then.
+std::vector<CudnnAlgo> cudnn_algorithm_candidates(const Config& config, const CudnnBatch& batch);
+
+// The key of a search: everything that changes which algorithm is fastest (cell, sizes,
+// layers, directions, bias, clip, dropout's per-layer split, dtype and math, the batch and
+// its one length, the GPU's name, cuDNN's version, rnnx's version).
+std::string cudnn_autotune_key(const Config& config, MathMode math, const CudnnBatch& batch,
+                               const std::string& device, int cudnn_version);
+
+}  // namespace rnnx::core

@@ -1,0 +1,177 @@
+// The cuDNN algorithm search (cudnn_search.hpp). Each candidate runs what a training step
+// runs (training forward, then backward with weight gradients) through the backend itself,
+// so that the search measures, and checks, exactly the calls the plan will make.
+#include "cuda/cudnn_search.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/autotune_cache.hpp"
+#include "core/cudnn_layout.hpp"
+#include "cuda/cuda_api.hpp"
+#include "cuda/kernels.hpp"
+#include "rnnx/error.hpp"
+
+namespace rnnx::cuda {
+namespace {
+
+constexpr int kRuns = 5;  // timed steps per candidate, after one untimed
+
+struct Device {
+  core::Buffer x, w, y, dy, dx, dw, reserve, workspace;
+};
+
+core::Buffer device_bytes(size_t n) {
+  return device_memory().allocate(std::max<size_t>(n, 1), "algorithm search");
+}
+
+using EventOwner = Owned<cudaEvent_t, &cudaEventDestroy>;
+EventOwner make_event() {
+  cudaEvent_t e = nullptr;
+  check(cudaEventCreate(&e), "cudaEventCreate");
+  return EventOwner(e);
+}
+
+class Search {
+ public:
+  explicit Search(const PlanContext& ctx) : ctx_(ctx), elem_(dtype_size(ctx.config.dtype)) {
+    const DataType dt = ctx.config.dtype;
+    d_.x = device_bytes(bytes(ctx.x_numel()));
+    d_.w = device_bytes(bytes(ctx.weights.numel()));
+    d_.y = device_bytes(bytes(ctx.y_numel()));
+    d_.dy = device_bytes(bytes(ctx.y_numel()));
+    d_.dx = device_bytes(bytes(ctx.x_numel()));
+    d_.dw = device_bytes(bytes(ctx.weights.numel()));
+    fill_pattern(dt, d_.x.get(), ctx.x_numel(), 1, 1.0, nullptr);
+    fill_pattern(dt, d_.w.get(), ctx.weights.numel(), 2,
+                 1.0 / std::sqrt(static_cast<double>(ctx.config.hidden_size)), nullptr);
+    fill_pattern(dt, d_.dy.get(), ctx.y_numel(), 3, 1.0, nullptr);
+  }
+
+  // The median time of one training step of `b`, and its y in `y` (host, as doubles).
+  double measure(BackendImpl& b, std::vector<double>* y) {
+    d_.reserve = device_bytes(b.reserve_size());
+    d_.workspace =
+        device_bytes(std::max(b.forward_workspace_size(true), b.backward_workspace_size()));
+    EventOwner start = make_event(), stop = make_event();
+    std::vector<float> times;
+    for (int run = 0; run <= kRuns; ++run) {
+      check(cudaEventRecord(start.get(), nullptr), "cudaEventRecord");
+      step(b);
+      check(cudaEventRecord(stop.get(), nullptr), "cudaEventRecord");
+      check(cudaEventSynchronize(stop.get()), "cudaEventSynchronize");
+      float ms = 0;
+      check(cudaEventElapsedTime(&ms, start.get(), stop.get()), "cudaEventElapsedTime");
+      if (run > 0) times.push_back(ms);
+    }
+    std::sort(times.begin(), times.end());
+    read_y(y);
+    return times[times.size() / 2];
+  }
+
+ private:
+  size_t bytes(int64_t elems) const { return static_cast<size_t>(elems * elem_); }
+  void step(BackendImpl& b) {
+    ForwardArgs f;
+    f.x = d_.x.get();
+    f.weights = d_.w.get();
+    f.y = d_.y.get();
+    f.training = true;
+    f.reserve = d_.reserve.get();
+    f.reserve_size = b.reserve_size();
+    b.forward(f, d_.workspace.get());
+    BackwardArgs k;
+    k.x = d_.x.get();
+    k.weights = d_.w.get();
+    k.dy = d_.dy.get();
+    k.dx = d_.dx.get();
+    k.dweights = d_.dw.get();
+    k.reserve = d_.reserve.get();
+    k.reserve_size = b.reserve_size();
+    b.backward(k, d_.workspace.get(), 0);
+  }
+  void read_y(std::vector<double>* y) const {
+    const int64_t n = ctx_.y_numel();
+    y->assign(static_cast<size_t>(n), 0.0);
+    if (ctx_.config.dtype == DataType::f64) {
+      device_memory().copy_to_host(y->data(), d_.y.get(), bytes(n), nullptr);
+      return;
+    }
+    std::vector<float> f(static_cast<size_t>(n));
+    device_memory().copy_to_host(f.data(), d_.y.get(), bytes(n), nullptr);
+    std::copy(f.begin(), f.end(), y->begin());
+  }
+
+  const PlanContext& ctx_;
+  int64_t elem_;
+  Device d_;
+};
+
+// Whether y agrees with STANDARD's within the rounding of the plan's math (float32 FMA, or
+// fp16 conversion under allow_conversion), relative to y's largest magnitude.
+bool same_result(const std::vector<double>& got, const std::vector<double>& want, MathMode math) {
+  double scale = 1.0, worst = 0.0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    scale = std::max(scale, std::fabs(want[i]));
+    const double d = std::fabs(got[i] - want[i]);
+    worst = std::isnan(d) ? INFINITY : std::max(worst, d);
+  }
+  return worst <= (math == MathMode::allow_conversion ? 5e-2 : 1e-3) * scale;
+}
+
+}  // namespace
+
+std::unique_ptr<BackendImpl> with_fastest_cudnn_algorithm(const PlanContext& ctx,
+                                                          const CudnnBackendMaker& make) {
+  const core::CudnnBatch batch = core::cudnn_batch(ctx.shape, ctx.schedule, ctx.config);
+  const std::vector<core::CudnnAlgo> candidates =
+      core::cudnn_algorithm_candidates(ctx.config, batch);
+  std::unique_ptr<BackendImpl> standard = make(core::CudnnAlgo::standard);
+  if (candidates.size() < 2 || !core::autotune_enabled()) return standard;
+
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, current_device()), "cudaGetDeviceProperties");
+  const std::string key = core::cudnn_autotune_key(ctx.config, ctx.math, batch, prop.name,
+                                                   static_cast<int>(cudnnGetVersion()));
+  if (const auto text = core::autotune_lookup(key)) {
+    const auto algo = core::cudnn_algo_from_string(*text);
+    if (algo == core::CudnnAlgo::standard) return standard;
+    if (algo && std::find(candidates.begin(), candidates.end(), *algo) != candidates.end()) {
+      try {
+        return make(*algo);
+      } catch (const Error&) {
+        // Cached by another cuDNN build or driver that took it: search again below.
+      }
+    }
+  }
+  try {
+    Search search(ctx);
+    std::vector<double> want, got;
+    double best_time = search.measure(*standard, &want);
+    std::unique_ptr<BackendImpl> best = std::move(standard);
+    core::CudnnAlgo best_algo = core::CudnnAlgo::standard;
+    for (core::CudnnAlgo algo : candidates) {
+      if (algo == core::CudnnAlgo::standard) continue;
+      try {
+        std::unique_ptr<BackendImpl> b = make(algo);
+        const double t = search.measure(*b, &got);
+        if (same_result(got, want, ctx.math) && t < best_time) {
+          best_time = t, best_algo = algo;
+          best = std::move(b);
+        }
+      } catch (const Error& e) {
+        if (e.code() == Status::out_of_memory) throw;
+        cudaGetLastError();  // cuDNN refused the candidate: it is not one
+      }
+    }
+    core::autotune_store(key, core::to_string(best_algo));
+    return best;
+  } catch (const Error& e) {
+    if (e.code() == Status::out_of_memory) throw;
+    return make(core::CudnnAlgo::standard);
+  }
+}
+
+}  // namespace rnnx::cuda
