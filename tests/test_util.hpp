@@ -126,6 +126,28 @@ inline double bf16_value(uint16_t bits) {
   return f;
 }
 
+// IEEE float16 as the tests write it, independently of the library's: the float32 value
+// rounded to the nearest multiple of its binade's quantum (ties to even), subnormals
+// included; past 65520 infinity; NaN kept a NaN.
+inline uint16_t f16_bits(double v) {
+  const float f = static_cast<float>(v);
+  const uint16_t sign = std::signbit(f) ? 0x8000u : 0u;
+  if (std::isnan(f)) return 0x7e00u;
+  const double a = std::fabs(static_cast<double>(f));
+  if (a >= 65520.0) return sign | 0x7c00u;
+  if (a == 0.0) return sign;
+  const int e = std::max(static_cast<int>(std::floor(std::log2(a))), -14);
+  const double m = std::nearbyint(std::ldexp(a, 10 - e));  // in [0, 2048]
+  return static_cast<uint16_t>(sign | (((e + 14) << 10) + static_cast<int>(m)));
+}
+inline double f16_value(uint16_t bits) {
+  const int exp = (bits >> 10) & 31, mant = bits & 0x3ff;
+  const double sign = bits & 0x8000u ? -1.0 : 1.0;
+  if (exp == 31) return mant ? std::numeric_limits<double>::quiet_NaN() : sign * INFINITY;
+  if (exp == 0) return sign * std::ldexp(mant, -24);
+  return sign * std::ldexp(1024 + mant, exp - 25);
+}
+
 // A dense buffer in a plan's dtype, read and written as doubles. "Absent" buffers give a
 // null pointer, which is how the API spells an optional argument that is not passed.
 class Buf {
@@ -136,6 +158,8 @@ class Buf {
       f_.assign(static_cast<size_t>(n), static_cast<float>(fill));
     } else if (dt == DataType::bf16) {
       h_.assign(static_cast<size_t>(n), bf16_bits(fill));
+    } else if (dt == DataType::f16) {
+      h_.assign(static_cast<size_t>(n), f16_bits(fill));
     } else {
       d_.assign(static_cast<size_t>(n), fill);
     }
@@ -143,24 +167,36 @@ class Buf {
   bool present() const { return present_; }
   DataType dtype() const { return dt_; }
   int64_t size() const {
-    return static_cast<int64_t>(dt_ == DataType::f32    ? f_.size()
-                                : dt_ == DataType::bf16 ? h_.size()
-                                                        : d_.size());
+    return static_cast<int64_t>(dt_ == DataType::f32   ? f_.size()
+                                : dt_ == DataType::f64 ? d_.size()
+                                                       : h_.size());
   }
   void* data() {
     if (!present_) return nullptr;
-    if (dt_ == DataType::bf16) return h_.data();
+    if (dt_ == DataType::bf16 || dt_ == DataType::f16) return h_.data();
     return dt_ == DataType::f32 ? static_cast<void*>(f_.data()) : static_cast<void*>(d_.data());
   }
   const void* data() const { return const_cast<Buf*>(this)->data(); }
   double get(int64_t i) const {
-    return dt_ == DataType::f32 ? f_[i] : dt_ == DataType::bf16 ? bf16_value(h_[i]) : d_[i];
+    switch (dt_) {
+      case DataType::f32:
+        return f_[i];
+      case DataType::bf16:
+        return bf16_value(h_[i]);
+      case DataType::f16:
+        return f16_value(h_[i]);
+      case DataType::f64:
+        break;
+    }
+    return d_[i];
   }
   void set(int64_t i, double v) {
     if (dt_ == DataType::f32) {
       f_[i] = static_cast<float>(v);
     } else if (dt_ == DataType::bf16) {
       h_[i] = bf16_bits(v);
+    } else if (dt_ == DataType::f16) {
+      h_[i] = f16_bits(v);
     } else {
       d_[i] = v;
     }

@@ -15,7 +15,9 @@ enum class CellType { rnn_tanh, rnn_relu, lstm, gru };
 // bf16 (bfloat16): tensors stored in bf16; backends compute in float32 (cpu: its GEMMs in
 // bf16 with float32 accumulation where the CPU can, as math mode allow_conversion) or double
 // (reference), cell state included, and round the results to bf16.
-enum class DataType { f32, f64, bf16 };
+// f16 (IEEE float16): GPU only, backend cuda on cuDNN (tensor cores, float32 accumulation and
+// cell state); the reference runs it too, as the oracle; backend cpu refuses it.
+enum class DataType { f32, f64, bf16, f16 };
 
 // What a clamp does with NaN. cuDNN calls this clipNanOpt, MXNet lstm_state_clip_nan.
 //   propagate: NaN stays NaN (and its gradient passes through unchanged).

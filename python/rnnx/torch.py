@@ -28,7 +28,23 @@ from ._runtime import invalid
 
 __all__ = ["LSTM", "GRU", "RNN"]
 
-_DTYPES = {torch.float32: "float32", torch.float64: "float64", torch.bfloat16: "bfloat16"}
+# float16 runs on CUDA tensors only (backend cuda); a float16 module on the CPU is refused by
+# the cpu backend, which says so.
+_DTYPES = {torch.float32: "float32", torch.float64: "float64", torch.bfloat16: "bfloat16",
+           torch.float16: "float16"}
+
+
+def _cuda_autocast_dtype():
+    """The dtype torch.autocast("cuda") casts to when it is on here, else None (the functions
+    were renamed in PyTorch 2.4; both spellings are taken)."""
+    try:
+        on = torch.is_autocast_enabled("cuda")
+    except TypeError:
+        on = torch.is_autocast_enabled()
+    if not on:
+        return None
+    get = getattr(torch, "get_autocast_dtype", None)
+    return get("cuda") if get is not None else torch.get_autocast_gpu_dtype()
 _CELLS = {"LSTM": "lstm", "GRU": "gru", "RNN_TANH": "rnn_tanh", "RNN_RELU": "rnn_relu"}
 
 
@@ -266,12 +282,16 @@ class _RnnxModule:
         for n in self._flat_weights_names:
             self._parameters[n] = self._parameters.pop(n)
 
+    def _rnnx_refuse_dtype(self, dtype, device=None):
+        where = f" on {device}" if device is not None else ""
+        raise _rnnx.UnsupportedError(
+            f"rnnx.torch.{type(self).__name__} runs float32, float64 and bfloat16 (and "
+            f"float16 on CUDA); its parameters are {dtype}{where} (convert the module with "
+            f".float(), .double(), .bfloat16(), or .half() on a GPU)")
+
     def _rnnx_config(self, dtype, dropout):
         if dtype not in _DTYPES:
-            raise _rnnx.UnsupportedError(
-                f"rnnx.torch.{type(self).__name__} runs float32, float64 and bfloat16; its "
-                f"parameters are {dtype} (convert the module with .float(), .double() or "
-                f".bfloat16())")
+            self._rnnx_refuse_dtype(dtype)
         cfg, key = self._rnnx_engine.config(
             cell=_CELLS[self.mode], input_size=int(self.input_size),
             hidden_size=int(self.hidden_size), proj_size=int(self.proj_size),
@@ -419,8 +439,17 @@ class _RnnxModule:
             weights = [w.to(torch.bfloat16) for w in weights]
             hx = _cast_states(hx, torch.bfloat16)
             dtype = torch.bfloat16
-        if dtype not in _DTYPES:
-            self._rnnx_config(dtype, 0.0)  # raises, naming the parameters' dtype
+        elif (dtype == torch.float32 and x.dtype == torch.float32 and device.type == "cuda"
+                and _cuda_autocast_dtype() in (torch.float16, torch.bfloat16)):
+            # torch.autocast("cuda"): the same on the GPU, to autocast's dtype (float16 unless
+            # asked otherwise), which cuDNN runs on tensor cores.
+            half = _cuda_autocast_dtype()
+            x = x.to(half)
+            weights = [w.to(half) for w in weights]
+            hx = _cast_states(hx, half)
+            dtype = half
+        if dtype not in _DTYPES or (dtype == torch.float16 and device.type != "cuda"):
+            self._rnnx_refuse_dtype(dtype, device)
         if x.dtype != dtype:
             raise invalid(f"input dtype {x.dtype} does not match the parameters' dtype {dtype}")
         for name, w in zip(self._flat_weights_names, weights):

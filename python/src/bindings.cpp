@@ -102,7 +102,8 @@ rnnx::DataType parse_dtype(const std::string& s) {
   if (s == "float32") return rnnx::DataType::f32;
   if (s == "float64") return rnnx::DataType::f64;
   if (s == "bfloat16") return rnnx::DataType::bf16;
-  invalid("dtype '" + s + "' is not one of: float32, float64, bfloat16");
+  if (s == "float16") return rnnx::DataType::f16;
+  invalid("dtype '" + s + "' is not one of: float32, float64, bfloat16, float16");
 }
 
 rnnx::NanPolicy parse_nan(const std::string& s) {

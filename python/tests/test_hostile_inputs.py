@@ -324,7 +324,8 @@ def test_torch_refuses_with_a_message(name, kind, kw, call, exc, pattern):
 @pytest.mark.parametrize("convert", ["half"])
 def test_torch_module_in_a_dtype_rnnx_cannot_run(convert):
     """Like torch.nn, the module may be built in or moved to float16 (and back); a call in
-    that state says which dtypes rnnx runs (bfloat16 runs: test_bfloat16.py)."""
+    that state on the CPU says which dtypes rnnx runs (bfloat16 runs: test_bfloat16.py;
+    float16 on CUDA: test_torch_cuda.py)."""
     torch.manual_seed(1)
     dt = getattr(torch, convert if convert != "half" else "float16")
     ref, ours = make_pair("LSTM")

@@ -89,3 +89,28 @@ def test_mixed_devices_are_refused():
         m(torch.randn(2, 1, 3))  # input on the CPU, parameters on the GPU
     with pytest.raises(rnnx.InvalidArgumentError, match="h_0 is on cpu"):
         m(torch.randn(2, 1, 3, device="cuda"), (torch.zeros(1, 1, 4), torch.zeros(1, 1, 4).cuda()))
+
+
+@pytest.mark.parametrize("half", [torch.float16, torch.bfloat16])
+def test_half_modules_and_autocast_on_cuda(half):
+    """A module converted to float16 or bfloat16 on the GPU runs cuDNN on 16-bit data; a float32
+    module under torch.autocast("cuda") does the same and its parameters get float32
+    gradients. Both against the float64 module, in norm (16-bit roundoff)."""
+    torch.manual_seed(3)
+    I, H, T, lengths = 8, 16, 6, [6, 4, 6, 0]
+    ref = rt.LSTM(I, H, num_layers=2).double()
+    x = torch.rand(T, len(lengths), I, dtype=torch.float64).mul(2).sub(1)
+    want = run(ref, x, lengths)
+    ours = copy.deepcopy(ref).to(half).cuda()
+    got = run(ours, x.to(half).cuda(), lengths)
+    assert got["y"].dtype == half
+    for k in ("y", "x.grad", "h0", "h1"):
+        rel = (got[k].double() - want[k]).norm() / want[k].norm().clamp_min(1e-12)
+        assert rel < 5e-2, (k, float(rel))
+    f32 = copy.deepcopy(ref).float().cuda()
+    with torch.autocast("cuda", dtype=half):
+        y, _ = f32(x.float().cuda(), lengths=lengths)
+    assert y.dtype == half
+    y.float().sum().backward()
+    assert all(p.grad.dtype == torch.float32 for p in f32.parameters())
+

@@ -215,6 +215,8 @@ rnnx::DataType to_cpp_dtype(int v, const char* fn) {
       return rnnx::DataType::f64;
     case RNNX_DTYPE_BFLOAT16:
       return rnnx::DataType::bf16;
+    case RNNX_DTYPE_FLOAT16:
+      return rnnx::DataType::f16;
     default:
       break;
   }
@@ -226,6 +228,8 @@ rnnx_dtype_t to_c(rnnx::DataType v) {
       return RNNX_DTYPE_FLOAT64;
     case rnnx::DataType::bf16:
       return RNNX_DTYPE_BFLOAT16;
+    case rnnx::DataType::f16:
+      return RNNX_DTYPE_FLOAT16;
     case rnnx::DataType::f32:
       break;
   }

@@ -228,6 +228,8 @@ const char* to_string(DataType dtype) {
       return "float64";
     case DataType::bf16:
       return "bfloat16";
+    case DataType::f16:
+      return "float16";
   }
   return "unknown";
 }
@@ -239,6 +241,7 @@ int64_t dtype_size(DataType dtype) {
     case DataType::f64:
       return 8;
     case DataType::bf16:
+    case DataType::f16:
       return 2;
   }
   return 0;
@@ -284,7 +287,8 @@ void validate(const Config& c) {
       c.math != MathMode::allow_conversion) {
     invalid("math (= " + std::to_string(static_cast<int>(c.math)) + ") is not a known math mode");
   }
-  if (c.dtype != DataType::f32 && c.dtype != DataType::f64 && c.dtype != DataType::bf16) {
+  if (c.dtype != DataType::f32 && c.dtype != DataType::f64 && c.dtype != DataType::bf16 &&
+      c.dtype != DataType::f16) {
     invalid("dtype (= " + std::to_string(static_cast<int>(c.dtype)) + ") is not a known type");
   }
   if (c.input_size < 1) invalid("input_size (= " + std::to_string(c.input_size) + ") must be >= 1");

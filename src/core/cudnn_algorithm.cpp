@@ -33,7 +33,9 @@ std::vector<CudnnAlgo> cudnn_algorithm_candidates(const Config& c, const CudnnBa
   const bool uniform =
       batch.batch > 0 && std::all_of(batch.lengths.begin(), batch.lengths.end(),
                                      [&](auto n) { return n == batch.lengths.front(); });
-  if (!uniform || c.proj_size > 0 || !c.bias || c.dtype != DataType::f32) return out;
+  if (!uniform || c.proj_size > 0 || !c.bias ||
+      (c.dtype != DataType::f32 && c.dtype != DataType::f16))
+    return out;
   out.push_back(CudnnAlgo::persist_static);
   if (c.hidden_size <= 128) out.push_back(CudnnAlgo::persist_static_small_h);
   return out;

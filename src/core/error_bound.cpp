@@ -41,6 +41,14 @@ namespace rnnx {
 // |x|, |h| <= 1). This is ~1e-1 for the tests' problems, where a float32 run is held to
 // ~1e-4: loose enough for bf16's ~1e-2 worst element, still far below a wrong equation's
 // O(1).
+namespace {
+// The unit roundoff of the 16-bit operands: float16's 2^-11, bfloat16's 2^-8 (also the
+// converted products of allow_conversion).
+double sixteen_bit_roundoff(const Config& c) {
+  return c.dtype == DataType::f16 ? 1.0 / 2048 : 1.0 / 256;
+}
+}  // namespace
+
 double error_bound(const Config& c, int64_t T, int64_t B, bool backward, bool bf16_products) {
   constexpr double kActivationUlps = 8, kBiases = 2, kSafety = 2;
   // bf16 data is computed in float32 (cpu) or double (reference).
@@ -57,13 +65,14 @@ double error_bound(const Config& c, int64_t T, int64_t B, bool backward, bool bf
              static_cast<double>(T * B);
   }
   const double bound = kSafety * depth * eps;
-  const bool bf16_data = c.dtype == DataType::bf16;
-  if (!bf16_data && (!bf16_products || c.dtype != DataType::f32)) return bound;
-  constexpr double kBf16Product = 1.0 / 128, kLambda = 6;  // 2u, u = 2^-8
-  // bf16 data: the products are bf16 ones, and each side rounds its result (|y| <= 1 for
-  // the outputs, more for a gradient: relative) to bf16, u apiece.
-  const double outputs = bf16_data ? kBf16Product : 0.0;
-  return bound + kLambda * std::sqrt(depth / static_cast<double>(c.hidden_size)) * kBf16Product +
+  const bool half_data = c.dtype == DataType::bf16 || c.dtype == DataType::f16;
+  if (!half_data && (!bf16_products || c.dtype != DataType::f32)) return bound;
+  constexpr double kLambda = 6;
+  const double product = 2.0 * sixteen_bit_roundoff(c);  // 2u
+  // 16-bit data: the products are of 16-bit operands, and each side rounds its result (|y| <=
+  // 1 for the outputs, more for a gradient: relative) to 16 bits, u apiece.
+  const double outputs = half_data ? product : 0.0;
+  return bound + kLambda * std::sqrt(depth / static_cast<double>(c.hidden_size)) * product +
          outputs;
 }
 
@@ -94,13 +103,13 @@ double error_bound(const Config& c, int64_t T, int64_t B, bool backward, bool bf
 double norm_error_bound(const Config& c, int64_t T, int64_t B, bool backward) {
   const double accumulation = error_bound(c, T, B, backward, false);
   if (c.dtype == DataType::f64) return accumulation;
-  constexpr double kBf16Roundoff = 1.0 / 256;  // 2^-8
+  const double u = sixteen_bit_roundoff(c);
   const double per_step = c.proj_size > 0 ? 2.0 : 1.0;
   const double forward = static_cast<double>(T + c.num_layers) * per_step;
   const double n = backward ? 2.0 * forward + 1.0 : forward;
-  // bf16 data: the results of both sides are rounded to bf16 too (u each).
-  const double outputs = c.dtype == DataType::bf16 ? 2.0 * kBf16Roundoff : 0.0;
-  return 2.0 * kBf16Roundoff * std::sqrt(n) + outputs + accumulation;
+  // 16-bit data: the results of both sides are rounded to 16 bits too (u each).
+  const double outputs = c.dtype == DataType::bf16 || c.dtype == DataType::f16 ? 2.0 * u : 0.0;
+  return 2.0 * u * std::sqrt(n) + outputs + accumulation;
 }
 
 }  // namespace rnnx

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/bfloat16.hpp"
+#include "core/float16.hpp"
 #include "core/gate_order.hpp"
 #include "rnnx/convert.hpp"
 #include "rnnx/error.hpp"
@@ -88,6 +89,9 @@ void import_onnx_layer(const Config& config, const WeightLayout& layout, int64_t
   } else if (config.dtype == DataType::bf16) {
     convert_layer<core::bfloat16, true>(config, layout, layer, w, r, b, p,
                                         static_cast<core::bfloat16*>(flat));
+  } else if (config.dtype == DataType::f16) {
+    convert_layer<core::float16, true>(config, layout, layer, w, r, b, p,
+                                       static_cast<core::float16*>(flat));
   } else {
     convert_layer<float, true>(config, layout, layer, w, r, b, p, static_cast<float*>(flat));
   }
@@ -103,6 +107,10 @@ void export_onnx_layer(const Config& config, const WeightLayout& layout, int64_t
     convert_layer<core::bfloat16, false>(
         config, layout, layer, W, R, B, P,
         const_cast<core::bfloat16*>(static_cast<const core::bfloat16*>(flat)));
+  } else if (config.dtype == DataType::f16) {
+    convert_layer<core::float16, false>(
+        config, layout, layer, W, R, B, P,
+        const_cast<core::float16*>(static_cast<const core::float16*>(flat)));
   } else {
     convert_layer<float, false>(config, layout, layer, W, R, B, P,
                                 const_cast<float*>(static_cast<const float*>(flat)));

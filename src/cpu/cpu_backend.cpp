@@ -11,6 +11,7 @@
 #include "cpu/buffers.hpp"
 #include "cpu/passes.hpp"
 #include "cpu/plan_spec.hpp"
+#include "rnnx/error.hpp"
 #include "rnnx/version.hpp"
 
 namespace rnnx {
@@ -69,6 +70,11 @@ class CpuBackend final : public BackendImpl {
 std::unique_ptr<BackendImpl> make_cpu_backend(const PlanContext& ctx) {
   if (ctx.config.dtype == DataType::f64) return std::make_unique<CpuBackend<double>>(ctx);
   if (ctx.config.dtype == DataType::bf16) return cpu::make_bf16_backend(ctx);
+  if (ctx.config.dtype == DataType::f16) {
+    throw Error(Status::unsupported,
+                "backend cpu runs dtype float32, float64 and bfloat16, not float16 (float16 "
+                "runs on backend cuda)");
+  }
   return std::make_unique<CpuBackend<float>>(ctx);
 }
 

@@ -15,6 +15,8 @@ cudnnDataType_t cudnn_type(DataType dtype) {
       return CUDNN_DATA_DOUBLE;
     case DataType::bf16:
       return CUDNN_DATA_BFLOAT16;
+    case DataType::f16:
+      return CUDNN_DATA_HALF;
     default:
       return CUDNN_DATA_FLOAT;
   }
@@ -101,7 +103,8 @@ CudnnRnn::CudnnRnn(const PlanContext& ctx, const core::CudnnBatch& batch, cudnnH
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
   if (c.dtype == DataType::f64) {
     math_name_ = "double";
-  } else if (c.dtype == DataType::bf16) {
+  } else if (c.dtype == DataType::bf16 || c.dtype == DataType::f16) {
+    // 16-bit data on tensor cores, accumulated and kept (cell state) in float32.
     math = CUDNN_TENSOR_OP_MATH, math_name_ = "tensor-op";
   } else if (ctx.math == MathMode::allow_conversion) {
     math = CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION, math_name_ = "tensor-op-allow-conversion";

@@ -1,6 +1,7 @@
 // The kernels of kernels.hpp: memory-bound loops over elements, one thread per element
-// (grid-stride), instantiated for float, double and bfloat16.
+// (grid-stride), instantiated for float, double, bfloat16 and float16.
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <algorithm>
 
@@ -25,6 +26,10 @@ template <>
 __device__ __nv_bfloat16 from_double<__nv_bfloat16>(double v) {
   return __double2bfloat16(v);
 }
+template <>
+__device__ __half from_double<__half>(double v) {
+  return __double2half(v);
+}
 // Sums in the type's own arithmetic: float and double exactly as the host backends add
 // gradients, bfloat16 through float32 and one rounding.
 template <typename T>
@@ -34,6 +39,10 @@ __device__ T add(T a, T b) {
 template <>
 __device__ __nv_bfloat16 add<__nv_bfloat16>(__nv_bfloat16 a, __nv_bfloat16 b) {
   return __float2bfloat16(__bfloat162float(a) + __bfloat162float(b));
+}
+template <>
+__device__ __half add<__half>(__half a, __half b) {
+  return __float2half(__half2float(a) + __half2float(b));
 }
 
 template <typename T>
@@ -81,6 +90,10 @@ template <>
 __device__ __nv_bfloat16 scaled<__nv_bfloat16>(__nv_bfloat16 x, double scale) {
   return __float2bfloat16(__bfloat162float(x) * static_cast<float>(scale));
 }
+template <>
+__device__ __half scaled<__half>(__half x, double scale) {
+  return __float2half(__half2float(x) * static_cast<float>(scale));
+}
 
 template <typename T>
 __global__ void dropout_kernel(T* data, int64_t rows, int64_t width, const int64_t* element_base,
@@ -116,6 +129,8 @@ void by_dtype(DataType dtype, F&& f) {
       return f(static_cast<double*>(nullptr));
     case DataType::bf16:
       return f(static_cast<__nv_bfloat16*>(nullptr));
+    case DataType::f16:
+      return f(static_cast<__half*>(nullptr));
   }
 }
 

@@ -12,6 +12,7 @@
 #include "core/bfloat16.hpp"
 #include "core/direction.hpp"
 #include "core/dropout.hpp"
+#include "core/float16.hpp"
 #include "reference/cell_math.hpp"
 
 namespace rnnx {
@@ -312,6 +313,8 @@ std::unique_ptr<BackendImpl> make_reference_backend(const PlanContext& ctx) {
       // Reads widen each bf16 value exactly; writes round the double result once to float32
       // and then to bf16 (the double rounding moves a result by at most one bf16 ulp).
       return std::make_unique<ReferenceBackend<core::bfloat16>>(ctx);
+    case DataType::f16:  // the oracle of the GPU's float16 runs, reads and writes as bf16's
+      return std::make_unique<ReferenceBackend<core::float16>>(ctx);
     case DataType::f32:
       break;
   }

@@ -758,6 +758,10 @@ static void test_config_round_trip(void) {
   CHECK_OK(rnnx_config_set_dtype(c, RNNX_DTYPE_FLOAT64));
   CHECK_OK(rnnx_config_get_dtype(c, &dtype));
   CHECK_TRUE(dtype == RNNX_DTYPE_FLOAT64, "dtype round trip");
+  CHECK_OK(rnnx_config_set_dtype(c, RNNX_DTYPE_FLOAT16));
+  CHECK_OK(rnnx_config_get_dtype(c, &dtype));
+  CHECK_TRUE(dtype == RNNX_DTYPE_FLOAT16, "float16 round trip");
+  CHECK_OK(rnnx_config_set_dtype(c, RNNX_DTYPE_FLOAT64));
   CHECK_OK(rnnx_config_set_padding_fill(c, -7.25));
   CHECK_OK(rnnx_config_get_padding_fill(c, &dv));
   CHECK_TRUE(dv == -7.25, "padding_fill round trip");
@@ -1082,6 +1086,11 @@ static void test_invalid_config(void) {
         CHECK_TRUE(p == NULL, "refused cuda plan is NULL");
       }
     }
+    /* float16 is for the GPU: the cpu backend says so. */
+    CHECK_OK(rnnx_config_set_dtype(c, RNNX_DTYPE_FLOAT16));
+    CHECK(rnnx_plan_create(&p, c, &d, RNNX_BACKEND_CPU, 0), RNNX_STATUS_UNSUPPORTED, "float16");
+    CHECK_TRUE(p == NULL, "refused float16 cpu plan is NULL");
+    CHECK_OK(rnnx_config_set_dtype(c, RNNX_DTYPE_FLOAT32));
     CHECK(rnnx_plan_create(&p, c, &d, RNNX_BACKEND_CPU, -1), RNNX_STATUS_INVALID_ARGUMENT,
           "num_threads (= -1)");
     CHECK_OK(rnnx_plan_create(&p, c, &d, RNNX_BACKEND_CPU, 0));

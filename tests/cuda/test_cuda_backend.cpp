@@ -1,7 +1,8 @@
 // The cuda backend through the public API, against the reference backend: every problem of
 // problems.hpp (cells, layers, directions, projection, clipping and its NaN policy, dropout,
-// variable, zero and unsorted lengths in every layout, ONNX's options), float32 and float64,
-// forward and backward, on cuDNN or, where cuDNN cannot, on rnnx's own kernels; rnnx's
+// variable, zero and unsorted lengths in every layout, ONNX's options), float32, float64 and
+// float16 (cuDNN's tensor cores; the own kernels refuse it), forward and backward, on cuDNN
+// or, where cuDNN cannot, on rnnx's own kernels; rnnx's
 // dropout masks made on the GPU bit for bit equal to the CPU's; a call on the caller's
 // stream. Needs a GPU except where said.
 #include <gtest/gtest.h>
@@ -25,13 +26,20 @@ class CudaVsReference : public ::testing::TestWithParam<Param> {};
 TEST_P(CudaVsReference, ForwardAndBackward) {
   TestCase p = std::get<0>(GetParam());
   p.cfg.dtype = std::get<1>(GetParam());
+  const std::string refusal = core::cudnn_refusal(p.cfg);
+  if (p.cfg.dtype == DataType::f16 && !refusal.empty()) {  // checked before a GPU is looked for
+    expect_error([&] { Plan plan(p.cfg, p.shape, backend_options(Backend::cuda)); },
+                 Status::unsupported, {"backend cuda", refusal, "float16"});
+    return;
+  }
   RNNX_SKIP_WITHOUT_GPU();
   check_against_reference(p, p.cfg.dtype, Backend::cuda, &cuda_hooks());
 }
 
 INSTANTIATE_TEST_SUITE_P(Problems, CudaVsReference,
                          ::testing::Combine(::testing::ValuesIn(cpu_vs_reference_cases()),
-                                            ::testing::Values(DataType::f32, DataType::f64)),
+                                            ::testing::Values(DataType::f32, DataType::f64,
+                                                              DataType::f16)),
                          [](const ::testing::TestParamInfo<Param>& info) {
                            return std::get<0>(info.param).name + "_" +
                                   to_string(std::get<1>(info.param));
