@@ -93,6 +93,50 @@ class Builder {
   void gemm(std::vector<StepOp>& ops, GemmOp g) const {
     if (g.m > 0 && g.n > 0 && g.k > 0) ops.emplace_back(g);
   }
+  // C[m, n] = A[m, k] B'[k, n] + beta C, B' = B or, b_transposed, B stored [n, k] transposed.
+  void multiply(std::vector<StepOp>& ops, int64_t m, int64_t n, int64_t k, Ref a, int64_t lda,
+                Ref b, int64_t ldb, bool b_transposed, double beta, Ref c, int64_t ldc) const {
+    gemm(ops, {.trans_b = b_transposed,
+               .m = m,
+               .n = n,
+               .k = k,
+               .a = a,
+               .lda = lda,
+               .b = b,
+               .ldb = ldb,
+               .beta = beta,
+               .c = c,
+               .ldc = ldc});
+  }
+  // A weight gradient over all tokens: C[m, n] += A^T B, A [tokens, m], B [tokens, n].
+  void over_tokens(std::vector<StepOp>& ops, Ref a, int64_t lda, int64_t m, Ref b, int64_t ldb,
+                   int64_t n, Ref c, int64_t ldc) const {
+    gemm(ops, {.trans_a = true,
+               .m = m,
+               .n = n,
+               .k = N_,
+               .a = a,
+               .lda = lda,
+               .b = b,
+               .ldb = ldb,
+               .beta = 1,
+               .c = c,
+               .ldc = ldc});
+  }
+  // A bias (or peephole) gradient: v[n] += the column sums of A [tokens, n], as a product
+  // with a row of ones.
+  void column_sums(std::vector<StepOp>& ops, Ref ones, Ref a, int64_t n, Ref v) const {
+    gemm(ops, {.m = 1,
+               .n = n,
+               .k = N_,
+               .a = ones,
+               .lda = N_,
+               .b = a,
+               .ldb = n,
+               .beta = 1,
+               .c = v,
+               .ldc = n});
+  }
 
   const Config& c_;
   const Schedule& s_;
@@ -131,32 +175,14 @@ StepProgram Builder::forward(bool training) {
       const int64_t ld = l * d_.D + d;
       const Records::PerDirection& rec = rec_.dir[ld];
       const Ref w_hh = weight(l, d, WeightKind::w_hh), w_hr = weight(l, d, WeightKind::w_hr);
-      gemm(p.ops, {.trans_b = true,
-                   .m = N_,
-                   .n = GH,
-                   .k = I,
-                   .a = in,
-                   .lda = I,
-                   .b = weight(l, d, WeightKind::w_ih),
-                   .ldb = I,
-                   .c = G,
-                   .ldc = GH});
+      multiply(p.ops, N_, GH, I, in, I, weight(l, d, WeightKind::w_ih), I, true, 0.0, G, GH);
       const Ref hs = p.h_state.plus(ld * B * P);
       const Ref cs = lstm_ ? p.c_state.plus(ld * B * H) : Ref{};
       for (int64_t t : steps(d)) {
         const int64_t n = s_.batch_sizes[t], off = s_.offsets[t];
         auto tok = [&](Ref r, int64_t width) { return r ? r.plus(off * width) : r; };
         // The original GRU's n takes W_hn (r * h): the r and z columns first, then n's.
-        gemm(p.ops, {.trans_b = true,
-                     .m = n,
-                     .n = gru_original_ ? 2 * H : GH,
-                     .k = P,
-                     .a = hs,
-                     .lda = P,
-                     .b = w_hh,
-                     .ldb = P,
-                     .c = R,
-                     .ldc = GH});
+        multiply(p.ops, n, gru_original_ ? 2 * H : GH, P, hs, P, w_hh, P, true, 0.0, R, GH);
         CellOp cell = cell_op(CellKind::lstm_forward, d, n);
         CellRefs& a = cell.at;
         a.g = tok(G, GH);
@@ -169,16 +195,7 @@ StepProgram Builder::forward(bool training) {
           reset.kind = CellKind::gru_reset_forward;
           reset.at.rh = rh;
           p.ops.emplace_back(reset);
-          gemm(p.ops, {.trans_b = true,
-                       .m = n,
-                       .n = H,
-                       .k = H,
-                       .a = rh,
-                       .lda = H,
-                       .b = w_hh.plus(2 * H * P),
-                       .ldb = P,
-                       .c = R.plus(2 * H),
-                       .ldc = GH});
+          multiply(p.ops, n, H, H, rh, H, w_hh.plus(2 * H * P), P, true, 0.0, R.plus(2 * H), GH);
         }
         a.cs = cs;
         a.y = out.plus(off * DP + d * P);
@@ -194,16 +211,7 @@ StepProgram Builder::forward(bool training) {
                            : CellKind::rnn_forward;
         p.ops.emplace_back(cell);
         if (proj_) {
-          gemm(p.ops, {.trans_b = true,
-                       .m = n,
-                       .n = P,
-                       .k = H,
-                       .a = a.hraw,
-                       .lda = H,
-                       .b = w_hr,
-                       .ldb = H,
-                       .c = a.y,
-                       .ldc = DP});
+          multiply(p.ops, n, P, H, a.hraw, H, w_hr, H, true, 0.0, a.y, DP);
           CellOp project = cell_op(CellKind::project_forward, d, n);
           project.at.y = a.y;
           project.at.hs = hs;
@@ -286,15 +294,7 @@ StepProgram Builder::backward() {
           project.at.praw = tok(rec.praw, P);
           project.at.dhr = tok(dhr, P);
           p.ops.emplace_back(project);
-          gemm(p.ops, {.m = n,
-                       .n = H,
-                       .k = P,
-                       .a = project.at.dhr,
-                       .lda = P,
-                       .b = w_hr,
-                       .ldb = H,
-                       .c = dh,
-                       .ldc = H});
+          multiply(p.ops, n, H, P, project.at.dhr, P, w_hr, H, false, 0.0, dh, H);
           a.dh = dh;
         }
         a.rec_a = tok(rec.a, RW);
@@ -313,125 +313,35 @@ StepProgram Builder::backward() {
         // dh_prev = dG_h W_hh: overwrites the rows' state gradient (LSTM, RNN) or adds to the
         // direct part dh * z the GRU kernel left there.
         if (gru_original_) {
-          gemm(p.ops, {.m = n,
-                       .n = H,
-                       .k = H,
-                       .a = a.dgh.plus(2 * H),
-                       .lda = GH,
-                       .b = w_hh.plus(2 * H * P),
-                       .ldb = P,
-                       .c = drh,
-                       .ldc = H});
+          multiply(p.ops, n, H, H, a.dgh.plus(2 * H), GH, w_hh.plus(2 * H * P), P, false, 0.0, drh,
+                   H);
           CellOp reset = cell;
           reset.kind = CellKind::gru_reset_backward;
           reset.at.drh = drh;
           p.ops.emplace_back(reset);
         }
-        gemm(p.ops, {.m = n,
-                     .n = P,
-                     .k = gru_original_ ? 2 * H : GH,
-                     .a = a.dgh,
-                     .lda = GH,
-                     .b = w_hh,
-                     .ldb = P,
-                     .beta = gru_ ? 1.0 : 0.0,
-                     .c = dhs,
-                     .ldc = P});
+        multiply(p.ops, n, P, gru_original_ ? 2 * H : GH, a.dgh, GH, w_hh, P, false,
+                 gru_ ? 1.0 : 0.0, dhs, P);
       }
       // Weight gradients over all tokens, then the layer input's gradient.
-      gemm(p.ops, {.trans_a = true,
-                   .m = GH,
-                   .n = I,
-                   .k = N_,
-                   .a = dgx,
-                   .lda = GH,
-                   .b = in,
-                   .ldb = I,
-                   .beta = 1,
-                   .c = dweight(l, d, WeightKind::w_ih),
-                   .ldc = I});
+      over_tokens(p.ops, dgx, GH, GH, in, I, I, dweight(l, d, WeightKind::w_ih), I);
       const Ref dw_hh = dweight(l, d, WeightKind::w_hh);
-      gemm(p.ops, {.trans_a = true,
-                   .m = gru_original_ ? 2 * H : GH,
-                   .n = P,
-                   .k = N_,
-                   .a = dgh,
-                   .lda = GH,
-                   .b = rec.h_prev,
-                   .ldb = P,
-                   .beta = 1,
-                   .c = dw_hh,
-                   .ldc = P});
+      over_tokens(p.ops, dgh, GH, gru_original_ ? 2 * H : GH, rec.h_prev, P, P, dw_hh, P);
       if (gru_original_) {
-        gemm(p.ops, {.trans_a = true,
-                     .m = H,
-                     .n = H,
-                     .k = N_,
-                     .a = dgh.plus(2 * H),
-                     .lda = GH,
-                     .b = rh,
-                     .ldb = H,
-                     .beta = 1,
-                     .c = dw_hh.plus(2 * H * P),
-                     .ldc = P});
+        over_tokens(p.ops, dgh.plus(2 * H), GH, H, rh, H, H, dw_hh.plus(2 * H * P), P);
       }
       if (c_.bias) {
-        gemm(p.ops, {.m = 1,
-                     .n = GH,
-                     .k = N_,
-                     .a = ones,
-                     .lda = N_,
-                     .b = dgx,
-                     .ldb = GH,
-                     .beta = 1,
-                     .c = dweight(l, d, WeightKind::b_ih),
-                     .ldc = GH});
-        gemm(p.ops, {.m = 1,
-                     .n = GH,
-                     .k = N_,
-                     .a = ones,
-                     .lda = N_,
-                     .b = dgh,
-                     .ldb = GH,
-                     .beta = 1,
-                     .c = dweight(l, d, WeightKind::b_hh),
-                     .ldc = GH});
+        column_sums(p.ops, ones, dgx, GH, dweight(l, d, WeightKind::b_ih));
+        column_sums(p.ops, ones, dgh, GH, dweight(l, d, WeightKind::b_hh));
       }
       if (proj_) {
-        gemm(p.ops, {.trans_a = true,
-                     .m = P,
-                     .n = H,
-                     .k = N_,
-                     .a = dhr,
-                     .lda = P,
-                     .b = rec.hraw,
-                     .ldb = H,
-                     .beta = 1,
-                     .c = dweight(l, d, WeightKind::w_hr),
-                     .ldc = H});
+        over_tokens(p.ops, dhr, P, P, rec.hraw, H, H, dweight(l, d, WeightKind::w_hr), H);
       }
       if (c_.peephole) {
-        gemm(p.ops, {.m = 1,
-                     .n = 3 * H,
-                     .k = N_,
-                     .a = ones,
-                     .lda = N_,
-                     .b = dpeep,
-                     .ldb = 3 * H,
-                     .beta = 1,
-                     .c = dweight(l, d, WeightKind::w_peephole),
-                     .ldc = 3 * H});
+        column_sums(p.ops, ones, dpeep, 3 * H, dweight(l, d, WeightKind::w_peephole));
       }
-      gemm(p.ops, {.m = N_,
-                   .n = I,
-                   .k = GH,
-                   .a = dgx,
-                   .lda = GH,
-                   .b = weight(l, d, WeightKind::w_ih),
-                   .ldb = I,
-                   .beta = d == 0 ? 0.0 : 1.0,
-                   .c = din,
-                   .ldc = I});
+      multiply(p.ops, N_, I, GH, dgx, GH, weight(l, d, WeightKind::w_ih), I, false,
+               d == 0 ? 0.0 : 1.0, din, I);
     }
     if (l > 0 && dropout) p.ops.emplace_back(DropoutOp{.data = din, .width = DP, .layer = l - 1});
   }
