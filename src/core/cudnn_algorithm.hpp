@@ -24,8 +24,8 @@ std::optional<CudnnAlgo> cudnn_algo_from_string(const std::string& name);
 // The algorithms cuDNN may run the batch with, STANDARD first. The persistent ones take
 // neither variable lengths nor a projection and need the double bias (GPU-NOTES.md, PyTorch's
 // own rules): they are candidates only when every sequence of the batch has the same length,
-// without projection, with bias, on float32 or float16 data; the small-H one only up to H = 128, where
-// its backward runs too. Whatever else a candidate cannot do shows when it is measured (an
+// without projection, with bias, on float32 or float16 data; the small-H one only up to H = 128,
+// where its backward runs too. Whatever else a candidate cannot do shows when it is measured (an
 // error, or a result that differs from STANDARD's), and it is dropped then.
 std::vector<CudnnAlgo> cudnn_algorithm_candidates(const Config& config, const CudnnBatch& batch);
 

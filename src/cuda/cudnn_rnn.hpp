@@ -50,7 +50,8 @@ class CudnnRnn {
   bool per_layer() const { return groups_.size() > 1; }
   size_t max_weight_bytes() const;
   size_t max_workspace(bool training) const;
-  // "fma" (strict float32), "tensor-op-allow-conversion", "tensor-op" (bfloat16, float16), "double".
+  // "fma" (strict float32), "tensor-op-allow-conversion", "tensor-op" (bfloat16, float16),
+  // "double".
   const char* math_name() const { return math_name_; }
 
  private:
