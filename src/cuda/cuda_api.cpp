@@ -29,15 +29,6 @@ void check(cudnnStatus_t status, const char* what) {
   throw Error(code, std::string("backend cuda: ") + what + ": " + cudnnGetErrorString(status));
 }
 
-void check(cublasStatus_t status, const char* what) {
-  if (status == CUBLAS_STATUS_SUCCESS) return;
-  const Status code = status == CUBLAS_STATUS_ALLOC_FAILED    ? Status::out_of_memory
-                      : status == CUBLAS_STATUS_NOT_SUPPORTED ? Status::unsupported
-                                                              : Status::internal;
-  throw Error(code, std::string("backend cuda: ") + what + ": " + cublasGetStatusName(status) +
-                        " (" + cublasGetStatusString(status) + ")");
-}
-
 CudnnHandle make_handle() {
   return create<CudnnHandle>(&cudnnCreate, "cudnnCreate");
 }

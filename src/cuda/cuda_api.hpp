@@ -1,9 +1,8 @@
-// The CUDA runtime, cuDNN and cuBLAS as the cuda backend uses them: every status checked into an
+// The CUDA runtime and cuDNN as the cuda backend uses them: every status checked into an
 // rnnx::Error that names the call, RAII owners of every handle and descriptor, device
 // memory behind core::Memory, and the GPU a plan is bound to.
 #pragma once
 
-#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
@@ -19,7 +18,6 @@ namespace rnnx::cuda {
 // failures, unsupported for what cuDNN does not support, internal for the rest.
 void check(cudaError_t status, const char* what);
 void check(cudnnStatus_t status, const char* what);
-void check(cublasStatus_t status, const char* what);
 
 // Owner of one handle or descriptor, destroyed with `Destroy`.
 template <typename H, auto Destroy>

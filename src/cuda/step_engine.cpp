@@ -5,10 +5,9 @@
 // accumulation, as the cpu backend's allow_conversion does.
 #include "cuda/step_engine.hpp"
 
-#include <cublas_v2.h>
-
 #include <string>
 
+#include "cuda/cublas_loader.hpp"
 #include "cuda/cuda_api.hpp"
 #include "cuda/kernels.hpp"
 #include "cuda/step_cells.hpp"
@@ -16,13 +15,16 @@
 namespace rnnx::cuda {
 namespace {
 
-using CublasHandle = Owned<cublasHandle_t, &cublasDestroy>;
+void destroy_cublas(cublasHandle_t h) {
+  cublas().destroy(h);
+}
+using CublasHandle = Owned<cublasHandle_t, &destroy_cublas>;
 
 CublasHandle make_cublas() {
-  return create<CublasHandle>(&cublasCreate, "cublasCreate");
+  return create<CublasHandle>(cublas().create, "cublasCreate");
 }
 void attach_cublas(cublasHandle_t h, cudaStream_t stream) {
-  check(cublasSetStream(h, stream), "cublasSetStream");
+  check(cublas().set_stream(h, stream), "cublasSetStream");
 }
 
 class CudaStepEngine final : public core::StepEngine {
@@ -108,21 +110,21 @@ class CudaStepEngine final : public core::StepEngine {
                ldc = static_cast<int>(g.ldc);
     if (ctx_.config.dtype == DataType::f64) {
       const double one = 1.0, beta = g.beta;
-      check(cublasDgemm(h, op_b, op_a, n, m, k, &one, static_cast<const double*>(B), ldb,
-                        static_cast<const double*>(A), lda, &beta, static_cast<double*>(C), ldc),
+      check(cublas().dgemm(h, op_b, op_a, n, m, k, &one, static_cast<const double*>(B), ldb,
+                           static_cast<const double*>(A), lda, &beta, static_cast<double*>(C), ldc),
             "cublasDgemm");
       return;
     }
     const float one = 1.0f, beta = static_cast<float>(g.beta);
     if (fast_bf16_) {
-      check(
-          cublasGemmEx(h, op_b, op_a, n, m, k, &one, B, CUDA_R_32F, ldb, A, CUDA_R_32F, lda, &beta,
-                       C, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F_FAST_16BF, CUBLAS_GEMM_DEFAULT),
-          "cublasGemmEx");
+      check(cublas().gemm_ex(h, op_b, op_a, n, m, k, &one, B, CUDA_R_32F, ldb, A, CUDA_R_32F, lda,
+                             &beta, C, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F_FAST_16BF,
+                             CUBLAS_GEMM_DEFAULT),
+            "cublasGemmEx");
       return;
     }
-    check(cublasSgemm(h, op_b, op_a, n, m, k, &one, static_cast<const float*>(B), ldb,
-                      static_cast<const float*>(A), lda, &beta, static_cast<float*>(C), ldc),
+    check(cublas().sgemm(h, op_b, op_a, n, m, k, &one, static_cast<const float*>(B), ldb,
+                         static_cast<const float*>(A), lda, &beta, static_cast<float*>(C), ldc),
           "cublasSgemm");
   }
 

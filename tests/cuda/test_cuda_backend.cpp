@@ -11,6 +11,7 @@
 #include "core/backend.hpp"
 #include "core/cudnn_layout.hpp"
 #include "core/dropout.hpp"
+#include "cuda/cublas_loader.hpp"
 #include "cuda/cudnn_rnn.hpp"
 #include "cuda/kernels.hpp"
 #include "device_hooks.hpp"
@@ -111,6 +112,18 @@ TEST(Cuda, ImplNameSaysOwnKernelsWhereCudnnCannot) {
   c.dtype = DataType::f64;
   EXPECT_EQ(Plan(c, SequenceShape::padded(3, 2), backend_options(Backend::cuda)).impl_name(),
             "cuda:own/fp64");
+}
+
+// cuBLAS is not linked (librnnx would load half a gigabyte at start-up,
+// check_needed_libraries): the own kernels load it on first use, which works without a GPU.
+TEST(Cuda, CublasLoadsWhenFirstNeeded) {
+  const cuda::Cublas& c = cuda::cublas();
+  EXPECT_NE(c.create, nullptr);
+  EXPECT_NE(c.gemm_ex, nullptr);
+  EXPECT_STREQ(c.status_name(CUBLAS_STATUS_SUCCESS), "CUBLAS_STATUS_SUCCESS");
+  EXPECT_EQ(&cuda::cublas(), &c) << "loaded once";
+  expect_error([] { cuda::check(CUBLAS_STATUS_NOT_SUPPORTED, "cublasSgemm"); }, Status::unsupported,
+               {"backend cuda", "cublasSgemm", "CUBLAS_STATUS_NOT_SUPPORTED"});
 }
 
 // The own kernels run float32 and float64: bfloat16 data of a config cuDNN cannot express is

@@ -1,0 +1,60 @@
+// cublas() and check(cublasStatus_t) of cublas_loader.hpp.
+#include "cuda/cublas_loader.hpp"
+
+#include <dlfcn.h>
+
+#include <string>
+
+#include "rnnx/error.hpp"
+
+namespace rnnx::cuda {
+namespace {
+
+template <typename F>
+void resolve(void* lib, const char* symbol, F* to, const std::string& name) {
+  void* p = dlsym(lib, symbol);
+  if (p == nullptr) {
+    throw Error(Status::unsupported,
+                "backend cuda: " + name + " has no " + symbol + " (its own kernels need it)");
+  }
+  *to = reinterpret_cast<F>(p);
+}
+
+Cublas load() {
+  const std::string name = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
+  void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    const char* why = dlerror();
+    throw Error(Status::unsupported, "backend cuda: cannot load " + name +
+                                         " (cuBLAS, which rnnx's own CUDA kernels use): " +
+                                         (why ? why : "no reason given"));
+  }
+  Cublas c{};  // the library stays loaded for the process
+  resolve(lib, "cublasCreate_v2", &c.create, name);
+  resolve(lib, "cublasDestroy_v2", &c.destroy, name);
+  resolve(lib, "cublasSetStream_v2", &c.set_stream, name);
+  resolve(lib, "cublasSgemm_v2", &c.sgemm, name);
+  resolve(lib, "cublasDgemm_v2", &c.dgemm, name);
+  resolve(lib, "cublasGemmEx", &c.gemm_ex, name);
+  resolve(lib, "cublasGetStatusName", &c.status_name, name);
+  resolve(lib, "cublasGetStatusString", &c.status_string, name);
+  return c;
+}
+
+}  // namespace
+
+const Cublas& cublas() {
+  static const Cublas c = load();  // a failed load throws, and the next call tries again
+  return c;
+}
+
+void check(cublasStatus_t status, const char* what) {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  const Status code = status == CUBLAS_STATUS_ALLOC_FAILED    ? Status::out_of_memory
+                      : status == CUBLAS_STATUS_NOT_SUPPORTED ? Status::unsupported
+                                                              : Status::internal;
+  throw Error(code, std::string("backend cuda: ") + what + ": " + cublas().status_name(status) +
+                        " (" + cublas().status_string(status) + ")");
+}
+
+}  // namespace rnnx::cuda
