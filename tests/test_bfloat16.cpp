@@ -1,6 +1,7 @@
-// bfloat16 data (DataType::bf16): the conversion, and the cpu backend against the reference
-// on bf16 tensors, forward and backward, held to the bf16 bound in norm
-// (rnnx::norm_error_bound: bf16 products, and both sides round their results to bf16).
+// bfloat16 data (DataType::bf16): the conversion; and the cpu backend against the reference
+// on 16-bit tensors (bfloat16 and float16, which share the cpu's 16-bit data path), forward
+// and backward, held to the 16-bit bound in norm (rnnx::norm_error_bound: 16-bit products,
+// and both sides round their results to 16 bits).
 #include <gtest/gtest.h>
 
 #include <cfloat>
@@ -64,7 +65,7 @@ TEST(Bfloat16, NarrowingRoundsToNearestEvenAndKeepsNaN) {
   }
 }
 
-struct Bf16Case {
+struct HalfCase {
   std::string name;
   Config config;
   LayoutKind layout;
@@ -76,8 +77,9 @@ Config bf16_config(CellType cell, int64_t I, int64_t H, int64_t L, bool bidir, i
   return make_config(cell, I, H, L, bidir, DataType::bf16, proj, lbr);
 }
 
-std::vector<Bf16Case> bf16_cases() {
-  std::vector<Bf16Case> v;
+// The cases in one 16-bit type.
+std::vector<HalfCase> half_cases(DataType dtype) {
+  std::vector<HalfCase> v;
   v.push_back({"lstm_l2_bidir",
                bf16_config(CellType::lstm, 24, 40, 2, true),
                LayoutKind::time_major,
@@ -100,21 +102,25 @@ std::vector<Bf16Case> bf16_cases() {
   Config dropout = bf16_config(CellType::rnn_tanh, 12, 40, 3, false);
   dropout.dropout = 0.25;
   v.push_back({"rnn_tanh_dropout", dropout, LayoutKind::time_major, {10, 10, 10, 10}});
+  for (HalfCase& k : v) k.config.dtype = dtype;
   return v;
 }
 
-class Bf16VsReference : public ::testing::TestWithParam<Bf16Case> {};
+class HalfDataVsReference : public ::testing::TestWithParam<HalfCase> {};
 
-TEST_P(Bf16VsReference, ForwardAndBackward) {
+TEST_P(HalfDataVsReference, ForwardAndBackward) {
   RNNX_SKIP_UNLESS_AVAILABLE(Backend::cpu);
-  const Bf16Case& k = GetParam();
+  const HalfCase& k = GetParam();
   const Config& c = k.config;
   const int64_t T = *std::max_element(k.lengths.begin(), k.lengths.end());
   const int64_t B = static_cast<int64_t>(k.lengths.size());
   const SequenceShape shape = make_shape(k.layout, T, B, k.lengths);
   Plan cpu(c, shape, backend_options(Backend::cpu, 2));
   Plan ref(c, shape, backend_options(Backend::reference));
-  EXPECT_NE(cpu.impl_name().find("/bf16-data"), std::string::npos) << cpu.impl_name();
+  const bool bf16 = c.dtype == DataType::bf16;
+  EXPECT_NE(cpu.impl_name().find(bf16 ? "/bf16-data" : "/f16-data"), std::string::npos)
+      << cpu.impl_name();
+  EXPECT_EQ(resolved_math_mode(c), bf16 ? MathMode::allow_conversion : MathMode::fp32);
   const Data d = make_data(c, k.lengths, 17);
   for (GradMode mode : {GradMode::overwrite, GradMode::accumulate}) {
     SCOPED_TRACE(mode == GradMode::overwrite ? "overwrite" : "accumulate");
@@ -138,8 +144,12 @@ TEST_P(Bf16VsReference, ForwardAndBackward) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, Bf16VsReference, ::testing::ValuesIn(bf16_cases()),
-                         [](const ::testing::TestParamInfo<Bf16Case>& i) { return i.param.name; });
+INSTANTIATE_TEST_SUITE_P(Bfloat16, HalfDataVsReference,
+                         ::testing::ValuesIn(half_cases(DataType::bf16)),
+                         [](const ::testing::TestParamInfo<HalfCase>& i) { return i.param.name; });
+INSTANTIATE_TEST_SUITE_P(Float16, HalfDataVsReference,
+                         ::testing::ValuesIn(half_cases(DataType::f16)),
+                         [](const ::testing::TestParamInfo<HalfCase>& i) { return i.param.name; });
 
 // ONNX import into a bf16 flat buffer rounds each value to bf16 (the tests' own rounding),
 // and export gives those values back exactly.

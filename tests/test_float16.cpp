@@ -1,7 +1,8 @@
-// float16 data (DataType::f16, GPU only): the host conversion the reference and the ONNX
-// converters use, the reference in float16 against itself in float64 within the float16
-// bound (it is the oracle of the GPU's float16 runs, tests/cuda), and the cpu backend's
-// refusal. The GPU's float16 runs are in tests/cuda.
+// float16 data (DataType::f16): the host conversion the reference, the cpu backend and the
+// ONNX converters use, the reference in float16 against itself in float64 within the
+// float16 bound (it is the oracle of the float16 runs), and write_values / read_values. The
+// cpu backend against the reference is in test_bfloat16.cpp (HalfDataVsReference), the
+// GPU's float16 runs in tests/cuda.
 #include <gtest/gtest.h>
 
 #include <cfloat>
@@ -86,10 +87,32 @@ TEST(Float16, ReferenceAgreesWithFloat64WithinTheBound) {
   }
 }
 
-TEST(Float16, CpuBackendRefusesItNamingCuda) {
-  const Config c = make_config(CellType::lstm, 4, 6, 1, false, DataType::f16);
-  expect_error([&] { Plan p(c, SequenceShape::padded(3, 2), backend_options(Backend::cpu)); },
-               Status::unsupported, {"backend cpu", "float16", "backend cuda"});
+// The public conversions round like the library's types and read back exactly, for every
+// dtype.
+TEST(Float16, WriteAndReadValuesRoundLikeTheStorageTypes) {
+  const std::vector<double> v = {
+      0.0,  -0.0, 1.0, 1.0 + std::ldexp(1.0, -11), 65519.0, 65520.0, -3.14159265358979,
+      1e-6, 1e-9, 0.1};
+  const auto n = static_cast<int64_t>(v.size());
+  std::vector<uint16_t> h(v.size()), b(v.size());
+  write_values(DataType::f16, v.data(), h.data(), n);
+  write_values(DataType::bf16, v.data(), b.data(), n);
+  std::vector<float> f(v.size());
+  std::vector<double> d(v.size()), back(v.size());
+  write_values(DataType::f32, v.data(), f.data(), n);
+  write_values(DataType::f64, v.data(), d.data(), n);
+  for (size_t i = 0; i < v.size(); ++i) {
+    EXPECT_EQ(h[i], f16_bits(v[i])) << v[i];
+    EXPECT_EQ(b[i], bf16_bits(v[i])) << v[i];
+    EXPECT_EQ(f[i], static_cast<float>(v[i])) << v[i];
+    EXPECT_EQ(d[i], v[i]);
+  }
+  read_values(DataType::f16, h.data(), back.data(), n);
+  for (size_t i = 0; i < v.size(); ++i) EXPECT_EQ(back[i], f16_value(h[i])) << v[i];
+  read_values(DataType::bf16, b.data(), back.data(), n);
+  for (size_t i = 0; i < v.size(); ++i) EXPECT_EQ(back[i], bf16_value(b[i])) << v[i];
+  read_values(DataType::f64, d.data(), back.data(), n);
+  EXPECT_EQ(back, v);
   EXPECT_EQ(std::string(to_string(DataType::f16)), "float16");
   EXPECT_EQ(dtype_size(DataType::f16), 2);
 }

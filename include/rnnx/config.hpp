@@ -15,8 +15,9 @@ enum class CellType { rnn_tanh, rnn_relu, lstm, gru };
 // bf16 (bfloat16): tensors stored in bf16; backends compute in float32 (cpu: its GEMMs in
 // bf16 with float32 accumulation where the CPU can, as math mode allow_conversion) or double
 // (reference), cell state included, and round the results to bf16.
-// f16 (IEEE float16): GPU only, backend cuda on cuDNN (tensor cores, float32 accumulation and
-// cell state); the reference runs it too, as the oracle; backend cpu refuses it.
+// f16 (IEEE float16): tensors stored in float16; backend cuda on cuDNN (tensor cores, float32
+// accumulation and cell state), backend cpu in float32 (float32 GEMMs), the reference in
+// double; each rounds its results to float16.
 enum class DataType { f32, f64, bf16, f16 };
 
 // What a clamp does with NaN. cuDNN calls this clipNanOpt, MXNet lstm_state_clip_nan.
@@ -131,7 +132,8 @@ MathMode math_mode_from_string(const std::string& name);
 // The mode a plan of this config runs in: fp32 or allow_conversion (from_environment
 // resolved from RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION; throws Error(invalid_argument)
 // naming the variable and its value when it is neither "0" nor "1"). float64 configs give
-// fp32 whatever the mode, bfloat16 ones allow_conversion (their operands are bf16 already).
+// fp32 whatever the mode, bfloat16 ones allow_conversion (their operands are bf16 already),
+// float16 ones fp32.
 MathMode resolved_math_mode(const Config& config);
 
 // Throws rnnx::Error(invalid_argument) naming the field and its value.

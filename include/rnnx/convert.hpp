@@ -1,6 +1,7 @@
 // Weight converters between rnnx's flat buffer (PyTorch's parameters, weights.hpp) and
-// other frameworks' layouts. ONNX: W [D, G*H, I], R [D, G*H, H], B [D, 2*G*H] (Wb then Rb),
-// P [D, 3*H], with gate orders LSTM i,o,f,c, GRU z,r,h, peepholes i,o,f.
+// other frameworks' layouts, and values into and out of a buffer of any DataType. ONNX: W [D, G*H,
+// I], R [D, G*H, H], B [D, 2*G*H] (Wb then Rb), P [D, 3*H], with gate orders LSTM i,o,f,c, GRU
+// z,r,h, peepholes i,o,f.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +40,12 @@ bool onnx_takes_beta(ActivationKind kind);
 std::vector<Activation> onnx_activations(const std::vector<std::string>& names,
                                          const std::vector<double>& alpha,
                                          const std::vector<double>& beta);
+
+// n values into a buffer of `dtype` (float32 and the 16-bit types round to nearest even; the
+// 16-bit ones through float32, as every rnnx conversion does), and out of one (exact). So a
+// caller without a bfloat16 or float16 type of its own can fill and read a plan's tensors.
+void write_values(DataType dtype, const double* src, void* dst, int64_t n);
+void read_values(DataType dtype, const void* src, double* dst, int64_t n);
 
 }  // namespace rnnx
 RNNX_EXPORT_END

@@ -1,5 +1,6 @@
 // IEEE binary16 storage (DataType::f16) on the host: what the reference (the oracle of the
-// GPU's float16 runs), the ONNX converters and the tests read and write. Widening is exact;
+// float16 runs), the cpu backend's 16-bit data path, the ONNX converters and the tests read
+// and write. Widening is exact;
 // narrowing rounds to nearest, ties to even, overflows to infinity past 65520, keeps
 // subnormals, and keeps a NaN a NaN (quiet, sign kept). Compute never happens in float16.
 #pragma once
@@ -52,5 +53,16 @@ struct float16 {
   }
 };
 static_assert(sizeof(float16) == 2, "float16 is two bytes");
+
+// n values between the caller's float16 tensors and float32 working copies (the cpu
+// backend's 16-bit data path).
+inline void widen(const float16* src, float* dst, int64_t n) {
+  const auto* s = reinterpret_cast<const uint16_t*>(src);
+  for (int64_t i = 0; i < n; ++i) dst[i] = float16::widen(s[i]);
+}
+inline void narrow(const float* src, float16* dst, int64_t n) {
+  auto* d = reinterpret_cast<uint16_t*>(dst);
+  for (int64_t i = 0; i < n; ++i) d[i] = float16::narrow(src[i]);
+}
 
 }  // namespace rnnx::core

@@ -7,8 +7,8 @@
 #include "core/backend_registry.hpp"
 #include "core/thread_scope.hpp"
 #include "cpu/autotune.hpp"
-#include "cpu/bf16_backend.hpp"
 #include "cpu/buffers.hpp"
+#include "cpu/half_data_backend.hpp"
 #include "cpu/passes.hpp"
 #include "cpu/plan_spec.hpp"
 #include "rnnx/error.hpp"
@@ -69,11 +69,8 @@ class CpuBackend final : public BackendImpl {
 
 std::unique_ptr<BackendImpl> make_cpu_backend(const PlanContext& ctx) {
   if (ctx.config.dtype == DataType::f64) return std::make_unique<CpuBackend<double>>(ctx);
-  if (ctx.config.dtype == DataType::bf16) return cpu::make_bf16_backend(ctx);
-  if (ctx.config.dtype == DataType::f16) {
-    throw Error(Status::unsupported,
-                "backend cpu runs dtype float32, float64 and bfloat16, not float16 (float16 "
-                "runs on backend cuda)");
+  if (ctx.config.dtype == DataType::bf16 || ctx.config.dtype == DataType::f16) {
+    return cpu::make_half_data_backend(ctx);
   }
   return std::make_unique<CpuBackend<float>>(ctx);
 }

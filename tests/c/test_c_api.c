@@ -1086,11 +1086,6 @@ static void test_invalid_config(void) {
         CHECK_TRUE(p == NULL, "refused cuda plan is NULL");
       }
     }
-    /* float16 is for the GPU: the cpu backend says so. */
-    CHECK_OK(rnnx_config_set_dtype(c, RNNX_DTYPE_FLOAT16));
-    CHECK(rnnx_plan_create(&p, c, &d, RNNX_BACKEND_CPU, 0), RNNX_STATUS_UNSUPPORTED, "float16");
-    CHECK_TRUE(p == NULL, "refused float16 cpu plan is NULL");
-    CHECK_OK(rnnx_config_set_dtype(c, RNNX_DTYPE_FLOAT32));
     CHECK(rnnx_plan_create(&p, c, &d, RNNX_BACKEND_CPU, -1), RNNX_STATUS_INVALID_ARGUMENT,
           "num_threads (= -1)");
     CHECK_OK(rnnx_plan_create(&p, c, &d, RNNX_BACKEND_CPU, 0));
@@ -1666,8 +1661,8 @@ static void test_onnx_options(void) {
   rnnx_config_destroy(c);
 }
 
-/* bfloat16 data through the C API: the dtype round-trips, and a cpu and a reference plan run
- * the same bf16 tensors (their bits as uint16_t) to nearly the same bf16 outputs. */
+/* 16-bit data through the C API: the dtype round-trips, and a cpu and a reference plan run
+ * the same tensors (their bits as uint16_t) to nearly the same 16-bit outputs. */
 static float bf16_to_float(uint16_t bits) {
   const uint32_t u = (uint32_t)bits << 16;
   float f;
@@ -1675,8 +1670,18 @@ static float bf16_to_float(uint16_t bits) {
   return f;
 }
 
-static void test_bfloat16(void) {
+/* Normal float16 values and zero only (what the test writes and what |y| < 1 gives back,
+ * subnormals included through ldexp). */
+static float f16_to_float(uint16_t bits) {
+  const int exp = (bits >> 10) & 0x1f, mant = bits & 0x3ff;
+  const float v = exp == 0 ? ldexpf((float)mant, -24) : ldexpf((float)(mant | 0x400), exp - 25);
+  return bits & 0x8000 ? -v : v;
+}
+
+static void test_16bit(rnnx_dtype_t want_dtype) {
   enum { T = 3, B = 2, I = 3, H = 4 };
+  const int bf16 = want_dtype == RNNX_DTYPE_BFLOAT16;
+  const char* label = bf16 ? "bfloat16" : "float16";
   const int64_t lengths[B] = {3, 2};
   rnnx_config_t c = NULL;
   rnnx_dtype_t dtype = RNNX_DTYPE_FLOAT32;
@@ -1687,22 +1692,33 @@ static void test_bfloat16(void) {
   int64_t w_n = 0;
   size_t i;
   int k;
+  char what[96];
   rnnx_sequence_desc_t d = rnnx_sequence_desc_padded(T, B, lengths, 0);
   CHECK_OK(rnnx_config_create(&c));
   rnnx_config_set_cell(c, RNNX_CELL_LSTM);
   rnnx_config_set_input_size(c, I);
   rnnx_config_set_hidden_size(c, H);
-  CHECK_OK(rnnx_config_set_dtype(c, RNNX_DTYPE_BFLOAT16));
+  CHECK_OK(rnnx_config_set_dtype(c, want_dtype));
   rnnx_config_get_dtype(c, &dtype);
-  CHECK_TRUE(dtype == RNNX_DTYPE_BFLOAT16, "dtype bfloat16 round-trips");
+  snprintf(what, sizeof what, "dtype %s round-trips", label);
+  CHECK_TRUE(dtype == want_dtype, what);
   for (k = 0; k < 2; ++k) CHECK_OK(rnnx_plan_create(&plans[k], c, &d, backends[k], 0));
   rnnx_config_destroy(c);
   if (plans[0] == NULL || plans[1] == NULL) return;
+  {
+    const char* impl = NULL;
+    rnnx_plan_get_impl_name(plans[0], &impl);
+    snprintf(what, sizeof what, "%s cpu plan runs the 16-bit data path", label);
+    CHECK_TRUE(impl != NULL && strstr(impl, bf16 ? "/bf16-data" : "/f16-data") != NULL, what);
+  }
   rnnx_plan_get_weights_numel(plans[0], &w_n);
   w = (uint16_t*)malloc((size_t)w_n * sizeof *w);
-  /* Weights and inputs of a few distinct bf16 values: 0.0625 * (1 + i % 3), x in {0.5, -1}. */
-  for (i = 0; i < (size_t)w_n; ++i) w[i] = (uint16_t)(0x3D80 + 0x80 * (i % 3));
-  for (i = 0; i < T * B * I; ++i) x[i] = i % 2 ? 0xBF80 : 0x3F00;
+  /* Weights and inputs of a few distinct values: w in {0.0625, 0.125, 0.25}, x in {0.5, -1}. */
+  for (i = 0; i < (size_t)w_n; ++i) {
+    w[i] = bf16 ? (uint16_t)(0x3D80 + 0x80 * (i % 3)) : (uint16_t)(0x2C00 + 0x400 * (i % 3));
+  }
+  for (i = 0; i < T * B * I; ++i)
+    x[i] = i % 2 ? (bf16 ? 0xBF80 : 0xBC00) : (bf16 ? 0x3F00 : 0x3800);
   for (k = 0; k < 2; ++k) {
     rnnx_forward_args_t a = rnnx_forward_args_init();
     a.x = x;
@@ -1711,13 +1727,17 @@ static void test_bfloat16(void) {
     CHECK_OK(rnnx_plan_forward(plans[k], &a));
   }
   {
-    double worst = 0.0;
+    double worst = 0.0, largest = 0.0;
     for (i = 0; i < T * B * H; ++i) {
-      const double diff = fabs((double)bf16_to_float(y[0][i]) - bf16_to_float(y[1][i]));
-      if (diff > worst) worst = diff;
+      const double a = bf16 ? bf16_to_float(y[0][i]) : f16_to_float(y[0][i]);
+      const double b = bf16 ? bf16_to_float(y[1][i]) : f16_to_float(y[1][i]);
+      if (fabs(a - b) > worst) worst = fabs(a - b);
+      if (fabs(b) > largest) largest = fabs(b);
     }
-    /* |y| < 1: a few bf16 ulps (2^-8 relative) at most. */
-    report(worst <= 0.02, "bfloat16: cpu and reference agree", "outputs differ by more than 0.02");
+    /* |y| < 1: a few 16-bit ulps (2^-8 or 2^-11 relative) at most. */
+    snprintf(what, sizeof what, "%s: cpu and reference agree", label);
+    report(worst <= (bf16 ? 0.02 : 0.004) && largest > 0.05, what,
+           "outputs differ by more than a few ulps (or are all near zero)");
   }
   free(w);
   for (k = 0; k < 2; ++k) rnnx_plan_destroy(plans[k]);
@@ -1736,7 +1756,8 @@ int main(void) {
   test_empty_batch();
   test_lstm_only_tensors();
   test_last_error();
-  test_bfloat16();
+  test_16bit(RNNX_DTYPE_BFLOAT16);
+  test_16bit(RNNX_DTYPE_FLOAT16);
   printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;
 }

@@ -78,7 +78,7 @@ def main():
     ]
     for backend in backends:
         for cell, I, H, P, L, bidir, B, T, lengths, tokens in problems_cfg:
-            for dtype in ("float32", "float64", "bfloat16"):
+            for dtype in ("float32", "float64", "bfloat16", "float16"):
                 argv = ["bench", "--cell", cell, "--input", str(I), "--hidden", str(H), "--layers", str(L),
                         "--batch", str(B), "--seq", str(T), "--lengths", lengths, "--seed", "3",
                         "--mode", "infer,train,fwdbwd", "--threads", "1", "--backend", backend,

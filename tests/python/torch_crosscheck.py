@@ -87,6 +87,13 @@ CASES = [
          lengths=[9, 1, 0, 4, 8, 9, 2]),
     case("f32_lstm_f64_files", "lstm", 5, 6, 4, 3, dtype="float32", file_dtype="float64",
          lengths=[4, 2, 3]),
+    # 16-bit data: inputs of 16-bit values in float32 files, outputs as float32 files, held
+    # to rnnx::norm_error_bound in norm
+    case("f16_lstm_proj_l2_bidir", "lstm", 9, 12, 7, 5, P=6, L=2, bidir=True, dtype="float16",
+         lengths=[7, 3, 0, 5, 1]),
+    case("bf16_gru_l2_bidir_bf", "gru", 17, 10, 6, 4, L=2, bidir=True, bf=True,
+         dtype="bfloat16", lengths=[6, 2, 5, 0]),
+    case("f16_rnn_relu", "rnn_relu", 6, 11, 5, 4, dtype="float16", lengths=[5, 5, 2, 0]),
     # what torch.nn lacks, against the autograd transcription of docs/math.md
     case("manual_lstm_cell_clip", "lstm", 4, 6, 6, 4, L=2, bidir=True, manual=True,
          cell_clip=[-0.3, 0.25], lengths=[6, 0, 3, 5]),
@@ -110,7 +117,34 @@ CASES = [
 ]
 
 
+SIXTEEN_BIT = ("float16", "bfloat16")
+
+
+def file_dtype(c):
+    """The .npy type of the case's inputs and outputs: the 16-bit types travel as float32,
+    which holds each of their values exactly (NumPy has no bfloat16)."""
+    return "float32" if c["dtype"] in SIXTEEN_BIT else c["dtype"]
+
+
+def representable(c, a):
+    """a (float64) rounded to the case's type, the values rnnx and the oracle then share."""
+    if c["dtype"] == "float16":
+        return a.astype(np.float16).astype(np.float64)
+    if c["dtype"] == "bfloat16":
+        return torch.from_numpy(a).to(torch.bfloat16).to(torch.float64).numpy()
+    vdt = np.float32 if "float32" in (c["dtype"], c["file_dtype"]) else np.float64
+    return a.astype(vdt).astype(np.float64)
+
+
 # ---------------------------------------------------------------------- tolerances
+def norm_tolerance(out_dir, backward):
+    """The bound in norm of 16-bit data, rnnx::norm_error_bound from error_bound.json, twice
+    it as below."""
+    with open(os.path.join(out_dir, "error_bound.json")) as f:
+        bounds = json.load(f)
+    return 2.0 * bounds["norm_backward" if backward else "norm_forward"]
+
+
 def tolerance(out_dir, backward):
     """Bound on max|rnnx - expected| / max(1, max|expected|): the accuracy rnnx promises,
     rnnx::error_bound (docs/math.md), which `rnnx run` writes to error_bound.json; twice
@@ -360,11 +394,10 @@ def build_inputs(c, rng):
     D = 2 if c["bidir"] else 1
     Pp = c["P"] or H
     lengths = c["lengths"] if c["lengths"] is not None else [T] * B
-    # In float32 cases every value is a float32 number, so the float64 oracle and rnnx see
-    # the same inputs and only rnnx's arithmetic differs.
+    # In float32 (16-bit) cases every value is a float32 (16-bit) number, so the float64
+    # oracle and rnnx see the same inputs and only rnnx's arithmetic differs
     # (also when the files are float32 while the case is float64).
-    vdt = np.float32 if "float32" in (c["dtype"], c["file_dtype"]) else np.float64
-    rnd = lambda *shape, scale=1.0: rng.uniform(-scale, scale, size=shape).astype(vdt).astype(np.float64)
+    rnd = lambda *shape, scale=1.0: representable(c, rng.uniform(-scale, scale, size=shape))
     k = 1.5 / math.sqrt(H)  # a little beyond PyTorch's init, so that gates saturate sometimes
     params = {n: rnd(*s, scale=k) for n, s in param_shapes(c).items()}
     x_shape = (B, T, I) if c["bf"] else (T, B, I)
@@ -405,7 +438,7 @@ def write_case(c, inputs, params, case_dir):
     spec["ignore"] = ["note", "README.txt"]
     with open(os.path.join(case_dir, "case.json"), "w") as f:
         json.dump(spec, f, indent=1)
-    fdt = c["file_dtype"] or c["dtype"]
+    fdt = c["file_dtype"] or file_dtype(c)
     save = lambda name, a: np.save(os.path.join(case_dir, name + ".npy"), np.ascontiguousarray(a, dtype=fdt))
     # NaN in the padding of x and dy: rnnx must never read it.
     save("x", np.where(inputs["pad_x"], np.nan, inputs["x"]))
@@ -443,9 +476,11 @@ def compare(c, exp, out_dir, inputs):
             continue
         a = np.load(path)
         e = exp[n]
-        if a.dtype != np.dtype(c["dtype"]) or a.shape != e.shape:
-            problems.append(f"{n}: {a.dtype}{a.shape}, expected {c['dtype']}{e.shape}")
+        if a.dtype != np.dtype(file_dtype(c)) or a.shape != e.shape:
+            problems.append(f"{n}: {a.dtype}{a.shape}, expected {file_dtype(c)}{e.shape}")
             continue
+        if c["dtype"] in SIXTEEN_BIT and not np.array_equal(representable(c, a), a, equal_nan=True):
+            problems.append(f"{n}: values that are not {c['dtype']} numbers")
         a = a.astype(np.float64)
         # Padding is exact: y holds padding_fill, dx holds 0.
         if n in ("y", "dx"):
@@ -459,8 +494,14 @@ def compare(c, exp, out_dir, inputs):
         if np.isnan(a).any() or np.isinf(a).any():
             problems.append(f"{n}: non-finite values (padding read?)")
             continue
-        err = float(np.max(np.abs(a - e)) / max(1.0, float(np.max(np.abs(e))))) if e.size else 0.0
-        tol = tolerance(out_dir, n not in ("y", "hy", "cy"))
+        backward = n not in ("y", "hy", "cy")
+        if c["dtype"] in SIXTEEN_BIT:  # relative 2-norm of the whole tensor, as benchdnn
+            scale = float(np.linalg.norm(e))
+            err = float(np.linalg.norm(a - e)) / scale if scale > 0 else float(np.linalg.norm(a))
+            tol = norm_tolerance(out_dir, backward)
+        else:
+            err = float(np.max(np.abs(a - e)) / max(1.0, float(np.max(np.abs(e))))) if e.size else 0.0
+            tol = tolerance(out_dir, backward)
         if err > worst:
             worst, worst_name = err, n
         if not err <= tol:

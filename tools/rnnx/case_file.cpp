@@ -247,8 +247,12 @@ CaseSpec parse_case_text(const std::string& path, const std::string& text) {
   spec.training = r.boolean("training", false);
   c.padding_fill = r.number_or_special("padding_fill", 0.0);
   const std::string float32 = "float32";
-  c.dtype = r.choice("dtype", {"float32", "float64"}, &float32) == "float64" ? DataType::f64
-                                                                             : DataType::f32;
+  const std::string dtype =
+      r.choice("dtype", {"float32", "float64", "bfloat16", "float16"}, &float32);
+  c.dtype = dtype == "float64"    ? DataType::f64
+            : dtype == "bfloat16" ? DataType::bf16
+            : dtype == "float16"  ? DataType::f16
+                                  : DataType::f32;
   const std::string from_environment = "from_environment";
   c.math = math_mode_from_string(
       r.choice("math", {"from_environment", "fp32", "allow_conversion"}, &from_environment));

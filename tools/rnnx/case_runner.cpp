@@ -42,8 +42,24 @@ bool looks_like_weight(const std::string& stem) {
   return std::regex_match(stem, pattern);
 }
 
+// The .npy type of the outputs: float64 for float64 cases, else float32, which holds every
+// bfloat16 and float16 value exactly (NumPy has no bfloat16).
 NpyType npy_type(DataType dtype) {
   return dtype == DataType::f64 ? NpyType::f8 : NpyType::f4;
+}
+
+// A plan's buffer of the case dtype as the bytes of the output .npy (npy_type).
+Bytes to_npy_bytes(const Bytes& data, DataType dtype) {
+  if (dtype == DataType::f32 || dtype == DataType::f64) return data;
+  const int64_t n = static_cast<int64_t>(data.size()) / dtype_size(dtype);
+  std::vector<double> v(static_cast<size_t>(n));
+  read_values(dtype, data.data(), v.data(), n);
+  Bytes out(v.size() * sizeof(float));
+  for (size_t i = 0; i < v.size(); ++i) {
+    const auto f = static_cast<float>(v[i]);  // exact
+    std::memcpy(out.data() + i * sizeof(float), &f, sizeof f);
+  }
+  return out;
 }
 
 // The .npy files of the case directory by name without extension, classified: inputs,
@@ -70,8 +86,8 @@ std::map<std::string, fs::path> list_case_files(const CaseSource& source, const 
   return files;
 }
 
-// A floating-point array converted to the case dtype (float32 <-> float64 both accepted;
-// float64 -> float32 rounds to nearest).
+// A floating-point array converted to the case dtype (float32 and float64 both accepted;
+// narrower types round to nearest even).
 Bytes to_case_dtype(const NpyArray& a, DataType dtype) {
   if (!a.is_float()) {
     invalid(a.path + ": dtype is " + npy_type_name(a.type) +
@@ -79,14 +95,7 @@ Bytes to_case_dtype(const NpyArray& a, DataType dtype) {
   }
   const std::vector<double> v = a.to_double();
   Bytes out(v.size() * dtype_size(dtype));
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (dtype == DataType::f64) {
-      std::memcpy(out.data() + i * sizeof(double), &v[i], sizeof(double));
-    } else {
-      const float f = static_cast<float>(v[i]);
-      std::memcpy(out.data() + i * sizeof(float), &f, sizeof(float));
-    }
-  }
+  write_values(dtype, v.data(), out.data(), static_cast<int64_t>(v.size()));
   return out;
 }
 
@@ -221,7 +230,7 @@ class CaseRunner {
     int written = 0;
     auto write = [&](const std::string& name, const std::vector<int64_t>& shape,
                      const Bytes& data) {
-      write_npy((out / (name + ".npy")).string(), type, shape, data.data());
+      write_npy((out / (name + ".npy")).string(), type, shape, to_npy_bytes(data, c.dtype).data());
       ++written;
     };
     write("y", y_shape, y);
@@ -232,8 +241,10 @@ class CaseRunner {
       write("dh0", h_shape, dh0);
       if (lstm) write("dc0", c_shape, dc0);
       for (const WeightParam& p : plan.weight_layout().params()) {
+        const auto first = dw.begin() + p.offset * es;
+        const Bytes grad(first, first + p.numel() * es);
         write_npy((out / ("grad_" + p.name + ".npy")).string(), type, param_shape(p),
-                  dw.data() + p.offset * es);
+                  to_npy_bytes(grad, c.dtype).data());
         ++written;
       }
     }
@@ -245,6 +256,11 @@ class CaseRunner {
       j["forward"] = error_bound(c, T, B, false, bf16);
       if (backward) j["backward"] = error_bound(c, T, B, true, bf16);
       j["bf16_products"] = bf16;
+      // 16-bit data and bf16 products are held to the bound in norm (rnnx::norm_error_bound).
+      if (bf16 || dtype_size(c.dtype) == 2) {
+        j["norm_forward"] = norm_error_bound(c, T, B, false);
+        if (backward) j["norm_backward"] = norm_error_bound(c, T, B, true);
+      }
       std::ofstream f(out / "error_bound.json");
       f << j.dump(2) << "\n";
       if (!f) throw Error(Status::internal, (out / "error_bound.json").string() + ": cannot write");

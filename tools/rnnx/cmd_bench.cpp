@@ -79,42 +79,25 @@ std::vector<MathMode> parse_maths(const std::string& s) {
   return maths;
 }
 
-// A bf16 value: the upper half of a float32.
-float bf16_to_float(uint16_t bits) {
-  const uint32_t u = static_cast<uint32_t>(bits) << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-
 // Element values of a buffer of the config's dtype.
 std::vector<double> values(const void* p, DataType dt, int64_t n) {
   std::vector<double> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    v[i] = dt == DataType::f32    ? static_cast<const float*>(p)[i]
-           : dt == DataType::bf16 ? bf16_to_float(static_cast<const uint16_t*>(p)[i])
-                                  : static_cast<const double*>(p)[i];
-  }
+  read_values(dt, p, v.data(), n);
   return v;
 }
 
-// Fills `n` elements of `dtype` at `data` uniformly in [lo, hi). bf16 takes the upper half
-// of each float32 value (truncated: any bf16 values in the range do for timing).
+// Fills `n` elements of `dtype` at `data` uniformly in [lo, hi) (the 16-bit types: those
+// values rounded).
 void fill_uniform(void* data, DataType dtype, int64_t n, double lo, double hi,
                   bench::SplitMix64& rng) {
   if (dtype == DataType::f64) {
     bench::fill_uniform(static_cast<double*>(data), n, lo, hi, rng);
-  } else if (dtype == DataType::bf16) {
-    std::vector<float> f(static_cast<size_t>(n));
-    bench::fill_uniform(f.data(), n, lo, hi, rng);
-    auto* out = static_cast<uint16_t*>(data);
-    for (int64_t i = 0; i < n; ++i) {
-      uint32_t u;
-      std::memcpy(&u, &f[static_cast<size_t>(i)], sizeof u);
-      out[i] = static_cast<uint16_t>(u >> 16);
-    }
-  } else {
+  } else if (dtype == DataType::f32) {
     bench::fill_uniform(static_cast<float*>(data), n, lo, hi, rng);
+  } else {
+    std::vector<double> v(static_cast<size_t>(n));
+    bench::fill_uniform(v.data(), n, lo, hi, rng);
+    write_values(dtype, v.data(), data, n);
   }
 }
 
@@ -257,6 +240,7 @@ Config make_config(const bench::BenchCase& bc, const BenchOptions& o) {
   c.seed = o.case_flags.seed;
   c.dtype = o.dtype == "float64"    ? DataType::f64
             : o.dtype == "bfloat16" ? DataType::bf16
+            : o.dtype == "float16"  ? DataType::f16
                                     : DataType::f32;
   return c;
 }
@@ -552,8 +536,9 @@ Command add_bench_command(CLI::App& parent) {
                   "Thread count or comma-separated list (0 = OpenMP default)")
       ->capture_default_str();
   add_host_backend_option(*app, o->backend, "bench/cuda/rnnx_cuda_bench (tools/gpu-check --bench)");
-  app->add_option("--dtype", o->dtype, "float32, float64 or bfloat16 (bf16 storage)")
-      ->check(CLI::IsMember({"float32", "float64", "bfloat16"}))
+  app->add_option("--dtype", o->dtype,
+                  "float32, float64, bfloat16 or float16 (16-bit storage, float32 compute)")
+      ->check(CLI::IsMember({"float32", "float64", "bfloat16", "float16"}))
       ->capture_default_str();
   app->add_option("--math", o->maths,
                   "Math mode or comma-separated list: fp32, allow_conversion (bf16 GEMMs), "

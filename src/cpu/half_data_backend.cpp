@@ -1,48 +1,55 @@
-// bfloat16 data on the cpu backend's float32 path: each call widens the caller's bf16
-// tensors into float32 copies in its workspace, runs a float32 plan of the same problem on
-// them with math mode allow_conversion (its GEMMs in bf16 with float32 accumulation where
-// the CPU has AVX512-BF16 or AMX, float32 elsewhere; cell state and every element-wise step
-// in float32), and rounds the results to bf16. The reserve is the float32 plan's. With a
-// caller workspace nothing is allocated.
-#include "cpu/bf16_backend.hpp"
+// 16-bit data on the cpu backend's float32 path: each call widens the caller's bfloat16 or
+// float16 tensors into float32 copies in its workspace, runs a float32 plan of the same
+// problem on them, and rounds the results back to 16 bits. Cell state and every element-wise
+// step are float32. bfloat16 runs the float32 plan with math mode allow_conversion (its GEMMs
+// in bf16 with float32 accumulation where the CPU has AVX512-BF16 or AMX, float32 elsewhere:
+// the operands are bf16 values already, so nothing is lost); float16 with fp32 (float16's
+// 11-bit significands would lose 3 bits in bf16 products, and float32 products of them are
+// exact). The reserve is the float32 plan's. With a caller workspace nothing is allocated.
+#include "cpu/half_data_backend.hpp"
 
 #include <omp.h>
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 
 #include "core/backend_registry.hpp"
 #include "core/bfloat16.hpp"
+#include "core/float16.hpp"
 #include "core/thread_scope.hpp"
 
 namespace rnnx::cpu {
 namespace {
 
-using core::bfloat16;
-
 // Below this many values a conversion stays on one thread.
 constexpr int64_t kParallelMin = int64_t{1} << 16;
 
+// n values of the caller's 16-bit tensor (of type S) into float32, and back.
+template <typename S>
 void widen_parallel(const void* src, float* dst, int64_t n) {
-  const auto* s = static_cast<const bfloat16*>(src);
+  const auto* s = static_cast<const S*>(src);
   constexpr int64_t kChunk = 4096;
 #pragma omp parallel for schedule(static) if (n >= kParallelMin && !omp_in_parallel())
   for (int64_t i = 0; i < n; i += kChunk) core::widen(s + i, dst + i, std::min(kChunk, n - i));
 }
 
+template <typename S>
 void narrow_parallel(const float* src, void* dst, int64_t n) {
-  auto* d = static_cast<bfloat16*>(dst);
+  auto* d = static_cast<S*>(dst);
   constexpr int64_t kChunk = 4096;
 #pragma omp parallel for schedule(static) if (n >= kParallelMin && !omp_in_parallel())
   for (int64_t i = 0; i < n; i += kChunk) core::narrow(src + i, d + i, std::min(kChunk, n - i));
 }
 
-// The float32 problem the bf16 one runs as.
+// The float32 problem the 16-bit one runs as, in the math mode of the comment above.
 PlanContext float32_context(const PlanContext& ctx) {
   PlanContext f = ctx;
   f.config.dtype = DataType::f32;
-  f.config.math = MathMode::allow_conversion;
-  f.math = MathMode::allow_conversion;
+  const MathMode m =
+      ctx.config.dtype == DataType::bf16 ? MathMode::allow_conversion : MathMode::fp32;
+  f.config.math = m;
+  f.math = m;
   return f;
 }
 
@@ -55,12 +62,15 @@ struct Copies {
   float *dx = nullptr, *dh0 = nullptr, *dc0 = nullptr, *dw = nullptr;  // backward outputs
 };
 
-class Bf16Backend final : public BackendImpl {
+template <typename S>
+class HalfDataBackend final : public BackendImpl {
  public:
-  explicit Bf16Backend(const PlanContext& ctx)
+  explicit HalfDataBackend(const PlanContext& ctx)
       : BackendImpl(ctx), f32_(float32_context(ctx)), inner_(make_cpu_backend(f32_)) {}
 
-  std::string name() const override { return inner_->name() + "/bf16-data"; }
+  std::string name() const override {
+    return inner_->name() + (std::is_same_v<S, core::bfloat16> ? "/bf16-data" : "/f16-data");
+  }
   size_t forward_workspace_size(bool training) const override {
     return align_up(inner_->forward_workspace_size(training)) + carve_forward(nullptr).used();
   }
@@ -75,8 +85,8 @@ class Bf16Backend final : public BackendImpl {
     Copies k;
     carve_forward(base + align_up(inner_->forward_workspace_size(a.training)), &k);
     ForwardArgs f = a;
-    widen_parallel(a.x, k.x, ctx_.x_numel());
-    widen_parallel(a.weights, k.w, ctx_.weights.numel());
+    widen_parallel<S>(a.x, k.x, ctx_.x_numel());
+    widen_parallel<S>(a.weights, k.w, ctx_.weights.numel());
     f.x = k.x;
     f.weights = k.w;
     f.h0 = widen_optional(a.h0, k.h0, ctx_.h_numel());
@@ -87,9 +97,9 @@ class Bf16Backend final : public BackendImpl {
     f.workspace = workspace;
     f.workspace_size = inner_->forward_workspace_size(a.training);
     inner_->forward(f, workspace);
-    narrow_parallel(k.y, a.y, ctx_.y_numel());
-    if (a.hy) narrow_parallel(k.hy, a.hy, ctx_.h_numel());
-    if (a.cy) narrow_parallel(k.cy, a.cy, ctx_.c_numel());
+    narrow_parallel<S>(k.y, a.y, ctx_.y_numel());
+    if (a.hy) narrow_parallel<S>(k.hy, a.hy, ctx_.h_numel());
+    if (a.cy) narrow_parallel<S>(k.cy, a.cy, ctx_.c_numel());
   }
 
   void backward(const BackwardArgs& a, void* workspace, uint64_t dropout_counter) override {
@@ -98,8 +108,8 @@ class Bf16Backend final : public BackendImpl {
     Copies k;
     carve_backward(base + align_up(inner_->backward_workspace_size()), &k);
     BackwardArgs b = a;
-    widen_parallel(a.x, k.x, ctx_.x_numel());
-    widen_parallel(a.weights, k.w, ctx_.weights.numel());
+    widen_parallel<S>(a.x, k.x, ctx_.x_numel());
+    widen_parallel<S>(a.weights, k.w, ctx_.weights.numel());
     b.x = k.x;
     b.weights = k.w;
     b.h0 = widen_optional(a.h0, k.h0, ctx_.h_numel());
@@ -111,23 +121,23 @@ class Bf16Backend final : public BackendImpl {
     b.dh0 = a.dh0 ? k.dh0 : nullptr;
     b.dc0 = a.dc0 ? k.dc0 : nullptr;
     b.dweights = a.dweights ? k.dw : nullptr;
-    // Accumulating gradients add to what the caller holds: its bf16 values, widened.
+    // Accumulating gradients add to what the caller holds: its 16-bit values, widened.
     if (a.dweights && a.weight_grad_mode == GradMode::accumulate) {
-      widen_parallel(a.dweights, k.dw, ctx_.weights.numel());
+      widen_parallel<S>(a.dweights, k.dw, ctx_.weights.numel());
     }
     b.workspace = workspace;
     b.workspace_size = inner_->backward_workspace_size();
     inner_->backward(b, workspace, dropout_counter);
-    if (a.dx) narrow_parallel(k.dx, a.dx, ctx_.x_numel());
-    if (a.dh0) narrow_parallel(k.dh0, a.dh0, ctx_.h_numel());
-    if (a.dc0) narrow_parallel(k.dc0, a.dc0, ctx_.c_numel());
-    if (a.dweights) narrow_parallel(k.dw, a.dweights, ctx_.weights.numel());
+    if (a.dx) narrow_parallel<S>(k.dx, a.dx, ctx_.x_numel());
+    if (a.dh0) narrow_parallel<S>(k.dh0, a.dh0, ctx_.h_numel());
+    if (a.dc0) narrow_parallel<S>(k.dc0, a.dc0, ctx_.c_numel());
+    if (a.dweights) narrow_parallel<S>(k.dw, a.dweights, ctx_.weights.numel());
   }
 
  private:
   static const float* widen_optional(const void* src, float* copy, int64_t n) {
     if (src == nullptr) return nullptr;
-    widen_parallel(src, copy, n);
+    widen_parallel<S>(src, copy, n);
     return copy;
   }
 
@@ -170,8 +180,10 @@ class Bf16Backend final : public BackendImpl {
 
 }  // namespace
 
-std::unique_ptr<BackendImpl> make_bf16_backend(const PlanContext& ctx) {
-  return std::make_unique<Bf16Backend>(ctx);
+std::unique_ptr<BackendImpl> make_half_data_backend(const PlanContext& ctx) {
+  if (ctx.config.dtype == DataType::f16)
+    return std::make_unique<HalfDataBackend<core::float16>>(ctx);
+  return std::make_unique<HalfDataBackend<core::bfloat16>>(ctx);
 }
 
 }  // namespace rnnx::cpu
