@@ -19,17 +19,20 @@ from . import _runtime
 from . import onnx as _onnx
 from ._runtime import invalid
 
-_DTYPES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}
+# NumPy has no bfloat16; rnnx.Plan takes bfloat16 tensors as their bits.
+_DTYPES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64",
+           np.dtype(np.float16): "float16"}
 
 
 def _dtype_name(dtype):
     try:
         dt = np.dtype(dtype)
     except TypeError:
-        raise _rnnx.UnsupportedError(f"dtype {dtype!r} is not a NumPy dtype (np.float32 or "
-                                     "np.float64)") from None
+        raise _rnnx.UnsupportedError(f"dtype {dtype!r} is not a NumPy dtype (np.float32, "
+                                     "np.float64 or np.float16)") from None
     if dt not in _DTYPES:
-        raise _rnnx.UnsupportedError(f"dtype {dt} is not supported (float32 or float64)")
+        raise _rnnx.UnsupportedError(f"dtype {dt} is not supported (float32, float64 or "
+                                     "float16)")
     return _DTYPES[dt]
 
 

@@ -28,8 +28,7 @@ from ._runtime import invalid
 
 __all__ = ["LSTM", "GRU", "RNN"]
 
-# float16 runs on CUDA tensors only (backend cuda); a float16 module on the CPU is refused by
-# the cpu backend, which says so.
+# bfloat16 and float16 run on the CPU (rnnx's 16-bit data path) and on CUDA (cuDNN).
 _DTYPES = {torch.float32: "float32", torch.float64: "float64", torch.bfloat16: "bfloat16",
            torch.float16: "float16"}
 
@@ -251,7 +250,7 @@ class _RnnxModule:
         # refuses an ONNX option) needs the config; the first config is built without one.
         self._rnnx_engine = _runtime.Engine("cpu", num_threads)
         # Refuse a bad configuration now rather than at the first forward. A module built in
-        # a dtype rnnx cannot run (dtype=torch.float16) is checked as float32: like torch.nn,
+        # a dtype rnnx cannot run (dtype=torch.complex64) is checked as float32: like torch.nn,
         # it may be built so and converted with .float() before it runs.
         dtype = self._flat_weights[0].dtype if self._flat_weights else torch.float32
         cfg, _, _ = self._rnnx_config(dtype if dtype in _DTYPES else torch.float32, 0.0)
@@ -285,9 +284,9 @@ class _RnnxModule:
     def _rnnx_refuse_dtype(self, dtype, device=None):
         where = f" on {device}" if device is not None else ""
         raise _rnnx.UnsupportedError(
-            f"rnnx.torch.{type(self).__name__} runs float32, float64 and bfloat16 (and "
-            f"float16 on CUDA); its parameters are {dtype}{where} (convert the module with "
-            f".float(), .double(), .bfloat16(), or .half() on a GPU)")
+            f"rnnx.torch.{type(self).__name__} runs float32, float64, bfloat16 and float16; "
+            f"its parameters are {dtype}{where} (convert the module with .float(), .double(), "
+            f".bfloat16() or .half())")
 
     def _rnnx_config(self, dtype, dropout):
         if dtype not in _DTYPES:
@@ -448,7 +447,7 @@ class _RnnxModule:
             weights = [w.to(half) for w in weights]
             hx = _cast_states(hx, half)
             dtype = half
-        if dtype not in _DTYPES or (dtype == torch.float16 and device.type != "cuda"):
+        if dtype not in _DTYPES:
             self._rnnx_refuse_dtype(dtype, device)
         if x.dtype != dtype:
             raise invalid(f"input dtype {x.dtype} does not match the parameters' dtype {dtype}")

@@ -306,11 +306,14 @@ class Views {
     std::string fmt = info.format;
     if (!fmt.empty() && (fmt[0] == '@' || fmt[0] == '=' || fmt[0] == '<')) fmt.erase(0, 1);
     // bfloat16 has no buffer format (NumPy has no such type): its bits come as 16-bit
-    // integers (a torch.bfloat16 tensor viewed as torch.int16, or np.uint16).
+    // integers (a torch.bfloat16 tensor viewed as torch.int16, or np.uint16). float16 is
+    // NumPy's float16 ('e').
     const bool bf16 = dtype == rnnx::DataType::bf16;
+    const char want = dtype == rnnx::DataType::f32   ? 'f'
+                      : dtype == rnnx::DataType::f16 ? 'e'
+                                                     : 'd';
     const bool format_ok =
-        fmt.size() == 1 && (bf16 ? (fmt[0] == 'H' || fmt[0] == 'h')
-                                 : fmt[0] == (dtype == rnnx::DataType::f32 ? 'f' : 'd'));
+        fmt.size() == 1 && (bf16 ? (fmt[0] == 'H' || fmt[0] == 'h') : fmt[0] == want);
     if (info.itemsize != elem || !format_ok) {
       invalid(name + " has element format '" + info.format + "' (itemsize " +
               std::to_string(info.itemsize) + ") but the plan's dtype is " +

@@ -189,7 +189,7 @@ def test_numpy_errors():
     with pytest.raises(rnnx.InvalidArgumentError, match="nonlinearity"):
         rnnx.RNN(4, 3, nonlinearity="sigmoid")
     with pytest.raises(rnnx.UnsupportedError) as e:
-        rnnx.LSTM(4, 3, dtype=np.float16)
+        rnnx.LSTM(4, 3, dtype=np.complex64)
     assert e.value.code == "unsupported"
     with pytest.raises(rnnx.InvalidArgumentError, match="backend 'gpu'"):
         rnnx.LSTM(4, 3, backend="gpu")(x)
