@@ -309,9 +309,7 @@ class Views {
     // integers (a torch.bfloat16 tensor viewed as torch.int16, or np.uint16). float16 is
     // NumPy's float16 ('e').
     const bool bf16 = dtype == rnnx::DataType::bf16;
-    const char want = dtype == rnnx::DataType::f32   ? 'f'
-                      : dtype == rnnx::DataType::f16 ? 'e'
-                                                     : 'd';
+    const char want = dtype == rnnx::DataType::f32 ? 'f' : dtype == rnnx::DataType::f16 ? 'e' : 'd';
     const bool format_ok =
         fmt.size() == 1 && (bf16 ? (fmt[0] == 'H' || fmt[0] == 'h') : fmt[0] == want);
     if (info.itemsize != elem || !format_ok) {
