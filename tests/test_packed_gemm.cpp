@@ -155,15 +155,19 @@ TEST(PackedGemm, BlocksAndPieces) {
 }
 
 // The all-token products: both operands packed block by block of K (several blocks, a
-// short last one), rows in several chunks, every operand form, one to three threads.
+// short last one), rows in several chunks, every operand form, one to three threads (the
+// last shape has enough row tiles for the threads to split the rows rather than B's
+// panels, packed_gemm.cpp).
 TEST(PackedGemm, FullMatchesDoubleLoop) {
   if (!available()) GTEST_SKIP() << "no AVX-512 (or capped below it)";
   using rnnx::cpu::kPackedFullDepth;
   using rnnx::cpu::kPackedFullRows;
-  const std::vector<Shape> shapes = {{3, 5, 7},
-                                     {kPackedFullRows + 3, 48, 2 * kPackedFullDepth + 17},
-                                     {40, 100, kPackedFullDepth + 1},
-                                     {2 * kPackedFullRows + 1, 33, 300}};
+  const std::vector<Shape> shapes = {
+      {3, 5, 7},
+      {kPackedFullRows + 3, 48, 2 * kPackedFullDepth + 17},
+      {40, 100, kPackedFullDepth + 1},
+      {2 * kPackedFullRows + 1, 33, 300},
+      {24 * rnnx::cpu::kPackedTileRows + 5, 70, 2 * kPackedFullDepth + 9}};
   for (const Shape& s : shapes) {
     for (Op op_a : {Op::N, Op::T}) {
       for (Op op_b : {Op::N, Op::T}) {
@@ -210,6 +214,35 @@ TEST(PackedGemm, FullMatchesDoubleLoop) {
           }
         }
       }
+    }
+  }
+}
+
+// The all-token product's rows do not depend on the thread count, whichever way the threads
+// split the work (B's panels for few rows, the rows for many): bit for bit.
+TEST(PackedGemm, FullIsTheSameOnAnyThreadCount) {
+  if (!available()) GTEST_SKIP() << "no AVX-512 (or capped below it)";
+  const int64_t M = 40 * rnnx::cpu::kPackedTileRows + 3, N = 96,
+                K = rnnx::cpu::kPackedFullDepth + 130;
+  for (Op op_a : {Op::N, Op::T}) {
+    Rng rng(77);
+    std::vector<float> A(M * K), B(K * N);
+    for (float& v : A) v = static_cast<float>(rng.uniform(-1, 1));
+    for (float& v : B) v = static_cast<float>(rng.uniform(-1, 1));
+    std::vector<float> scratch(rnnx::cpu::packed_gemm_full_floats(M, N, K));
+    std::vector<std::vector<float>> results;
+    const int saved = omp_get_max_threads();
+    for (int threads : {1, 2, 3, 4}) {
+      std::vector<float> C(M * N);
+      omp_set_num_threads(threads);
+      rnnx::cpu::packed_gemm_full(op_a, Op::N, M, N, K, A.data(), op_a == Op::T ? M : K, B.data(),
+                                  N, false, C.data(), N, scratch.data());
+      results.push_back(std::move(C));
+    }
+    omp_set_num_threads(saved);
+    for (size_t t = 1; t < results.size(); ++t) {
+      EXPECT_TRUE(results[t] == results[0])
+          << (t + 1) << " threads, op_a " << (op_a == Op::T ? "T" : "N");
     }
   }
 }

