@@ -29,11 +29,10 @@ DISTRIBUTIONS = ("full", "uniform", "longtail")
 MODES = ("infer", "train", "fwdbwd")
 PEERS = ("onednn", "torch-padded", "torch-packed")
 
-# The issue's targets (#3).
-TARGET_FULL_VS_ONEDNN = 0.95   # full length: rnnx at least 0.95x oneDNN's speed
-TARGET_FULL_VS_TORCH = 2.0     # full length: at least 2x PyTorch (the faster of padded, packed)
-TARGET_VAR_VS_PEERS = {"uniform": 1.8, "longtail": 3.0}  # vs the fastest peer
-TARGET_RAGGED = 1.15           # ragged time / time of the equivalent full batch
+# The issue's targets (#14), for batches of at least TARGET_MIN_BATCH sequences.
+TARGET_MIN_BATCH = 32
+TARGET_FULL_VS_ONEDNN = {1: 1.15, 2: 1.05}  # full length: x oneDNN's speed, per thread count
+TARGET_VAR_VS_PEERS = {"uniform": 2.0, "longtail": 3.5}  # vs the fastest peer
 
 
 # ----------------------------------------------------------------------------------------
@@ -256,29 +255,29 @@ def make_row(case, dist, mode, threads, res, ragged_ref, peak, ceilings):
             row["ragged_ref_ms"] = scaled
             row["ragged"] = rx_ms / scaled
         row["ragged_ref_shape"] = f"T'={ragged_ref['T']} B'={ragged_ref['B']}"
-    row["targets"] = targets(row, dist, case.full())
+    # The fastest peer, and only when every peer ran: a missing peer could be faster.
+    peers = [row[f"{p}_ms"] for p in PEERS if row[f"{p}_ms"]]
+    row["x_best_peer"] = (min(peers) / rx_ms if not case.full() and len(peers) == len(PEERS)
+                          and rx_ms else None)
+    row["targets"] = targets(row, dist, case.full(), case.B)
     return row
 
 
-def targets(row, dist, full):
+def targets(row, dist, full, batch):
     """[(label, ok or None when not measurable)] for the issue's targets that apply."""
     t = []
-    torch_ms = [row[f"{p}_ms"] for p in ("torch-padded", "torch-packed") if row[f"{p}_ms"]]
+    if batch < TARGET_MIN_BATCH:
+        return t
     if full:
-        x = row["x_onednn"]
-        t.append((f"dnn>={TARGET_FULL_VS_ONEDNN}", None if x is None else x >= TARGET_FULL_VS_ONEDNN))
-        x = min(torch_ms) / row["rnnx_ms"] if torch_ms and row["rnnx_ms"] else None
-        t.append((f"pt>={TARGET_FULL_VS_TORCH:g}", None if x is None else x >= TARGET_FULL_VS_TORCH))
+        need = TARGET_FULL_VS_ONEDNN.get(row["threads"])
+        if need:
+            x = row["x_onednn"]
+            t.append((f"dnn>={need:g}@{row['threads']}t", None if x is None else x >= need))
     else:
         need = TARGET_VAR_VS_PEERS.get(dist)
         if need:
-            peers = [row[f"{p}_ms"] for p in PEERS if row[f"{p}_ms"]]
-            # The fastest peer, and only when every peer ran: a missing peer could be faster.
-            x = min(peers) / row["rnnx_ms"] if len(peers) == len(PEERS) and row["rnnx_ms"] else None
-            row["x_best_peer"] = x
+            x = row["x_best_peer"]
             t.append((f"peers>={need:g}", None if x is None else x >= need))
-        r = row["ragged"]
-        t.append((f"ragged<={TARGET_RAGGED}", None if r is None else r <= TARGET_RAGGED))
     return t
 
 
@@ -308,7 +307,8 @@ COLUMNS = [
     ("xpt-pad", "torch padded ms / rnnx ms", lambda r: fmt(r["x_torch-padded"], ".2f")),
     ("xpt-pack", "torch packed ms / rnnx ms", lambda r: fmt(r["x_torch-packed"], ".2f")),
     ("ragged", "rnnx ms / equivalent full batch ms", lambda r: fmt(r["ragged"], ".2f", "-")),
-    ("targets", "issue #3 targets", lambda r: " ".join(
+    ("xbest", "fastest peer ms / rnnx ms", lambda r: fmt(r.get("x_best_peer"), ".2f", "-")),
+    ("targets", "issue #14 targets", lambda r: " ".join(
         f"{label}:{'n/a' if ok is None else 'ok' if ok else 'MISS'}" for label, ok in r["targets"])),
 ]
 
@@ -448,7 +448,7 @@ def write_results(path, args, rows, peaks, ceilings, runners, started, elapsed, 
               "for every runner (bench/README.md). ragged = rnnx's time over its time on a full "
               "batch of B' = round(tokens / T') sequences of length T' = the longest length "
               "(same number of steps), scaled to the same number of tokens.", "",
-              "## Targets (issue #3)", ""]
+              "## Targets (issue #14)", ""]
     lines += [f"* {s}" for s in target_summary(rows)] + [""]
     if notes:
         lines += ["## Notes", ""] + [f"* {n}" for n in notes] + [""]
