@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/float16.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/kernel_dispatch.hpp"
 #include "reference/activations.hpp"
@@ -60,6 +61,66 @@ TEST_P(PerIsa, TableIsTheRequestedBuild) {
   EXPECT_EQ(k().vector_width, width[static_cast<int>(GetParam())]);
 #endif
   EXPECT_STREQ(cpu::step_kernels<double>(GetParam()).isa, "scalar");
+}
+
+// The float16 conversions of a table (avx512 has them; the others leave them to
+// core/float16.hpp): every one of the 65536 bit patterns widened, and narrowing of ties,
+// overflow, subnormals, NaN and 200k float32 bit patterns, bit for bit core's, in full
+// vectors and in tails.
+TEST_P(PerIsa, Float16ConversionsAreCoresBitForBit) {
+  const auto& t = k();
+  if (GetParam() == Isa::avx512) {
+    ASSERT_NE(t.widen_f16, nullptr);
+    ASSERT_NE(t.narrow_f16, nullptr);
+  }
+  if (t.widen_f16 == nullptr || t.narrow_f16 == nullptr) {
+    EXPECT_EQ(t.widen_f16 == nullptr, t.narrow_f16 == nullptr) << "both or neither";
+    GTEST_SKIP() << cpu::isa_name(GetParam()) << " leaves float16 to core/float16.hpp";
+  }
+  std::vector<uint16_t> h(65536);
+  for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<uint16_t>(i);
+  std::vector<float> f(h.size());
+  t.widen_f16(h.data(), f.data(), static_cast<int64_t>(h.size()) - 3);  // a tail of 13
+  for (size_t i = 0; i + 3 < h.size(); ++i) {
+    const float want = rnnx::core::float16::widen(h[i]);
+    if (std::isnan(want)) {
+      ASSERT_TRUE(std::isnan(f[i])) << "bits " << i;
+      ASSERT_EQ(std::signbit(f[i]), std::signbit(want)) << "bits " << i;
+    } else {
+      ASSERT_EQ(std::bit_cast<uint32_t>(f[i]), std::bit_cast<uint32_t>(want)) << "bits " << i;
+    }
+  }
+  std::vector<float> x = {0.0f,
+                          -0.0f,
+                          1.0f,
+                          1.0f + 0x1p-11f,
+                          1.0f + 3 * 0x1p-11f,
+                          65504.0f,
+                          65519.0f,
+                          65520.0f,
+                          -70000.0f,
+                          0x1p-24f,
+                          0x1p-25f,
+                          0x1.8p-25f,
+                          1e-9f,
+                          kInf,
+                          -kInf,
+                          kNaNf,
+                          -kNaNf,
+                          std::bit_cast<float>(0x7f800001u),
+                          std::bit_cast<float>(0xffc01234u)};
+  Rng rng(16);
+  while (x.size() < 200000) x.push_back(std::bit_cast<float>(static_cast<uint32_t>(rng.next())));
+  std::vector<uint16_t> got(x.size());
+  for (int64_t n : {static_cast<int64_t>(x.size()), int64_t{7}}) {
+    std::fill(got.begin(), got.end(), uint16_t{0xABCD});
+    t.narrow_f16(x.data(), got.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(got[i], rnnx::core::float16::narrow(x[i]))
+          << "float bits " << std::bit_cast<uint32_t>(x[i]) << " (n = " << n << ")";
+    }
+    if (n < static_cast<int64_t>(got.size())) EXPECT_EQ(got[n], 0xABCD) << "wrote past n";
+  }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -18,6 +18,8 @@
 #include "core/bfloat16.hpp"
 #include "core/float16.hpp"
 #include "core/thread_scope.hpp"
+#include "cpu/isa.hpp"
+#include "cpu/kernel_dispatch.hpp"
 
 namespace rnnx::cpu {
 namespace {
@@ -25,21 +27,40 @@ namespace {
 // Below this many values a conversion stays on one thread.
 constexpr int64_t kParallelMin = int64_t{1} << 16;
 
-// n values of the caller's 16-bit tensor (of type S) into float32, and back.
+// n values of the caller's 16-bit tensor (of type S) into float32, and back: float16 on
+// the step kernels' vector conversions where the plan's ISA has them (the scalar loops of
+// core/float16.hpp cost 5-7% of a training step), bfloat16 (a shift, which the compiler
+// vectorises) and float16 elsewhere on core's loops.
 template <typename S>
-void widen_parallel(const void* src, float* dst, int64_t n) {
+void widen_parallel(const void* src, float* dst, int64_t n, const StepKernels<float>& k) {
   const auto* s = static_cast<const S*>(src);
   constexpr int64_t kChunk = 4096;
+  const bool vector = std::is_same_v<S, core::float16> && k.widen_f16 != nullptr;
 #pragma omp parallel for schedule(static) if (n >= kParallelMin && !omp_in_parallel())
-  for (int64_t i = 0; i < n; i += kChunk) core::widen(s + i, dst + i, std::min(kChunk, n - i));
+  for (int64_t i = 0; i < n; i += kChunk) {
+    const int64_t m = std::min(kChunk, n - i);
+    if (vector) {
+      k.widen_f16(reinterpret_cast<const uint16_t*>(s + i), dst + i, m);
+    } else {
+      core::widen(s + i, dst + i, m);
+    }
+  }
 }
 
 template <typename S>
-void narrow_parallel(const float* src, void* dst, int64_t n) {
+void narrow_parallel(const float* src, void* dst, int64_t n, const StepKernels<float>& k) {
   auto* d = static_cast<S*>(dst);
   constexpr int64_t kChunk = 4096;
+  const bool vector = std::is_same_v<S, core::float16> && k.narrow_f16 != nullptr;
 #pragma omp parallel for schedule(static) if (n >= kParallelMin && !omp_in_parallel())
-  for (int64_t i = 0; i < n; i += kChunk) core::narrow(src + i, d + i, std::min(kChunk, n - i));
+  for (int64_t i = 0; i < n; i += kChunk) {
+    const int64_t m = std::min(kChunk, n - i);
+    if (vector) {
+      k.narrow_f16(src + i, reinterpret_cast<uint16_t*>(d + i), m);
+    } else {
+      core::narrow(src + i, d + i, m);
+    }
+  }
 }
 
 // The float32 problem the 16-bit one runs as, in the math mode of the comment above.
@@ -66,7 +87,10 @@ template <typename S>
 class HalfDataBackend final : public BackendImpl {
  public:
   explicit HalfDataBackend(const PlanContext& ctx)
-      : BackendImpl(ctx), f32_(float32_context(ctx)), inner_(make_cpu_backend(f32_)) {}
+      : BackendImpl(ctx),
+        f32_(float32_context(ctx)),
+        inner_(make_cpu_backend(f32_)),
+        kernels_(step_kernels<float>(isa_for_plan())) {}
 
   std::string name() const override {
     return inner_->name() + (std::is_same_v<S, core::bfloat16> ? "/bf16-data" : "/f16-data");
@@ -85,8 +109,8 @@ class HalfDataBackend final : public BackendImpl {
     Copies k;
     carve_forward(base + align_up(inner_->forward_workspace_size(a.training)), &k);
     ForwardArgs f = a;
-    widen_parallel<S>(a.x, k.x, ctx_.x_numel());
-    widen_parallel<S>(a.weights, k.w, ctx_.weights.numel());
+    widen_parallel<S>(a.x, k.x, ctx_.x_numel(), kernels_);
+    widen_parallel<S>(a.weights, k.w, ctx_.weights.numel(), kernels_);
     f.x = k.x;
     f.weights = k.w;
     f.h0 = widen_optional(a.h0, k.h0, ctx_.h_numel());
@@ -97,9 +121,9 @@ class HalfDataBackend final : public BackendImpl {
     f.workspace = workspace;
     f.workspace_size = inner_->forward_workspace_size(a.training);
     inner_->forward(f, workspace);
-    narrow_parallel<S>(k.y, a.y, ctx_.y_numel());
-    if (a.hy) narrow_parallel<S>(k.hy, a.hy, ctx_.h_numel());
-    if (a.cy) narrow_parallel<S>(k.cy, a.cy, ctx_.c_numel());
+    narrow_parallel<S>(k.y, a.y, ctx_.y_numel(), kernels_);
+    if (a.hy) narrow_parallel<S>(k.hy, a.hy, ctx_.h_numel(), kernels_);
+    if (a.cy) narrow_parallel<S>(k.cy, a.cy, ctx_.c_numel(), kernels_);
   }
 
   void backward(const BackwardArgs& a, void* workspace, uint64_t dropout_counter) override {
@@ -108,8 +132,8 @@ class HalfDataBackend final : public BackendImpl {
     Copies k;
     carve_backward(base + align_up(inner_->backward_workspace_size()), &k);
     BackwardArgs b = a;
-    widen_parallel<S>(a.x, k.x, ctx_.x_numel());
-    widen_parallel<S>(a.weights, k.w, ctx_.weights.numel());
+    widen_parallel<S>(a.x, k.x, ctx_.x_numel(), kernels_);
+    widen_parallel<S>(a.weights, k.w, ctx_.weights.numel(), kernels_);
     b.x = k.x;
     b.weights = k.w;
     b.h0 = widen_optional(a.h0, k.h0, ctx_.h_numel());
@@ -123,21 +147,21 @@ class HalfDataBackend final : public BackendImpl {
     b.dweights = a.dweights ? k.dw : nullptr;
     // Accumulating gradients add to what the caller holds: its 16-bit values, widened.
     if (a.dweights && a.weight_grad_mode == GradMode::accumulate) {
-      widen_parallel<S>(a.dweights, k.dw, ctx_.weights.numel());
+      widen_parallel<S>(a.dweights, k.dw, ctx_.weights.numel(), kernels_);
     }
     b.workspace = workspace;
     b.workspace_size = inner_->backward_workspace_size();
     inner_->backward(b, workspace, dropout_counter);
-    if (a.dx) narrow_parallel<S>(k.dx, a.dx, ctx_.x_numel());
-    if (a.dh0) narrow_parallel<S>(k.dh0, a.dh0, ctx_.h_numel());
-    if (a.dc0) narrow_parallel<S>(k.dc0, a.dc0, ctx_.c_numel());
-    if (a.dweights) narrow_parallel<S>(k.dw, a.dweights, ctx_.weights.numel());
+    if (a.dx) narrow_parallel<S>(k.dx, a.dx, ctx_.x_numel(), kernels_);
+    if (a.dh0) narrow_parallel<S>(k.dh0, a.dh0, ctx_.h_numel(), kernels_);
+    if (a.dc0) narrow_parallel<S>(k.dc0, a.dc0, ctx_.c_numel(), kernels_);
+    if (a.dweights) narrow_parallel<S>(k.dw, a.dweights, ctx_.weights.numel(), kernels_);
   }
 
  private:
-  static const float* widen_optional(const void* src, float* copy, int64_t n) {
+  const float* widen_optional(const void* src, float* copy, int64_t n) const {
     if (src == nullptr) return nullptr;
-    widen_parallel<S>(src, copy, n);
+    widen_parallel<S>(src, copy, n, kernels_);
     return copy;
   }
 
@@ -176,6 +200,7 @@ class HalfDataBackend final : public BackendImpl {
 
   PlanContext f32_;  // before inner_, which keeps a reference to it
   std::unique_ptr<BackendImpl> inner_;
+  const StepKernels<float>& kernels_;  // the conversions of the plan's ISA
 };
 
 }  // namespace

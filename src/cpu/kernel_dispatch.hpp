@@ -64,6 +64,13 @@ struct StepKernels {
   // Any of ONNX's activations and its derivative, as the generic kernels compute them.
   void (*activate)(const Activation& a, const T* x, T* y, int64_t n);
   void (*activation_grad)(const Activation& a, const T* x, T* y, int64_t n);
+
+  // IEEE float16 bits <-> float32 over n contiguous values (the 16-bit data path): widening
+  // exact, narrowing to nearest even, NaN kept quiet, bit for bit core/float16.hpp's. Null
+  // where the build has no conversion instructions (all but avx512): callers then use
+  // core/float16.hpp's loops.
+  void (*widen_f16)(const uint16_t* x, float* y, int64_t n);
+  void (*narrow_f16)(const float* x, uint16_t* y, int64_t n);
 };
 
 // The kernels of min(isa, isa_detected()); avx512-bf16 runs the avx512 kernels. A plan

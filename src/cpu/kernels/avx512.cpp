@@ -77,6 +77,21 @@ struct VecF32 {
   static void store_flags(uint8_t* p, M m, int n) {
     _mm_mask_storeu_epi8(p, lanes(n), _mm_maskz_mov_epi8(m, _mm_set1_epi8(1)));
   }
+  // float16 bits (F16C's AVX-512 forms): widening exact; narrowing to nearest even, a NaN
+  // quiet with its payload's top bits, overflow to infinity, subnormals exact.
+  static F widen_f16(const uint16_t* p, int n) {
+    const __m256i h = n == W ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))
+                             : _mm256_maskz_loadu_epi16(lanes(n), p);
+    return _mm512_cvtph_ps(h);
+  }
+  static void narrow_f16(uint16_t* p, F v, int n) {
+    const __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    if (n == W) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), h);
+    } else {
+      _mm256_mask_storeu_epi16(p, lanes(n), h);
+    }
+  }
   static F exp(F x) { return poly_exp<VecF32>(x); }
   static F sigmoid(F x) { return poly_sigmoid<VecF32>(x); }
   static F tanh(F x) { return poly_tanh<VecF32>(x); }

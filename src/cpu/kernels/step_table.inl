@@ -2,6 +2,38 @@
 // onnx_step_kernels.inl and the array activations, instantiated for V. Pasted last into
 // each ISA's namespace; no file-level includes.
 
+// float16 conversions where the vector type has them (V::widen_f16 / V::narrow_f16).
+template <class V>
+void widen_f16_array(const uint16_t* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; i += V::W) {
+    const int w = n - i < V::W ? static_cast<int>(n - i) : V::W;
+    V::store(y + i, V::widen_f16(x + i, w), w);
+  }
+}
+template <class V>
+void narrow_f16_array(const float* x, uint16_t* y, int64_t n) {
+  for (int64_t i = 0; i < n; i += V::W) {
+    const int w = n - i < V::W ? static_cast<int>(n - i) : V::W;
+    V::narrow_f16(y + i, V::load(x + i, w), w);
+  }
+}
+template <class V>
+constexpr void (*widen_f16_entry())(const uint16_t*, float*, int64_t) {
+  if constexpr (requires(const uint16_t* p) { V::widen_f16(p, 1); }) {
+    return &widen_f16_array<V>;
+  } else {
+    return nullptr;
+  }
+}
+template <class V>
+constexpr void (*narrow_f16_entry())(const float*, uint16_t*, int64_t) {
+  if constexpr (requires(uint16_t * p, typename V::F v) { V::narrow_f16(p, v, 1); }) {
+    return &narrow_f16_array<V>;
+  } else {
+    return nullptr;
+  }
+}
+
 template <class V>
 constexpr StepKernels<typename V::S> step_table(const char* isa, int cost_scale) {
   return StepKernels<typename V::S>{
@@ -35,5 +67,7 @@ constexpr StepKernels<typename V::S> step_table(const char* isa, int cost_scale)
       &apply_activation<V, &V::tanh>,
       &activate_array<V>,
       &activation_grad_array<V>,
+      widen_f16_entry<V>(),
+      narrow_f16_entry<V>(),
   };
 }
