@@ -119,7 +119,9 @@ TEST_P(PerIsa, Float16ConversionsAreCoresBitForBit) {
       ASSERT_EQ(got[i], rnnx::core::float16::narrow(x[i]))
           << "float bits " << std::bit_cast<uint32_t>(x[i]) << " (n = " << n << ")";
     }
-    if (n < static_cast<int64_t>(got.size())) EXPECT_EQ(got[n], 0xABCD) << "wrote past n";
+    if (n < static_cast<int64_t>(got.size())) {
+      EXPECT_EQ(got[n], 0xABCD) << "wrote past n";
+    }
   }
 }
 

@@ -117,5 +117,20 @@ TEST(Float16, WriteAndReadValuesRoundLikeTheStorageTypes) {
   EXPECT_EQ(dtype_size(DataType::f16), 2);
 }
 
+TEST(Float16, WriteAndReadValuesRefuseBadArguments) {
+  double v = 1.0;
+  uint16_t h = 0;
+  expect_error([&] { write_values(DataType::f16, &v, &h, -1); }, Status::invalid_argument,
+               {"write_values", "n (= -1)"});
+  expect_error([&] { read_values(DataType::bf16, &h, &v, -2); }, Status::invalid_argument,
+               {"read_values", "n (= -2)"});
+  const auto bogus = static_cast<DataType>(9);
+  expect_error([&] { write_values(bogus, &v, &h, 1); }, Status::invalid_argument,
+               {"write_values", "dtype (= 9)"});
+  expect_error([&] { read_values(bogus, &h, &v, 1); }, Status::invalid_argument,
+               {"read_values", "dtype (= 9)"});
+  EXPECT_EQ(h, 0) << "a refused call writes nothing";
+}
+
 }  // namespace
 }  // namespace rnnx_test

@@ -44,6 +44,7 @@ std::vector<Activation> onnx_activations(const std::vector<std::string>& names,
 // n values into a buffer of `dtype` (float32 and the 16-bit types round to nearest even; the
 // 16-bit ones through float32, as every rnnx conversion does), and out of one (exact). So a
 // caller without a bfloat16 or float16 type of its own can fill and read a plan's tensors.
+// Throws invalid_argument for n < 0 or a dtype that is none of DataType's values.
 void write_values(DataType dtype, const double* src, void* dst, int64_t n);
 void read_values(DataType dtype, const void* src, double* dst, int64_t n);
 

@@ -75,7 +75,7 @@ typedef enum rnnx_dtype {
   RNNX_DTYPE_FLOAT32 = 0,
   RNNX_DTYPE_FLOAT64 = 1,
   RNNX_DTYPE_BFLOAT16 = 2, /* bf16 storage; computed in float32 (cpu) or double (reference) */
-  RNNX_DTYPE_FLOAT16 = 3   /* IEEE half; backend cuda (and the reference) only */
+  RNNX_DTYPE_FLOAT16 = 3   /* IEEE half storage; computed in float32 (cpu, cuda) or double */
 } rnnx_dtype_t;
 
 /* What a clamp (cell_clip, proj_clip) does with NaN (cuDNN's clipNanOpt):
