@@ -58,9 +58,8 @@ GemmForce gemm_force() {
 
 bool team_capable(const PlanContext& ctx, GemmEngine engine) {
   const Config& c = ctx.config;
-  const bool proj = c.cell == CellType::lstm && c.proj_size > 0;
   const bool gru_orig = c.cell == CellType::gru && !c.gru_linear_before_reset;
-  return is_packed(engine) && !proj && !gru_orig && ctx.schedule.B <= kPackedChunkRows;
+  return is_packed(engine) && !gru_orig && ctx.schedule.B <= kPackedChunkRows;
 }
 
 }  // namespace

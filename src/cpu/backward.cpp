@@ -253,37 +253,62 @@ void backward_time_loop(const PlanSpec& p, const BackwardArgs& a, int64_t l, int
   }
 }
 
-// The time loop of one direction as one parallel region for all its steps (RNN, LSTM
+// The time loop of one direction as one parallel region for all its steps (RNN, LSTM with or
 // without projection, linear-before-reset GRU), as forward.cpp's team loop: each thread
 // owns the same cells of every gate, runs the step kernel on them, packs their gradient
 // columns as the left operand of dh_{t-1} = dG W_hh, and after the step's barrier computes
-// its cells' columns of dh_{t-1}, which only it reads next.
+// its columns of dh_{t-1}, which only it reads next. With a projection those are its panels
+// of the state's P columns: it takes them through the projection's step kernel into dr,
+// packs them, and after a first barrier computes its cells' columns of dh_full = dr W_hr.
 template <typename T>
 void backward_time_loop_team(const PlanSpec& p, const BackwardArgs& a, int64_t l, int64_t d,
                              const ReserveLayer<T>& res, const DirectionIo<T>& io,
                              const BackwardDirBuffers<T>& db, int threads) {
-  const int64_t H = p.H, P = p.P, GH = p.GH;
+  const int64_t H = p.H, P = p.P, GH = p.GH, DP = p.DP;
   const ReserveDir<T>& rd = res.dir[d];
   const T* w = static_cast<const T*>(a.weights);
   const BackwardWeights<T> bw = bind_backward_weights(p, w, p.param(l, d), db);
-  const PackedB w_hh{bw.hh.packed(), GH, P, 1, p.packed_type()};
+  const PackedType type = p.packed_type();
+  const PackedB w_hh{bw.hh.packed(), GH, P, 1, type};
+  const bool proj = p.proj;
+  const PackedB w_hr{proj ? bw.hr.packed() : nullptr, P, H, 1, type};
   const StepKernels<float>& kernels = p.kernels<float>();
   const OnnxCell<T> ox = onnx_cell_of(p, w, p.param(l, d), d);
   const bool lbr = p.cell == CellType::gru;  // team loops run no original GRU
   T* dh = db.dh_state;
-  const int64_t cell_panels = w_hh.panels_per_block();
+  const int64_t cell_panels = (H + kPackedPanel - 1) / kPackedPanel;
+  const int64_t state_panels = w_hh.panels_per_block();  // of dh's P columns
 
   TeamBarrier barrier;
 #pragma omp parallel num_threads(threads) if (p.T_eff > 0)
   if (p.T_eff > 0) {
     const int n = omp_get_num_threads(), th = omp_get_thread_num();
     const TeamShare share(cell_panels, H, th, n);
-    const int64_t q0 = share.q0, q1 = share.q1, j0 = share.j0, j1 = share.j1;
+    const int64_t j0 = share.j0, j1 = share.j1;
+    // The state's columns this thread computes: its cells' without projection.
+    const TeamShare state(state_panels, P, th, n);
     for (int64_t k = 0; k < p.T_eff; ++k) {
       const BackwardStep<T> st = backward_step(p, io, db, d, k);
       const int64_t bs = st.bs, buf = k & 1;
       T* dgh = lbr ? db.dgh + st.r0 * GH : st.dg;  // the left operand of the product
       const Tile tile{0, bs, j0, j1};
+      if (proj) {
+        // dr per token is kept for dW_hr; dh_full = dr W_hr goes to scratch.
+        T* dr = db.dr + st.r0 * P;
+        if (state.j0 < state.j1) {
+          kernels.proj_backward(ProjBackward<T>{.rows = bs,
+                                                .P = P,
+                                                .dh = dh,
+                                                .dy = st.dy,
+                                                .ld_dy = DP,
+                                                .pass = rd.r_pass ? rd.r_pass + st.r0 * P : nullptr,
+                                                .dr = dr},
+                                Tile{0, bs, state.j0, state.j1});
+          pack_a_columns(bs, P, dr, P, state.j0, state.j1, db.a_pack, type);
+        }
+        barrier.wait(n);  // every column of dr packed
+        multiply_panel_range(bs, db.a_pack, w_hr, share.q0, share.q1, false, db.scratch, H);
+      }
       if (j0 < j1) {
         OnnxCell<T> o = ox;
         if (p.onnx_cell) {
@@ -296,21 +321,26 @@ void backward_time_loop_team(const PlanSpec& p, const BackwardArgs& a, int64_t l
             tile_step(p, kernels.rnn_backward, kernels.onnx_rnn_backward, o,
                       rnn_backward_args(p, res, d, st, dh), tile);
             break;
-          case CellType::lstm:
-            tile_step(p, kernels.lstm_backward, kernels.onnx_lstm_backward, o,
-                      lstm_backward_args(p, rd, db, d, st, dh), tile);
+          case CellType::lstm: {
+            LstmBackward<T> kl = lstm_backward_args(p, rd, db, d, st, dh);
+            if (proj) {
+              kl.dh = db.scratch;
+              kl.dy = nullptr;
+            }
+            tile_step(p, kernels.lstm_backward, kernels.onnx_lstm_backward, o, kl, tile);
             break;
+          }
           case CellType::gru:
             tile_step(p, kernels.gru_backward, kernels.onnx_gru_backward, o,
                       gru_backward_args(p, rd, db, st, dh), tile);
             break;
         }
         for (int64_t g = 0; g < p.G; ++g) {
-          pack_a_columns(bs, GH, dgh, GH, g * H + j0, g * H + j1, db.ag_pack[buf], p.packed_type());
+          pack_a_columns(bs, GH, dgh, GH, g * H + j0, g * H + j1, db.ag_pack[buf], type);
         }
       }
       barrier.wait(n);
-      multiply_panel_range(bs, db.ag_pack[buf], w_hh, q0, q1, lbr, dh, P);
+      multiply_panel_range(bs, db.ag_pack[buf], w_hh, state.q0, state.q1, lbr, dh, P);
     }
   }
 }

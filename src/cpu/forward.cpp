@@ -292,11 +292,15 @@ void forward_time_loop(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64
   if (a.cy) core::scatter_state(s, db.c_state, static_cast<T*>(a.cy) + sd * H, H);
 }
 
-// The time loop of one direction as one parallel region for all its steps (RNN, LSTM
-// without projection, linear-before-reset GRU; fixed cells or ONNX's options): each thread owns the
-// same cells of every gate, computes their columns of the step's products on its share of the
-// packed weights (which stays in its core's cache), runs the step kernel on them, and packs its
-// columns of the new state as the next step's left operand; one barrier per step.
+// The time loop of one direction as one parallel region for all its steps (RNN, LSTM with or
+// without projection, linear-before-reset GRU; fixed cells or ONNX's options): each thread owns
+// the same cells of every gate, computes their columns of the step's products on its share of
+// the packed weights (which stays in its core's cache), runs the step kernel on them, and packs
+// its columns of the new state as the next step's left operand; one barrier per step. With a
+// projection the state is r = h_full W_hr^T, whose product needs every cell's h_full: each
+// thread packs its cells' columns of h_full, and after a second barrier computes its own
+// columns of r (whole panels of W_hr, its share of those weights staying in its cache too),
+// clips them, and packs them as the next step's left operand.
 template <typename T>
 void forward_time_loop_team(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64_t d,
                             const InputRows<T>& X, const InputGates<T>& g, T* Y,
@@ -311,6 +315,8 @@ void forward_time_loop_team(const PlanSpec& p, const ForwardArgs& a, int64_t l, 
   const PackedType type = p.packed_type();
   const PackedB w_hh{fw.hh.packed(), P, GH, p.G, type};
   const PackedB w_ih{fw.ih.packed(), I, GH, p.G, type};
+  const bool proj = p.proj;
+  const PackedB w_hr{proj ? fw.hr.packed() : nullptr, H, P, 1, type};
   const int64_t sd = (l * p.D + d) * p.B;
   core::gather_state(s, a.h0 ? static_cast<const T*>(a.h0) + sd * P : nullptr, db.h_state, P);
   if (p.cell == CellType::lstm) {
@@ -318,9 +324,11 @@ void forward_time_loop_team(const PlanSpec& p, const ForwardArgs& a, int64_t l, 
   }
   T* hs = db.h_state;
   const Clamp<T> cell_clip(p.config().cell_clip, p.config().clip_nan);
+  const Clamp<T> proj_clip(p.config().proj_clip, p.config().clip_nan);
   const StepKernels<float>& kernels = p.kernels<float>();
   const OnnxCell<T> ox = onnx_cell_of(p, w, po, d);
   const int64_t cell_panels = w_hh.panels_per_block();
+  const int64_t state_panels = proj ? w_hr.panels_per_block() : cell_panels;
   const int64_t x_units = (I + 15) / 16;  // the input's columns, packed 16 at a time
   const bool rev = p.reversed(d);
   auto time_of = [&](int64_t k) { return rev ? p.T_eff - 1 - k : k; };
@@ -331,12 +339,15 @@ void forward_time_loop_team(const PlanSpec& p, const ForwardArgs& a, int64_t l, 
     const int n = omp_get_num_threads(), th = omp_get_thread_num();
     const TeamShare share(cell_panels, H, th, n);
     const int64_t q0 = share.q0, q1 = share.q1, j0 = share.j0, j1 = share.j1;
+    // The columns of the state this thread computes: its cells', or with a projection its
+    // panels of W_hr's.
+    const TeamShare state(state_panels, P, th, n);
     const int64_t x0 = std::min(I, x_units * th / n * 16);
     const int64_t x1 = std::min(I, x_units * (th + 1) / n * 16);
-    // This thread's columns of step k's left operands: the state (its cells) and the input.
+    // This thread's columns of step k's left operands: the state (its columns) and the input.
     auto pack_operands = [&](int64_t k) {
       const int64_t t = time_of(k), bs = s.batch_sizes[t], buf = k & 1;
-      pack_a_columns(bs, P, hs, P, j0, j1, db.ah_pack[buf], type);
+      pack_a_columns(bs, P, hs, P, state.j0, state.j1, db.ah_pack[buf], type);
       if (t < p.step_input_steps) {
         pack_a_columns(bs, I, X.at(s.offsets[t]), I, x0, x1, db.ax_pack[buf], type,
                        X.map_at(s.offsets[t]));
@@ -353,6 +364,8 @@ void forward_time_loop_team(const PlanSpec& p, const ForwardArgs& a, int64_t l, 
       }
       multiply_panel_range(bs, db.ah_pack[buf], w_hh, q0, q1, false, db.hg, GH);
       const Tile tile{0, bs, j0, j1};
+      // LSTMP: the cells' h_full goes to the reserve (training) or scratch; r lands in y.
+      T* h_full = !proj ? nullptr : training ? rd.h_full + r0 * H : db.scratch;
       if (j0 < j1) {
         OnnxCell<T> o = ox;
         if (p.onnx_cell) {
@@ -365,15 +378,37 @@ void forward_time_loop_team(const PlanSpec& p, const ForwardArgs& a, int64_t l, 
             tile_step(p, kernels.rnn_forward, kernels.onnx_rnn_forward, o,
                       rnn_forward_args(p, db, bs, y, hs), tile);
             break;
-          case CellType::lstm:
-            tile_step(p, kernels.lstm_forward, kernels.onnx_lstm_forward, o,
-                      lstm_forward_args(p, rd, db, training, bs, r0, gates, cell_clip, y, hs),
-                      tile);
+          case CellType::lstm: {
+            LstmForward<T> kl =
+                lstm_forward_args(p, rd, db, training, bs, r0, gates, cell_clip, y, hs);
+            if (proj) {
+              kl.h = h_full;
+              kl.ld_h = H;
+              kl.h_state = nullptr;
+            }
+            tile_step(p, kernels.lstm_forward, kernels.onnx_lstm_forward, o, kl, tile);
+            if (proj) pack_a_columns(bs, H, h_full, H, j0, j1, db.a_pack, type);
             break;
+          }
           case CellType::gru:
             tile_step(p, kernels.gru_forward, kernels.onnx_gru_forward, o,
                       gru_forward_args(p, rd, db, training, bs, r0, gates, y, hs), tile);
             break;
+        }
+      }
+      if (proj) {
+        barrier.wait(n);  // every cell's h_full packed
+        multiply_panel_range(bs, db.a_pack, w_hr, state.q0, state.q1, false, y, DP);
+        if (state.j0 < state.j1) {
+          kernels.proj_forward(
+              ProjForward<T>{.rows = bs,
+                             .P = P,
+                             .y = y,
+                             .ld_y = DP,
+                             .pass = training && rd.r_pass ? rd.r_pass + r0 * P : nullptr,
+                             .proj_clip = proj_clip,
+                             .h_state = hs},
+              Tile{0, bs, state.j0, state.j1});
         }
       }
       if (k + 1 < p.T_eff) pack_operands(k + 1);
