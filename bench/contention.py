@@ -67,7 +67,9 @@ def parse_args(argv=None):
                    help="built-in rnnx settings to run: search (on, fresh cache), heuristic "
                         "(RNNX_AUTOTUNE=0); empty for none")
     p.add_argument("--engines", default="rnnx,onednn,torch", help="comma-separated subset")
-    p.add_argument("--cell", default="lstm", choices=["lstm", "gru", "rnn_tanh", "rnn_relu"])
+    p.add_argument("--cell", default="lstm",
+                   choices=["lstm", "gru", "gru-orig", "rnn_tanh", "rnn_relu"])
+    p.add_argument("--proj", type=int, default=0, help="LSTM projection size (0 = none)")
     p.add_argument("--seq", type=int, default=100)
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--input", type=int, default=512)
@@ -124,6 +126,11 @@ def parse_args(argv=None):
                 p.error(f"--rnnx-env '{spec}': '{item}' is not VAR=VALUE")
             env[k] = v
         a.extra_envs.append((spec, env))
+    if a.proj < 0 or (a.proj and a.cell != "lstm"):
+        p.error(f"--proj (= {a.proj}) must be >= 0, and > 0 only with --cell lstm")
+    if a.cell == "gru-orig" and "torch" in a.engines:
+        p.error("--cell gru-orig: PyTorch has no original GRU (linear_before_reset = 0); "
+                "use --engines rnnx,onednn")
     if a.reps < 1 or a.repeat < 1 or a.warmup < 0 or a.busy < 0:
         p.error("--reps and --repeat must be >= 1, --warmup and --busy >= 0")
     return a
@@ -132,7 +139,7 @@ def parse_args(argv=None):
 def make_engines(a):
     engines = []
     problem = ["--cell", a.cell, "--input", str(a.input), "--hidden", str(a.hidden),
-               "--batch", str(a.batch), "--seq", str(a.seq)]
+               "--proj", str(a.proj), "--batch", str(a.batch), "--seq", str(a.seq)]
     # The PyTorch peer asks rnnx what the case is (its lengths and FLOPs): needed for it too.
     first = a.rnnx or find_file(a.build, ["tools/rnnx/rnnx", "rnnx", "bin/rnnx"])
     if not first and ("rnnx" in a.engines or "torch" in a.engines):
@@ -373,7 +380,8 @@ def report(a, engines, results, others, notes, load_before, load_after, elapsed)
     commit = tool_output(["git", "-C", HERE, "rev-parse", "--short", "HEAD"]) or "unknown"
     dirty = tool_output(["git", "-C", HERE, "status", "--porcelain", "--untracked-files=no"])
     lines = [
-        f"# Contention: {a.cell} T={a.seq} B={a.batch} I={a.input} H={a.hidden}, f32",
+        f"# Contention: {a.cell} T={a.seq} B={a.batch} I={a.input} H={a.hidden}"
+        + (f" P={a.proj}" if a.proj else "") + ", f32",
         "",
         f"* {now:%Y-%m-%d %H:%M %Z}, {elapsed / 60:.1f} min; commit {commit}"
         f"{' (working tree has changes)' if dirty else ''}",

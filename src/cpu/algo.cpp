@@ -57,9 +57,7 @@ GemmForce gemm_force() {
 }
 
 bool team_capable(const PlanContext& ctx, GemmEngine engine) {
-  const Config& c = ctx.config;
-  const bool gru_orig = c.cell == CellType::gru && !c.gru_linear_before_reset;
-  return is_packed(engine) && !gru_orig && ctx.schedule.B <= kPackedChunkRows;
+  return is_packed(engine) && ctx.schedule.B <= kPackedChunkRows;
 }
 
 }  // namespace

@@ -37,9 +37,8 @@ int plan_threads(const PlanContext& ctx);
 // The heuristic choice, and every choice the search may try, for this problem: the values
 // forced by RNNX_CPU_GEMM, RNNX_CPU_TIME_LOOP, RNNX_CPU_DIRECTIONS and
 // RNNX_CPU_INPUT_PROJECTION are the only ones of their kind; where nothing is forced, every
-// value that can run (team loops need the packed engine, at most kPackedChunkRows rows and
-// a cell other than the original GRU, whose n gate needs a product of r * h inside the
-// step; directions need two, and threads to gain from, unless forced).
+// value that can run (team loops need the packed engine and at most kPackedChunkRows rows;
+// directions need two, and threads to gain from, unless forced).
 // Throws Error(invalid_argument) naming the variable for a value it does not know, and
 // Error(unsupported) for RNNX_CPU_GEMM=sgemm in a build without oneDNN.
 struct AlgoSpace {

@@ -168,6 +168,35 @@ GruBackward<T> gru_backward_args(const PlanSpec& p, const ReserveDir<T>& rd,
           .dgh = db.dgh + st.r0 * p.GH};
 }
 
+// Original GRU, in two kernels around d(r * h) = dn W_hn: dz and dn (dh becomes dh * z),
+// then dr and the r * h path's share of dh.
+template <typename T>
+GruOrigBackwardN<T> gru_orig_backward_n_args(const PlanSpec& p, const ReserveDir<T>& rd,
+                                             const BackwardDirBuffers<T>& db,
+                                             const BackwardStep<T>& st, T* dh) {
+  return {.rows = st.bs,
+          .H = p.H,
+          .dh = dh,
+          .dy = st.dy,
+          .ld_dy = p.DP,
+          .gates = rd.gates + st.r0 * p.GH,
+          .h_prev = db.h_prev + st.r0 * p.P,
+          .dg = st.dg};
+}
+
+template <typename T>
+GruOrigBackwardR<T> gru_orig_backward_r_args(const PlanSpec& p, const ReserveDir<T>& rd,
+                                             const BackwardDirBuffers<T>& db,
+                                             const BackwardStep<T>& st, T* dh) {
+  return {.rows = st.bs,
+          .H = p.H,
+          .drh = db.scratch,
+          .gates = rd.gates + st.r0 * p.GH,
+          .h_prev = db.h_prev + st.r0 * p.P,
+          .dg = st.dg,
+          .dh = dh};
+}
+
 // The time loop, in the reverse of the forward order: fused step kernel, then
 // dh_{t-1} = dGates W_hh on the active rows.
 template <typename T>
@@ -219,32 +248,17 @@ void backward_time_loop(const PlanSpec& p, const BackwardArgs& a, int64_t l, int
         break;
       }
       case CellType::gru: {
-        const T* gates = rd.gates + r0 * GH;
-        const T* hp = db.h_prev + r0 * P;
         if (p.gru_lbr) {
           const GruBackward<T> kg = gru_backward_args(p, rd, db, st, dh);
           step(p, gru_backward<T>, onnx_gru_backward<T>, ox, kg);
           bw.hh.run(bs, kg.dgh, GH, true, dh, P, ap);
         } else {
           step(p, gru_orig_backward_n<T>, onnx_gru_orig_backward_n<T>, ox,
-               GruOrigBackwardN<T>{.rows = bs,
-                                   .H = H,
-                                   .dh = dh,
-                                   .dy = dy,
-                                   .ld_dy = DP,
-                                   .gates = gates,
-                                   .h_prev = hp,
-                                   .dg = dg});
+               gru_orig_backward_n_args(p, rd, db, st, dh));
           // d(r*h) = dn W_hn, then dr and its share of dh_{t-1}, then the r, z GEMM.
           bw.hh_n.run(bs, dg + 2 * H, GH, false, db.scratch, H, ap);
           step(p, gru_orig_backward_r<T>, onnx_gru_orig_backward_r<T>, ox,
-               GruOrigBackwardR<T>{.rows = bs,
-                                   .H = H,
-                                   .drh = db.scratch,
-                                   .gates = gates,
-                                   .h_prev = hp,
-                                   .dg = dg,
-                                   .dh = dh});
+               gru_orig_backward_r_args(p, rd, db, st, dh));
           bw.hh.run(bs, dg, GH, true, dh, P, ap);
         }
         break;
@@ -253,13 +267,15 @@ void backward_time_loop(const PlanSpec& p, const BackwardArgs& a, int64_t l, int
   }
 }
 
-// The time loop of one direction as one parallel region for all its steps (RNN, LSTM with or
-// without projection, linear-before-reset GRU), as forward.cpp's team loop: each thread
-// owns the same cells of every gate, runs the step kernel on them, packs their gradient
-// columns as the left operand of dh_{t-1} = dG W_hh, and after the step's barrier computes
-// its columns of dh_{t-1}, which only it reads next. With a projection those are its panels
-// of the state's P columns: it takes them through the projection's step kernel into dr,
-// packs them, and after a first barrier computes its cells' columns of dh_full = dr W_hr.
+// The time loop of one direction as one parallel region for all its steps (every cell), as
+// forward.cpp's team loop: each thread owns the same cells of every gate, runs the step
+// kernel on them, packs their gradient columns as the left operand of dh_{t-1} = dG W_hh,
+// and after the step's barrier computes its columns of dh_{t-1}, which only it reads next.
+// With a projection those are its panels of the state's P columns: it takes them through
+// the projection's step kernel into dr, packs them, and after a first barrier computes its
+// cells' columns of dh_full = dr W_hr.
+// The original GRU packs its cells' dn for d(r * h) = dn W_hn, whose columns of its cells it
+// computes after a first barrier, before the kernel of r.
 template <typename T>
 void backward_time_loop_team(const PlanSpec& p, const BackwardArgs& a, int64_t l, int64_t d,
                              const ReserveLayer<T>& res, const DirectionIo<T>& io,
@@ -269,12 +285,18 @@ void backward_time_loop_team(const PlanSpec& p, const BackwardArgs& a, int64_t l
   const T* w = static_cast<const T*>(a.weights);
   const BackwardWeights<T> bw = bind_backward_weights(p, w, p.param(l, d), db);
   const PackedType type = p.packed_type();
-  const PackedB w_hh{bw.hh.packed(), GH, P, 1, type};
+  const bool orig = p.gru_orig();
+  // dh_{t-1} = dG W_hh over the gates of W_hh: r and z only for the original GRU, whose n
+  // goes through W_hn.
+  const int64_t hh_gates = orig ? 2 : p.G;
+  const PackedB w_hh{bw.hh.packed(), hh_gates * H, P, 1, type};
+  const PackedB w_hn{orig ? bw.hh_n.packed() : nullptr, H, P, 1, type};
   const bool proj = p.proj;
   const PackedB w_hr{proj ? bw.hr.packed() : nullptr, P, H, 1, type};
   const StepKernels<float>& kernels = p.kernels<float>();
   const OnnxCell<T> ox = onnx_cell_of(p, w, p.param(l, d), d);
-  const bool lbr = p.cell == CellType::gru;  // team loops run no original GRU
+  const bool lbr = p.cell == CellType::gru && p.gru_lbr;
+  const bool add_to_dh = p.cell == CellType::gru;  // GRU's kernels leave a share of dh there
   T* dh = db.dh_state;
   const int64_t cell_panels = (H + kPackedPanel - 1) / kPackedPanel;
   const int64_t state_panels = w_hh.panels_per_block();  // of dh's P columns
@@ -331,16 +353,37 @@ void backward_time_loop_team(const PlanSpec& p, const BackwardArgs& a, int64_t l
             break;
           }
           case CellType::gru:
-            tile_step(p, kernels.gru_backward, kernels.onnx_gru_backward, o,
-                      gru_backward_args(p, rd, db, st, dh), tile);
+            if (orig) {
+              tile_step(p, kernels.gru_orig_backward_n, kernels.onnx_gru_orig_backward_n, o,
+                        gru_orig_backward_n_args(p, rd, db, st, dh), tile);
+              pack_a_columns(bs, H, st.dg + 2 * H, GH, j0, j1, db.a_pack, type);
+            } else {
+              tile_step(p, kernels.gru_backward, kernels.onnx_gru_backward, o,
+                        gru_backward_args(p, rd, db, st, dh), tile);
+            }
             break;
         }
-        for (int64_t g = 0; g < p.G; ++g) {
-          pack_a_columns(bs, GH, dgh, GH, g * H + j0, g * H + j1, db.ag_pack[buf], type);
+      }
+      if (orig) {
+        barrier.wait(n);  // every cell's dn packed
+        multiply_panel_range(bs, db.a_pack, w_hn, state.q0, state.q1, false, db.scratch, H);
+        if (j0 < j1) {
+          OnnxCell<T> o = ox;
+          if (p.onnx_cell) {
+            o.gate_pass = rd.gate_pass ? rd.gate_pass + st.r0 * GH : nullptr;
+            o.pre = rd.gates + st.r0 * GH;
+          }
+          tile_step(p, kernels.gru_orig_backward_r, kernels.onnx_gru_orig_backward_r, o,
+                    gru_orig_backward_r_args(p, rd, db, st, dh), tile);
+        }
+      }
+      if (j0 < j1) {
+        for (int64_t g = 0; g < hh_gates; ++g) {
+          pack_a_columns(bs, hh_gates * H, dgh, GH, g * H + j0, g * H + j1, db.ag_pack[buf], type);
         }
       }
       barrier.wait(n);
-      multiply_panel_range(bs, db.ag_pack[buf], w_hh, state.q0, state.q1, lbr, dh, P);
+      multiply_panel_range(bs, db.ag_pack[buf], w_hh, state.q0, state.q1, add_to_dh, dh, P);
     }
   }
 }

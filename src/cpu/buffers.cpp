@@ -55,7 +55,7 @@ ReserveLayer<T> reserve_layer(const PlanSpec& p, const void* base, int64_t l) {
 
 int64_t forward_recurrent_pack_floats(const PlanSpec& p) {
   const PackedType t = p.packed_type();
-  if (p.gru_orig()) return packed_b_floats(p.P, 2 * p.H, 1, t) + packed_b_floats(p.H, p.H, 1, t);
+  if (p.gru_orig()) return packed_b_floats(p.P, 2 * p.H, 2, t) + packed_b_floats(p.H, p.H, 1, t);
   return packed_b_floats(p.P, p.GH, p.G, t);
 }
 

@@ -75,9 +75,10 @@ ForwardWeights<T> bind_forward_weights(const PlanSpec& p, const T* w, const Para
     fw.ih.bind(r, Op::T, w + po.w_ih, I, I, p.GH, pack ? db.wi_pack : nullptr, p.G);
   }
   if (p.gru_orig()) {
-    fw.hh.bind(r, Op::T, w + po.w_hh, P, P, 2 * H, wp);
+    // r and z as two blocks, like the gates of the other cells.
+    fw.hh.bind(r, Op::T, w + po.w_hh, P, P, 2 * H, wp, 2);
     fw.hh_n.bind(r, Op::T, w + po.w_hh + 2 * H * P, P, H, H,
-                 pack ? wp + packed_b_floats(P, 2 * H, 1, r.packed_type()) : nullptr);
+                 pack ? wp + packed_b_floats(P, 2 * H, 2, r.packed_type()) : nullptr);
   } else {
     fw.hh.bind(r, Op::T, w + po.w_hh, P, P, p.GH, wp, p.G);
   }
@@ -184,6 +185,36 @@ GruForward<T> gru_forward_args(const PlanSpec& p, const ReserveDir<T>& rd,
           .ld_y = p.DP};
 }
 
+// Original GRU, in two kernels around (r * h) W_hn^T: r and z (and r * h into rh), then n
+// and h from u = (r * h) W_hn^T.
+template <typename T>
+GruOrigGatesForward<T> gru_orig_gates_args(const PlanSpec& p, const ForwardDirBuffers<T>& db,
+                                           int64_t bs, T* gates, const T* hs, T* rh) {
+  return {.rows = bs,
+          .H = p.H,
+          .bias = db.bias,
+          .hg = db.hg,
+          .ld_hg = p.GH,
+          .gates = gates,
+          .h_state = hs,
+          .rh = rh};
+}
+
+template <typename T>
+GruOrigForward<T> gru_orig_args(const PlanSpec& p, const ForwardDirBuffers<T>& db, int64_t bs,
+                                const T* u, T* gates, T* hs, T* y) {
+  return {.rows = bs,
+          .H = p.H,
+          .bias = db.bias,
+          .b_hn = db.bias + p.GH,
+          .u = u,
+          .ld_u = p.GH,
+          .gates = gates,
+          .h_state = hs,
+          .y = y,
+          .ld_y = p.DP};
+}
+
 // The time loop of one layer and direction, after the bulk input projection.
 template <typename T>
 void forward_time_loop(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64_t d,
@@ -194,8 +225,6 @@ void forward_time_loop(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64
   const T* w = static_cast<const T*>(a.weights);
   const ParamOffsets& po = p.param(l, d);
   combine_biases(p, w, po, db.bias);
-  const T* bias = db.bias;
-  const T* b_hn = db.bias + GH;
   const ForwardWeights<T> fw = bind_forward_weights(p, w, po, I, db);
   T* const ap = db.a_pack;
 
@@ -260,27 +289,11 @@ void forward_time_loop(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64
           fw.hh.run(bs, hs, P, false, db.hg, GH, ap);
           T* rh = training ? rd.hn + r0 * H : db.scratch;
           step(p, gru_orig_gates_forward<T>, onnx_gru_orig_gates_forward<T>, ox,
-               GruOrigGatesForward<T>{.rows = bs,
-                                      .H = H,
-                                      .bias = bias,
-                                      .hg = db.hg,
-                                      .ld_hg = GH,
-                                      .gates = gates,
-                                      .h_state = hs,
-                                      .rh = rh});
+               gru_orig_gates_args(p, db, bs, gates, hs, rh));
           T* u = db.hg + 2 * H;
           fw.hh_n.run(bs, rh, H, false, u, GH, ap);
           step(p, gru_orig_forward<T>, onnx_gru_orig_forward<T>, ox,
-               GruOrigForward<T>{.rows = bs,
-                                 .H = H,
-                                 .bias = bias,
-                                 .b_hn = b_hn,
-                                 .u = u,
-                                 .ld_u = GH,
-                                 .gates = gates,
-                                 .h_state = hs,
-                                 .y = y,
-                                 .ld_y = DP});
+               gru_orig_args(p, db, bs, u, gates, hs, y));
         }
         break;
       }
@@ -292,15 +305,17 @@ void forward_time_loop(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64
   if (a.cy) core::scatter_state(s, db.c_state, static_cast<T*>(a.cy) + sd * H, H);
 }
 
-// The time loop of one direction as one parallel region for all its steps (RNN, LSTM with or
-// without projection, linear-before-reset GRU; fixed cells or ONNX's options): each thread owns
+// The time loop of one direction as one parallel region for all its steps (every cell; fixed
+// cells or ONNX's options): each thread owns
 // the same cells of every gate, computes their columns of the step's products on its share of
 // the packed weights (which stays in its core's cache), runs the step kernel on them, and packs
 // its columns of the new state as the next step's left operand; one barrier per step. With a
 // projection the state is r = h_full W_hr^T, whose product needs every cell's h_full: each
 // thread packs its cells' columns of h_full, and after a second barrier computes its own
 // columns of r (whole panels of W_hr, its share of those weights staying in its cache too),
-// clips them, and packs them as the next step's left operand.
+// clips them, and packs them as the next step's left operand. The original GRU likewise:
+// n needs (r * h) W_hn^T over every cell's r * h, packed by each thread for its cells, and
+// after a second barrier each computes its cells' columns of that product.
 template <typename T>
 void forward_time_loop_team(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64_t d,
                             const InputRows<T>& X, const InputGates<T>& g, T* Y,
@@ -313,7 +328,10 @@ void forward_time_loop_team(const PlanSpec& p, const ForwardArgs& a, int64_t l, 
   combine_biases(p, w, po, db.bias);
   const ForwardWeights<T> fw = bind_forward_weights(p, w, po, I, db);
   const PackedType type = p.packed_type();
-  const PackedB w_hh{fw.hh.packed(), P, GH, p.G, type};
+  const bool orig = p.gru_orig();
+  const PackedB w_hh =
+      orig ? PackedB{fw.hh.packed(), P, 2 * H, 2, type} : PackedB{fw.hh.packed(), P, GH, p.G, type};
+  const PackedB w_hn{orig ? fw.hh_n.packed() : nullptr, H, H, 1, type};
   const PackedB w_ih{fw.ih.packed(), I, GH, p.G, type};
   const bool proj = p.proj;
   const PackedB w_hr{proj ? fw.hr.packed() : nullptr, H, P, 1, type};
@@ -366,6 +384,7 @@ void forward_time_loop_team(const PlanSpec& p, const ForwardArgs& a, int64_t l, 
       const Tile tile{0, bs, j0, j1};
       // LSTMP: the cells' h_full goes to the reserve (training) or scratch; r lands in y.
       T* h_full = !proj ? nullptr : training ? rd.h_full + r0 * H : db.scratch;
+      T* rh = !orig ? nullptr : training ? rd.hn + r0 * H : db.scratch;  // original GRU's r * h
       if (j0 < j1) {
         OnnxCell<T> o = ox;
         if (p.onnx_cell) {
@@ -391,9 +410,27 @@ void forward_time_loop_team(const PlanSpec& p, const ForwardArgs& a, int64_t l, 
             break;
           }
           case CellType::gru:
-            tile_step(p, kernels.gru_forward, kernels.onnx_gru_forward, o,
-                      gru_forward_args(p, rd, db, training, bs, r0, gates, y, hs), tile);
+            if (orig) {
+              tile_step(p, kernels.gru_orig_gates_forward, kernels.onnx_gru_orig_gates_forward, o,
+                        gru_orig_gates_args(p, db, bs, gates, hs, rh), tile);
+              pack_a_columns(bs, H, rh, H, j0, j1, db.a_pack, type);
+            } else {
+              tile_step(p, kernels.gru_forward, kernels.onnx_gru_forward, o,
+                        gru_forward_args(p, rd, db, training, bs, r0, gates, y, hs), tile);
+            }
             break;
+        }
+      }
+      if (orig) {
+        barrier.wait(n);  // every cell's r * h packed
+        T* u = db.hg + 2 * H;
+        multiply_panel_range(bs, db.a_pack, w_hn, q0, q1, false, u, GH);
+        if (j0 < j1) {
+          OnnxCell<T> o = ox;
+          if (p.onnx_cell)
+            o.gate_pass = training && rd.gate_pass ? rd.gate_pass + r0 * GH : nullptr;
+          tile_step(p, kernels.gru_orig_forward, kernels.onnx_gru_orig_forward, o,
+                    gru_orig_args(p, db, bs, u, gates, hs, y), tile);
         }
       }
       if (proj) {

@@ -63,8 +63,7 @@ struct PlanSpec {
   // bulk before it.
   int64_t step_input_steps = 0;
   // The time loops run as one parallel region each (forward.cpp's forward_time_loop_team):
-  // packed engine, RNN, LSTM (with or without projection) or linear-before-reset GRU, at most
-  // kPackedChunkRows rows and two or more threads.
+  // packed engine, at most kPackedChunkRows rows and two or more threads (or forced).
   bool team_loops = false;
 
   const core::Schedule& schedule() const { return ctx->schedule; }
