@@ -114,10 +114,14 @@ AlgoSpace algo_space(const PlanContext& ctx) {
     }
   }
   // The heuristic: the first engine, team loops and concurrent directions wherever there
-  // are threads for them, the engine's input projection, unless forced otherwise.
+  // are threads for them, the engine's input projection, unless forced otherwise. LSTM
+  // with projection steps one region at a time: on a quiet machine its team loop is about
+  // as fast (the search keeps it where it measures faster), but beside a busy process its
+  // two barriers per step cost more (docs/robustness.md, "A shared machine").
+  const bool proj = ctx.config.cell == CellType::lstm && ctx.config.proj_size > 0;
   Algo h;
   h.engine = engines.front();
-  h.team_loops = team_capable(ctx, h.engine) && (loop.empty() ? threads : loop == "team");
+  h.team_loops = team_capable(ctx, h.engine) && (loop.empty() ? threads && !proj : loop == "team");
   h.concurrent_dirs = two_dirs && (dirs.empty() ? threads : dirs == "concurrent");
   h.input = default_input(h.engine);
   if (input == "bulk") h.input = InputProjection::bulk;
