@@ -168,6 +168,20 @@ GruBackward<T> gru_backward_args(const PlanSpec& p, const ReserveDir<T>& rd,
           .dgh = db.dgh + st.r0 * p.GH};
 }
 
+// LSTMP, first: dr = (dh + dy) through the projection's clip, kept per token for dW_hr.
+template <typename T>
+ProjBackward<T> proj_backward_args(const PlanSpec& p, const ReserveDir<T>& rd,
+                                   const BackwardDirBuffers<T>& db, const BackwardStep<T>& st,
+                                   T* dh) {
+  return {.rows = st.bs,
+          .P = p.P,
+          .dh = dh,
+          .dy = st.dy,
+          .ld_dy = p.DP,
+          .pass = rd.r_pass ? rd.r_pass + st.r0 * p.P : nullptr,
+          .dr = db.dr + st.r0 * p.P};
+}
+
 // Original GRU, in two kernels around d(r * h) = dn W_hn: dz and dn (dh becomes dh * z),
 // then dr and the r * h path's share of dh.
 template <typename T>
@@ -203,7 +217,7 @@ template <typename T>
 void backward_time_loop(const PlanSpec& p, const BackwardArgs& a, int64_t l, int64_t d,
                         const ReserveLayer<T>& res, const DirectionIo<T>& io,
                         const BackwardDirBuffers<T>& db) {
-  const int64_t H = p.H, P = p.P, GH = p.GH, DP = p.DP;
+  const int64_t H = p.H, P = p.P, GH = p.GH;
   const ReserveDir<T>& rd = res.dir[d];
   const T* w = static_cast<const T*>(a.weights);
   const BackwardWeights<T> bw = bind_backward_weights(p, w, p.param(l, d), db);
@@ -214,7 +228,6 @@ void backward_time_loop(const PlanSpec& p, const BackwardArgs& a, int64_t l, int
   for (int64_t k = 0; k < p.T_eff; ++k) {
     const BackwardStep<T> st = backward_step(p, io, db, d, k);
     const int64_t bs = st.bs, r0 = st.r0;
-    const T* dy = st.dy;
     T* dg = st.dg;
     if (p.onnx_cell) {
       ox.gate_pass = rd.gate_pass ? rd.gate_pass + r0 * GH : nullptr;
@@ -231,14 +244,7 @@ void backward_time_loop(const PlanSpec& p, const BackwardArgs& a, int64_t l, int
         if (p.proj) {
           // dr per token is kept for dW_hr; dh_full = dr W_hr goes to scratch.
           T* dr = db.dr + r0 * P;
-          proj_backward(p.kernels<T>(),
-                        ProjBackward<T>{.rows = bs,
-                                        .P = P,
-                                        .dh = dh,
-                                        .dy = dy,
-                                        .ld_dy = DP,
-                                        .pass = rd.r_pass ? rd.r_pass + r0 * P : nullptr,
-                                        .dr = dr});
+          proj_backward(p.kernels<T>(), proj_backward_args(p, rd, db, st, dh));
           bw.hr.run(bs, dr, P, false, db.scratch, H, ap);
           kl.dh = db.scratch;
           kl.dy = nullptr;
@@ -280,7 +286,7 @@ template <typename T>
 void backward_time_loop_team(const PlanSpec& p, const BackwardArgs& a, int64_t l, int64_t d,
                              const ReserveLayer<T>& res, const DirectionIo<T>& io,
                              const BackwardDirBuffers<T>& db, int threads) {
-  const int64_t H = p.H, P = p.P, GH = p.GH, DP = p.DP;
+  const int64_t H = p.H, P = p.P, GH = p.GH;
   const ReserveDir<T>& rd = res.dir[d];
   const T* w = static_cast<const T*>(a.weights);
   const BackwardWeights<T> bw = bind_backward_weights(p, w, p.param(l, d), db);
@@ -318,13 +324,7 @@ void backward_time_loop_team(const PlanSpec& p, const BackwardArgs& a, int64_t l
         // dr per token is kept for dW_hr; dh_full = dr W_hr goes to scratch.
         T* dr = db.dr + st.r0 * P;
         if (state.j0 < state.j1) {
-          kernels.proj_backward(ProjBackward<T>{.rows = bs,
-                                                .P = P,
-                                                .dh = dh,
-                                                .dy = st.dy,
-                                                .ld_dy = DP,
-                                                .pass = rd.r_pass ? rd.r_pass + st.r0 * P : nullptr,
-                                                .dr = dr},
+          kernels.proj_backward(proj_backward_args(p, rd, db, st, dh),
                                 Tile{0, bs, state.j0, state.j1});
           pack_a_columns(bs, P, dr, P, state.j0, state.j1, db.a_pack, type);
         }

@@ -185,6 +185,19 @@ GruForward<T> gru_forward_args(const PlanSpec& p, const ReserveDir<T>& rd,
           .ld_y = p.DP};
 }
 
+// LSTMP after r_raw = h_full W_hr^T landed in the step's rows of y: the clip, into the state.
+template <typename T>
+ProjForward<T> proj_forward_args(const PlanSpec& p, const ReserveDir<T>& rd, bool training,
+                                 int64_t bs, int64_t r0, const Clamp<T>& proj_clip, T* y, T* hs) {
+  return {.rows = bs,
+          .P = p.P,
+          .y = y,
+          .ld_y = p.DP,
+          .pass = training && rd.r_pass ? rd.r_pass + r0 * p.P : nullptr,
+          .proj_clip = proj_clip,
+          .h_state = hs};
+}
+
 // Original GRU, in two kernels around (r * h) W_hn^T: r and z (and r * h into rh), then n
 // and h from u = (r * h) W_hn^T.
 template <typename T>
@@ -269,13 +282,7 @@ void forward_time_loop(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64
         if (p.proj) {
           fw.hr.run(bs, h_full, H, false, y, DP, ap);
           proj_forward(p.kernels<T>(),
-                       ProjForward<T>{.rows = bs,
-                                      .P = P,
-                                      .y = y,
-                                      .ld_y = DP,
-                                      .pass = training && rd.r_pass ? rd.r_pass + r0 * P : nullptr,
-                                      .proj_clip = proj_clip,
-                                      .h_state = hs});
+                       proj_forward_args(p, rd, training, bs, r0, proj_clip, y, hs));
         }
         break;
       }
@@ -437,15 +444,8 @@ void forward_time_loop_team(const PlanSpec& p, const ForwardArgs& a, int64_t l, 
         barrier.wait(n);  // every cell's h_full packed
         multiply_panel_range(bs, db.a_pack, w_hr, state.q0, state.q1, false, y, DP);
         if (state.j0 < state.j1) {
-          kernels.proj_forward(
-              ProjForward<T>{.rows = bs,
-                             .P = P,
-                             .y = y,
-                             .ld_y = DP,
-                             .pass = training && rd.r_pass ? rd.r_pass + r0 * P : nullptr,
-                             .proj_clip = proj_clip,
-                             .h_state = hs},
-              Tile{0, bs, state.j0, state.j1});
+          kernels.proj_forward(proj_forward_args(p, rd, training, bs, r0, proj_clip, y, hs),
+                               Tile{0, bs, state.j0, state.j1});
         }
       }
       if (k + 1 < p.T_eff) pack_operands(k + 1);
