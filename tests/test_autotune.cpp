@@ -133,6 +133,37 @@ TEST(Autotune, SpaceFollowsTheEnvironment) {
   }
 }
 
+// On two threads the heuristic runs team loops for every cell but LSTM with projection,
+// whose two barriers per step cost more beside a busy process (docs/robustness.md); the
+// search still measures its team loop, and forcing it still takes it.
+TEST(Autotune, ProjectionKeepsTheStepByStepHeuristic) {
+  RNNX_SKIP_UNLESS_AVAILABLE(Backend::cpu);
+  const SequenceShape shape = SequenceShape::padded(9, 5, {9, 3, 0, 7, 1});
+  const Config lstm = make_config(CellType::lstm, 7, 40, 1, false, DataType::f32);
+  if (!cpu::algo_space(context(lstm, shape, 2)).heuristic.team_loops) {
+    GTEST_SKIP() << "no packed engine on this machine or build: no team loops to choose";
+  }
+  Config proj = lstm;
+  proj.proj_size = 12;
+  const AlgoSpace space = cpu::algo_space(context(proj, shape, 2));
+  EXPECT_FALSE(space.heuristic.team_loops);
+  bool searched = false;
+  for (const Algo& a : space.candidates) searched = searched || a.team_loops;
+  EXPECT_TRUE(searched) << "the search must still measure the team loop";
+  {
+    ScopedEnv e("RNNX_CPU_TIME_LOOP", "team");
+    EXPECT_TRUE(cpu::algo_space(context(proj, shape, 2)).heuristic.team_loops);
+  }
+  // Every other cell keeps team loops, the original GRU (two products per step) included.
+  for (const Config& c :
+       {make_config(CellType::gru, 7, 40, 1, false, DataType::f32, 0, false),
+        make_config(CellType::gru, 7, 40, 1, false, DataType::f32),
+        make_config(CellType::rnn_tanh, 7, 40, 1, false, DataType::f32)}) {
+    SCOPED_TRACE(short_name(c));
+    EXPECT_TRUE(cpu::algo_space(context(c, shape, 2)).heuristic.team_loops);
+  }
+}
+
 TEST(Autotune, SearchesRemembersAndCanBeTurnedOff) {
   RNNX_SKIP_UNLESS_AVAILABLE(Backend::cpu);
   FreshCache fresh;

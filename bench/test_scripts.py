@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Unit tests of the benchmark drivers' logic that the smoke runs never reach: the issue's
+targets in run_all.py (they apply from B >= 32 only, and the smoke problems are smaller) and
+contention.py's refusals of option combinations it cannot measure. Standard library only.
+
+    python3 bench/test_scripts.py
+"""
+import contextlib
+import io
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import contention  # noqa: E402
+import run_all  # noqa: E402
+
+
+def row(threads, pct_fma, x_onednn=None, x_best_peer=None):
+    return {"threads": threads, "pct_fma": pct_fma, "x_onednn": x_onednn,
+            "x_best_peer": x_best_peer}
+
+
+class Targets(unittest.TestCase):
+    def test_small_batches_have_none(self):
+        self.assertEqual(run_all.targets(row(1, 90, x_onednn=2.0), "full", True, 31), [])
+
+    def test_full_batch_against_onednn_per_thread_count(self):
+        (label, ok, takes), = run_all.targets(row(1, 92, x_onednn=1.0), "full", True, 64)
+        self.assertEqual(label, "dnn>=1.15@1t")
+        self.assertFalse(ok)
+        # oneDNN runs the same FLOPs at 92% of the peak: 1.15x that is 105.8%.
+        self.assertAlmostEqual(takes, 92 * 1.15)
+        (label, ok, _), = run_all.targets(row(2, 90, x_onednn=1.06), "full", True, 64)
+        self.assertEqual((label, ok), ("dnn>=1.05@2t", True))
+        # No target for thread counts the issue does not name.
+        self.assertEqual(run_all.targets(row(4, 90, x_onednn=1.0), "full", True, 64), [])
+
+    def test_ragged_against_the_fastest_peer(self):
+        (label, ok, takes), = run_all.targets(row(2, 60, x_best_peer=3.0), "longtail", False, 32)
+        self.assertEqual(label, "peers>=3.5")
+        self.assertFalse(ok)
+        self.assertAlmostEqual(takes, 70.0)
+        (label, ok, _), = run_all.targets(row(1, 60, x_best_peer=2.0), "uniform", False, 32)
+        self.assertEqual((label, ok), ("peers>=2", True))
+
+    def test_unmeasured_peer_is_not_a_miss(self):
+        (label, ok, takes), = run_all.targets(row(1, 90), "uniform", False, 64)
+        self.assertIsNone(ok)
+        self.assertIsNone(takes)
+        self.assertEqual(run_all.target_cell((label, ok, takes)), "peers>=2:n/a")
+
+    def test_cells(self):
+        self.assertEqual(run_all.target_cell(("dnn>=1.15@1t", True, 80.0)), "dnn>=1.15@1t:ok")
+        self.assertEqual(run_all.target_cell(("dnn>=1.15@1t", False, 104.4)),
+                         "dnn>=1.15@1t:MISS (takes 104% fma)")
+        self.assertEqual(run_all.target_cell(("peers>=2", False, None)), "peers>=2:MISS")
+
+    def test_summary_counts_misses_beyond_the_roofline(self):
+        rows = [{"targets": [("a", True, 90.0)]},
+                {"targets": [("a", False, 99.6)]},   # rounds to 100: beyond
+                {"targets": [("a", False, 99.4)]},   # within
+                {"targets": [("a", False, None)]},   # no FMA peak measured: not counted
+                {"targets": [("b", None, None)]},
+                {"targets": []}]
+        self.assertEqual(run_all.target_summary(rows), [
+            "a: 1 met, 3 missed (1 of them would take 100% of the f32 FMA peak or more), "
+            "0 not measured",
+            "b: 0 met, 0 missed (0 of them would take 100% of the f32 FMA peak or more), "
+            "1 not measured"])
+
+
+class ContentionOptions(unittest.TestCase):
+    def refused(self, argv):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), self.assertRaises(SystemExit) as cm:
+            contention.parse_args(argv)
+        self.assertEqual(cm.exception.code, 2)
+        return err.getvalue()
+
+    def test_projection_only_with_lstm(self):
+        self.assertIn("--proj (= 64) must be >= 0, and > 0 only with --cell lstm",
+                      self.refused(["--cell", "gru", "--proj", "64"]))
+        self.assertIn("--proj (= -1)", self.refused(["--proj", "-1"]))
+        self.assertEqual(contention.parse_args(["--proj", "64"]).proj, 64)
+
+    def test_original_gru_has_no_torch_peer(self):
+        msg = self.refused(["--cell", "gru-orig"])
+        self.assertIn("PyTorch has no original GRU", msg)
+        self.assertIn("--engines rnnx,onednn", msg)
+        a = contention.parse_args(["--cell", "gru-orig", "--engines", "rnnx,onednn"])
+        self.assertEqual((a.cell, a.engines), ("gru-orig", ["rnnx", "onednn"]))
+
+    def test_other_refusals_name_the_value(self):
+        self.assertIn("'sideways' is not one of", self.refused(["--modes", "sideways"]))
+        self.assertIn("'mkl' is not one of", self.refused(["--engines", "mkl"]))
+        self.assertIn("'X' is not VAR=VALUE", self.refused(["--rnnx-env", "X"]))
+        self.assertIn("--reps and --repeat must be >= 1", self.refused(["--repeat", "-2"]))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
