@@ -155,10 +155,9 @@ TEST(Autotune, ProjectionKeepsTheStepByStepHeuristic) {
     EXPECT_TRUE(cpu::algo_space(context(proj, shape, 2)).heuristic.team_loops);
   }
   // Every other cell keeps team loops, the original GRU (two products per step) included.
-  for (const Config& c :
-       {make_config(CellType::gru, 7, 40, 1, false, DataType::f32, 0, false),
-        make_config(CellType::gru, 7, 40, 1, false, DataType::f32),
-        make_config(CellType::rnn_tanh, 7, 40, 1, false, DataType::f32)}) {
+  for (const Config& c : {make_config(CellType::gru, 7, 40, 1, false, DataType::f32, 0, false),
+                          make_config(CellType::gru, 7, 40, 1, false, DataType::f32),
+                          make_config(CellType::rnn_tanh, 7, 40, 1, false, DataType::f32)}) {
     SCOPED_TRACE(short_name(c));
     EXPECT_TRUE(cpu::algo_space(context(c, shape, 2)).heuristic.team_loops);
   }
