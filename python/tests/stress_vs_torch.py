@@ -22,6 +22,7 @@ own bfloat16 run alike. Exit status 1 when a problem fails or fewer than
 --min-cases ran.
 """
 import argparse
+import copy
 import math
 import random
 import sys
@@ -73,8 +74,9 @@ def modules(p):
 
 def run_torch(module, x, lengths, dy, dtype):
     """torch.nn on the sequences of non-zero length (packed); a sequence of length 0 has a
-    zero output and its zero initial state as its final state, as in rnnx."""
-    module = module.to(dtype)
+    zero output and its zero initial state as its final state, as in rnnx. Runs a copy of
+    the module, so that runs in several data types keep their own gradients."""
+    module = copy.deepcopy(module).to(dtype)
     x = x.to(dtype).clone().requires_grad_()
     T, B = x.shape[0], x.shape[1]
     keep = [b for b in range(B) if lengths[b] > 0]
