@@ -2,12 +2,19 @@
 // roofline columns: float32 FMAs on registers (the best of AVX-512 and AVX2 the CPU has) and
 // bf16 dot products on AMX tiles, on 1..n threads at once (one loop per thread, each on its
 // own core's units). No memory traffic: the bound no kernel of rnnx can pass.
+// --round-trip measures instead how long a cache line takes from one core to another and
+// back (two threads handing a counter to each other): what every barrier of a team time
+// loop waits for at least. On a virtual machine it follows where the hypervisor puts the
+// virtual CPUs, and can change from one process to the next (bench/README.md, "Noise").
 //
 //   rnnx_machine_peak [--threads 1,2] [--repeat 5] [--ms 100] [--json]
+//   rnnx_machine_peak --round-trip [--repeat 5] [--json]
 #include <cpuid.h>
 #include <omp.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -84,6 +91,57 @@ void report_missing(const char* kind, int threads, bool as_json, const char* why
   }
 }
 
+// Nanoseconds per round trip of a cache line between two threads (on two cores where the
+// OS lets them run at once): thread 0 writes an odd value and waits for the next even one,
+// which thread 1 writes when it sees the odd one.
+double round_trip_ns(int64_t trips) {
+  alignas(64) std::atomic<int64_t> counter{0};
+  double ns = 0.0;
+#pragma omp parallel num_threads(2)
+  {
+    const bool first = omp_get_thread_num() == 0;
+#pragma omp barrier
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < trips; ++i) {
+      const int64_t mine = 2 * i + (first ? 1 : 2);
+      if (first) counter.store(mine, std::memory_order_release);
+      while (counter.load(std::memory_order_acquire) != (first ? mine + 1 : mine - 1)) {
+      }
+      if (!first) counter.store(mine, std::memory_order_release);
+    }
+    if (first) {
+      ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() /
+           static_cast<double>(trips);
+    }
+  }
+  return ns;
+}
+
+int round_trip(int repeat, bool as_json) {
+  if (omp_get_max_threads() < 2 && omp_get_num_procs() < 2) {
+    std::fprintf(stderr, "rnnx_machine_peak: --round-trip needs two CPUs\n");
+    return 2;
+  }
+  constexpr int64_t kTrips = 50000;
+  round_trip_ns(kTrips / 10);  // wake both threads
+  std::vector<double> ns;
+  for (int r = 0; r < repeat; ++r) ns.push_back(round_trip_ns(kTrips));
+  std::sort(ns.begin(), ns.end());
+  const double median = ns[ns.size() / 2];
+  if (as_json) {
+    const json j = {
+        {"backend", "machine-peak"}, {"kind", "core-round-trip"}, {"threads", 2},
+        {"repeat", repeat},          {"ns_median", median},       {"ns_min", ns.front()},
+        {"ns_max", ns.back()}};
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf(
+        "machine-peak core-round-trip threads=2  %.0f ns (median of %d, min %.0f, max %.0f)\n",
+        median, repeat, ns.front(), ns.back());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -100,7 +158,13 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1.0, 10000.0))
       ->capture_default_str();
   app.add_flag("--json", as_json, "One JSON object per line");
+  bool trip = false;
+  app.add_flag("--round-trip", trip,
+               "Instead: a cache line's round trip between two cores, in nanoseconds")
+      ->excludes(app.get_option("--threads"))
+      ->excludes(app.get_option("--ms"));
   CLI11_PARSE(app, argc, argv);
+  if (trip) return round_trip(repeat, as_json);
   std::vector<int> thread_counts;
   try {
     thread_counts = rnnx::bench::parse_threads(threads_list);
