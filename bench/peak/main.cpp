@@ -4,8 +4,8 @@
 // own core's units). No memory traffic: the bound no kernel of rnnx can pass.
 // --round-trip measures instead how long a cache line takes from one core to another and
 // back (two threads handing a counter to each other): what every barrier of a team time
-// loop waits for at least. On a virtual machine it follows where the hypervisor puts the
-// virtual CPUs, and can change from one process to the next (bench/README.md, "Noise").
+// loop waits for at least. On a virtual machine it presumably follows where the hypervisor
+// puts the virtual CPUs, and can change from one process to the next (bench/README.md, "Noise").
 //
 //   rnnx_machine_peak [--threads 1,2] [--repeat 5] [--ms 100] [--json]
 //   rnnx_machine_peak --round-trip [--repeat 5] [--json]
@@ -93,12 +93,13 @@ void report_missing(const char* kind, int threads, bool as_json, const char* why
 
 // Nanoseconds per round trip of a cache line between two threads (on two cores where the
 // OS lets them run at once): thread 0 writes an odd value and waits for the next even one,
-// which thread 1 writes when it sees the odd one.
+// which thread 1 writes when it sees the odd one. -1 when OpenMP gave fewer than two
+// threads (OMP_THREAD_LIMIT=1), where thread 0 would wait for a partner forever.
 double round_trip_ns(int64_t trips) {
   alignas(64) std::atomic<int64_t> counter{0};
-  double ns = 0.0;
+  double ns = -1.0;
 #pragma omp parallel num_threads(2)
-  {
+  if (omp_get_num_threads() == 2) {
     const bool first = omp_get_thread_num() == 0;
 #pragma omp barrier
     const auto t0 = std::chrono::steady_clock::now();
@@ -118,12 +119,21 @@ double round_trip_ns(int64_t trips) {
 }
 
 int round_trip(int repeat, bool as_json) {
-  if (omp_get_max_threads() < 2 && omp_get_num_procs() < 2) {
-    std::fprintf(stderr, "rnnx_machine_peak: --round-trip needs two CPUs\n");
+  // Two threads spinning on one CPU would hand the line over once per time slice.
+  if (omp_get_num_procs() < 2) {
+    std::fprintf(stderr,
+                 "rnnx_machine_peak: --round-trip needs two CPUs; this process may run on %d\n",
+                 omp_get_num_procs());
     return 2;
   }
   constexpr int64_t kTrips = 50000;
-  round_trip_ns(kTrips / 10);  // wake both threads
+  if (round_trip_ns(kTrips / 10) < 0) {  // also wakes both threads
+    std::fprintf(stderr,
+                 "rnnx_machine_peak: --round-trip needs two threads; OpenMP gives %d "
+                 "(OMP_THREAD_LIMIT?)\n",
+                 omp_get_thread_limit());
+    return 2;
+  }
   std::vector<double> ns;
   for (int r = 0; r < repeat; ++r) ns.push_back(round_trip_ns(kTrips));
   std::sort(ns.begin(), ns.end());
