@@ -63,7 +63,7 @@ TEST(Autotune, NamesRoundTrip) {
     ASSERT_FALSE(space.candidates.empty());
     EXPECT_EQ(space.candidates.front(), space.heuristic) << "the heuristic comes first";
     for (const Algo& a : space.candidates) {
-      const std::string name = cpu::algo_name(a, f32);
+      const std::string name = cpu::algo_name(a, f32, space.isa);
       Algo back;
       ASSERT_TRUE(cpu::parse_algo(name, &back)) << name;
       EXPECT_EQ(back, a) << name;
@@ -173,8 +173,8 @@ TEST(Autotune, SearchesRemembersAndCanBeTurnedOff) {
   {
     ScopedEnv off("RNNX_AUTOTUNE", "0");
     Plan plan(p.cfg, p.shape, o);
-    EXPECT_EQ(plan.impl_name(),
-              std::string("cpu:") + cpu_isa_used() + "/" + cpu::algo_name(space.heuristic, true))
+    EXPECT_EQ(plan.impl_name(), std::string("cpu:") + cpu_isa_used() + "/" +
+                                    cpu::algo_name(space.heuristic, true, space.isa))
         << "RNNX_AUTOTUNE=0: the heuristic, not marked tuned";
     EXPECT_FALSE(core::autotune_lookup(cpu::autotune_key(context(p.cfg, p.shape, 2))))
         << "nothing searched, nothing stored";
@@ -215,7 +215,7 @@ TEST(Autotune, SearchUnderInterferenceKeepsNothing) {
   const AlgoSpace space = cpu::algo_space(context(p.cfg, p.shape, 2));
   ASSERT_GE(space.candidates.size(), 2u);
   const std::string heuristic =
-      std::string("cpu:") + cpu_isa_used() + "/" + cpu::algo_name(space.heuristic, true);
+      std::string("cpu:") + cpu_isa_used() + "/" + cpu::algo_name(space.heuristic, true, space.isa);
   const std::string path = temp_path("disturbed");
   std::remove(path.c_str());
   {
@@ -315,7 +315,7 @@ TEST(Autotune, DiskCacheIsReadWrittenAndChecked) {
   const AlgoSpace space = cpu::algo_space(ctx);
   ASSERT_GE(space.candidates.size(), 2u);
   const Algo pick = space.candidates.back();  // not the heuristic
-  const std::string pick_name = cpu::algo_name(pick, true);
+  const std::string pick_name = cpu::algo_name(pick, true, space.isa);
 
   // A file written by another process: junk lines, a stale entry and then the pick (the
   // last line of a key wins).
@@ -323,7 +323,7 @@ TEST(Autotune, DiskCacheIsReadWrittenAndChecked) {
   {
     std::ofstream f(path);
     f << "no tab on this line\n\tno key\nkey without choice\t\n"
-      << key << "\t" << cpu::algo_name(space.heuristic, true) << "\n"
+      << key << "\t" << cpu::algo_name(space.heuristic, true, space.isa) << "\n"
       << key << "\t" << pick_name << "\n";
   }
   {
@@ -420,13 +420,13 @@ TEST_P(EveryCandidate, MatchesTheReference) {
   const AlgoSpace space = cpu::algo_space(ctx);
   std::vector<size_t> sizes;  // of the first candidate's plan
   for (const Algo& a : space.candidates) {
-    SCOPED_TRACE(cpu::algo_name(a, f32));
+    SCOPED_TRACE(cpu::algo_name(a, f32, space.isa));
     core::autotune_clear_memory();
-    core::autotune_store(cpu::autotune_key(ctx), cpu::algo_name(a, f32));
+    core::autotune_store(cpu::autotune_key(ctx), cpu::algo_name(a, f32, space.isa));
     {
       // A single candidate is the heuristic, taken without a search.
       const std::string want =
-          "/" + cpu::algo_name(a, f32) + (space.candidates.size() > 1 ? "/tuned" : "");
+          "/" + cpu::algo_name(a, f32, space.isa) + (space.candidates.size() > 1 ? "/tuned" : "");
       Plan plan(p.cfg, p.shape, backend_options(Backend::cpu));
       const std::string name = plan.impl_name();
       ASSERT_GE(name.size(), want.size());

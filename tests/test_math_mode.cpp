@@ -134,7 +134,8 @@ TEST(MathMode, ImplNameAndWorkspace) {
   c.math = MathMode::allow_conversion;
   Plan on(c, shape, backend_options(Backend::cpu));
   const std::string off_gemm = gemm_of(off.impl_name()), on_gemm = gemm_of(on.impl_name());
-  EXPECT_TRUE(off_gemm == "packed-avx512" || off_gemm == "onednn-sgemm" || off_gemm == "plain")
+  EXPECT_TRUE(off_gemm == "packed-avx512" || off_gemm == "packed-avx2" ||
+              off_gemm == "packed-scalar" || off_gemm == "onednn-sgemm" || off_gemm == "plain")
       << off.impl_name();
   // RNNX_CPU_GEMM=sgemm or plain turns conversion off.
   const char* engine = std::getenv("RNNX_CPU_GEMM");

@@ -1,8 +1,9 @@
 // The cpu backend's packed GEMM engine (src/cpu/packed_gemm.hpp) against a double-precision
 // loop: awkward sizes around its panel width (32), tile height (14) and row chunk (224),
 // K around the 16-wide transposes, both operand forms of the weights, row strides wider
-// than the rows, overwrite and accumulate, one and two threads. Skipped where the machine
-// (or RNNX_CPU_ISA) rules out its AVX-512 kernels.
+// than the rows, overwrite and accumulate, one and two threads; for each float32 kernel
+// family (AVX-512, AVX2 + FMA, baseline vectors), each skipped where the machine (or
+// RNNX_CPU_ISA) rules it out.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -19,11 +20,20 @@ namespace rnnx_test {
 namespace {
 
 using rnnx::cpu::Op;
+using rnnx::cpu::PackedType;
 
 // Whether the kernels of `type` run here, at the level a plan would be built with.
-bool available(rnnx::cpu::PackedType type = rnnx::cpu::PackedType::f32) {
+bool available(PackedType type) {
   return rnnx::cpu::packed_gemm_available(type, rnnx::cpu::isa_for_plan());
 }
+
+// The float32 kernel families, one test instance each.
+class PackedGemm : public ::testing::TestWithParam<PackedType> {
+ protected:
+  void SetUp() override {
+    if (!available(GetParam())) GTEST_SKIP() << "these kernels do not run here (or are capped)";
+  }
+};
 
 struct Shape {
   int64_t M, N, K;
@@ -47,7 +57,7 @@ std::vector<double> expected(const Shape& s, Op op, const std::vector<float>& A,
   return C;
 }
 
-void check(const Shape& s, Op op, bool accumulate, int threads) {
+void check(const Shape& s, Op op, bool accumulate, int threads, PackedType type) {
   SCOPED_TRACE("M=" + std::to_string(s.M) + " N=" + std::to_string(s.N) +
                " K=" + std::to_string(s.K) + (op == Op::T ? " W^T" : " W") +
                (accumulate ? " accumulate" : "") + " threads=" + std::to_string(threads));
@@ -60,12 +70,13 @@ void check(const Shape& s, Op op, bool accumulate, int threads) {
   for (float& v : C) v = static_cast<float>(rng.uniform(-1, 1));
   const std::vector<float> C0 = C;
   // NaN everywhere the engine must not depend on: the pack buffers' initial contents.
-  std::vector<float> b_pack(rnnx::cpu::packed_b_floats(s.K, s.N), std::nanf(""));
-  std::vector<float> a_pack(rnnx::cpu::packed_a_floats(s.M, s.K) + 1, std::nanf(""));
+  std::vector<float> b_pack(rnnx::cpu::packed_b_floats(s.K, s.N, 1, type), std::nanf(""));
+  std::vector<float> a_pack(rnnx::cpu::packed_a_floats(s.M, s.K, type) + 1, std::nanf(""));
 
   const int saved = omp_get_max_threads();
   omp_set_num_threads(threads);
-  const rnnx::cpu::PackedB B = rnnx::cpu::pack_b(op, s.K, s.N, W.data(), ldw, b_pack.data());
+  const rnnx::cpu::PackedB B =
+      rnnx::cpu::pack_b(op, s.K, s.N, W.data(), ldw, b_pack.data(), 1, type);
   rnnx::cpu::packed_gemm(s.M, A.data(), lda, B, accumulate, C.data(), ldc, a_pack.data());
   omp_set_num_threads(saved);
 
@@ -91,8 +102,8 @@ void check(const Shape& s, Op op, bool accumulate, int threads) {
   EXPECT_EQ(bad, 0);
 }
 
-TEST(PackedGemm, MatchesDoubleLoop) {
-  if (!available()) GTEST_SKIP() << "no AVX-512 (or capped below it)";
+TEST_P(PackedGemm, MatchesDoubleLoop) {
+  const PackedType type = GetParam();
   const std::vector<Shape> shapes = {
       {1, 1, 1},    {1, 5, 7},     {2, 31, 16}, {3, 32, 17},   {4, 33, 15},  {13, 64, 33},
       {14, 65, 40}, {15, 100, 48}, {29, 96, 1}, {64, 200, 37}, {225, 40, 9}, {450, 70, 20},
@@ -100,7 +111,7 @@ TEST(PackedGemm, MatchesDoubleLoop) {
   for (const Shape& s : shapes) {
     for (Op op : {Op::T, Op::N}) {
       for (bool acc : {false, true}) {
-        for (int threads : {1, 2}) check(s, op, acc, threads);
+        for (int threads : {1, 2}) check(s, op, acc, threads, type);
       }
     }
   }
@@ -108,8 +119,8 @@ TEST(PackedGemm, MatchesDoubleLoop) {
 
 // Weights packed in gate blocks (PackedB::blocks) and multiplied the way a team loop does:
 // each of `parts` threads packs its columns of A and multiplies its panels of every block.
-TEST(PackedGemm, BlocksAndPieces) {
-  if (!available()) GTEST_SKIP() << "no AVX-512 (or capped below it)";
+TEST_P(PackedGemm, BlocksAndPieces) {
+  const PackedType type = GetParam();
   for (const Shape& s : std::vector<Shape>{{5, 3 * 40, 37}, {14, 4 * 64, 20}, {9, 2 * 7, 16}}) {
     for (int64_t blocks : {int64_t{1}, int64_t{2}}) {
       for (int parts : {1, 2, 3}) {
@@ -121,14 +132,15 @@ TEST(PackedGemm, BlocksAndPieces) {
         std::vector<float> A(s.M * lda), W(s.N * s.K), C(s.M * ldc, 5.0f);
         for (float& v : A) v = static_cast<float>(rng.uniform(-1, 1));
         for (float& v : W) v = static_cast<float>(rng.uniform(-1, 1));
-        std::vector<float> b_pack(rnnx::cpu::packed_b_floats(s.K, s.N, blocks), std::nanf(""));
-        std::vector<float> a_pack(rnnx::cpu::packed_a_floats(s.M, s.K), std::nanf(""));
+        std::vector<float> b_pack(rnnx::cpu::packed_b_floats(s.K, s.N, blocks, type),
+                                  std::nanf(""));
+        std::vector<float> a_pack(rnnx::cpu::packed_a_floats(s.M, s.K, type), std::nanf(""));
         const rnnx::cpu::PackedB B =
-            rnnx::cpu::pack_b(Op::T, s.K, s.N, W.data(), s.K, b_pack.data(), blocks);
+            rnnx::cpu::pack_b(Op::T, s.K, s.N, W.data(), s.K, b_pack.data(), blocks, type);
         const int64_t q = B.panels_per_block();
         for (int t = 0; t < parts; ++t) {
           rnnx::cpu::pack_a_columns(s.M, s.K, A.data(), lda, s.K * t / parts, s.K * (t + 1) / parts,
-                                    a_pack.data());
+                                    a_pack.data(), type);
         }
         for (int t = 0; t < parts; ++t) {
           rnnx::cpu::multiply_panel_range(s.M, a_pack.data(), B, q * t / parts, q * (t + 1) / parts,
@@ -158,8 +170,8 @@ TEST(PackedGemm, BlocksAndPieces) {
 // short last one), rows in several chunks, every operand form, one to three threads (the
 // last shape has enough row tiles for the threads to split the rows rather than B's
 // panels, packed_gemm.cpp).
-TEST(PackedGemm, FullMatchesDoubleLoop) {
-  if (!available()) GTEST_SKIP() << "no AVX-512 (or capped below it)";
+TEST_P(PackedGemm, FullMatchesDoubleLoop) {
+  const PackedType type = GetParam();
   using rnnx::cpu::kPackedFullDepth;
   using rnnx::cpu::kPackedFullRows;
   const std::vector<Shape> shapes = {
@@ -186,12 +198,12 @@ TEST(PackedGemm, FullMatchesDoubleLoop) {
             for (float& v : B) v = static_cast<float>(rng.uniform(-1, 1));
             for (float& v : C) v = static_cast<float>(rng.uniform(-1, 1));
             const std::vector<float> C0 = C;
-            std::vector<float> scratch(rnnx::cpu::packed_gemm_full_floats(s.M, s.N, s.K),
+            std::vector<float> scratch(rnnx::cpu::packed_gemm_full_floats(s.M, s.N, s.K, type),
                                        std::nanf(""));
             const int saved = omp_get_max_threads();
             omp_set_num_threads(threads);
             rnnx::cpu::packed_gemm_full(op_a, op_b, s.M, s.N, s.K, A.data(), lda, B.data(), ldb,
-                                        acc, C.data(), ldc, scratch.data());
+                                        acc, C.data(), ldc, scratch.data(), type);
             omp_set_num_threads(saved);
             const double tol = 4.0 * (s.K + 1) * 6e-8 + 1e-6;
             int64_t bad = 0;
@@ -220,8 +232,8 @@ TEST(PackedGemm, FullMatchesDoubleLoop) {
 
 // The all-token product's rows do not depend on the thread count, whichever way the threads
 // split the work (B's panels for few rows, the rows for many): bit for bit.
-TEST(PackedGemm, FullIsTheSameOnAnyThreadCount) {
-  if (!available()) GTEST_SKIP() << "no AVX-512 (or capped below it)";
+TEST_P(PackedGemm, FullIsTheSameOnAnyThreadCount) {
+  const PackedType type = GetParam();
   const int64_t M = 40 * rnnx::cpu::kPackedTileRows + 3, N = 96,
                 K = rnnx::cpu::kPackedFullDepth + 130;
   for (Op op_a : {Op::N, Op::T}) {
@@ -229,14 +241,14 @@ TEST(PackedGemm, FullIsTheSameOnAnyThreadCount) {
     std::vector<float> A(M * K), B(K * N);
     for (float& v : A) v = static_cast<float>(rng.uniform(-1, 1));
     for (float& v : B) v = static_cast<float>(rng.uniform(-1, 1));
-    std::vector<float> scratch(rnnx::cpu::packed_gemm_full_floats(M, N, K));
+    std::vector<float> scratch(rnnx::cpu::packed_gemm_full_floats(M, N, K, type));
     std::vector<std::vector<float>> results;
     const int saved = omp_get_max_threads();
     for (int threads : {1, 2, 3, 4}) {
       std::vector<float> C(M * N);
       omp_set_num_threads(threads);
       rnnx::cpu::packed_gemm_full(op_a, Op::N, M, N, K, A.data(), op_a == Op::T ? M : K, B.data(),
-                                  N, false, C.data(), N, scratch.data());
+                                  N, false, C.data(), N, scratch.data(), type);
       results.push_back(std::move(C));
     }
     omp_set_num_threads(saved);
@@ -250,11 +262,10 @@ TEST(PackedGemm, FullIsTheSameOnAnyThreadCount) {
 // Row maps: the operands read through a map of scattered, permuted rows give exactly (bit for
 // bit) what the same rows gathered into a contiguous copy give, in every product that takes
 // one (packed_gemm, pack_a_columns, packed_gemm_full's A and B), float32 and bf16.
-TEST(PackedGemm, RowMapsReadTheRowsWhereTheyAre) {
-  using rnnx::cpu::PackedType;
-  for (PackedType type : {PackedType::f32, PackedType::bf16}) {
+TEST_P(PackedGemm, RowMapsReadTheRowsWhereTheyAre) {
+  for (PackedType type : {GetParam(), PackedType::bf16}) {
     if (!available(type)) continue;
-    SCOPED_TRACE(type == PackedType::f32 ? "f32" : "bf16");
+    SCOPED_TRACE(type == PackedType::bf16 ? "bf16" : "f32");
     const int64_t M = 37, N = 70, K = 45, ld = K + 3, spread = 3 * M + 5;
     Rng rng(4242);
     // Rows scattered over a larger buffer in a permuted order, as a padded batch's tokens.
@@ -317,21 +328,52 @@ TEST(PackedGemm, RowMapsReadTheRowsWhereTheyAre) {
   }
 }
 
+// Below AVX-512 each element of C is one chain of multiply-adds in order of k
+// (kernels/packed_gemm.inl): a row gives the same bits alone as in any block of rows,
+// whatever sub-tile it falls in.
+TEST_P(PackedGemm, RowsDoNotDependOnTheirTile) {
+  const PackedType type = GetParam();
+  if (type == PackedType::f32) GTEST_SKIP() << "the AVX-512 tiles of few rows split k";
+  const int64_t M = 2 * rnnx::cpu::kPackedTileRows + 5, N = 70, K = 45;
+  Rng rng(99);
+  std::vector<float> A(M * K), W(N * K);
+  for (float& v : A) v = static_cast<float>(rng.uniform(-1, 1));
+  for (float& v : W) v = static_cast<float>(rng.uniform(-1, 1));
+  std::vector<float> b_pack(rnnx::cpu::packed_b_floats(K, N, 1, type));
+  const rnnx::cpu::PackedB B = rnnx::cpu::pack_b(Op::T, K, N, W.data(), K, b_pack.data(), 1, type);
+  std::vector<float> a_pack(rnnx::cpu::packed_a_floats(M, K, type));
+  std::vector<float> all(M * N), one(N);
+  rnnx::cpu::packed_gemm(M, A.data(), K, B, false, all.data(), N, a_pack.data());
+  for (int64_t i = 0; i < M; ++i) {
+    rnnx::cpu::packed_gemm(1, A.data() + i * K, K, B, false, one.data(), N, a_pack.data());
+    EXPECT_TRUE(std::equal(one.begin(), one.end(), all.begin() + i * N)) << "row " << i;
+  }
+}
+
 // K = 0: overwrite gives zeros, accumulate leaves C alone; M = 0 or N = 0 touch nothing.
-TEST(PackedGemm, EmptyProducts) {
-  if (!available()) GTEST_SKIP() << "no AVX-512 (or capped below it)";
+TEST_P(PackedGemm, EmptyProducts) {
+  const PackedType type = GetParam();
   std::vector<float> C(6, 2.0f), scratch(8);
-  rnnx::cpu::PackedB none{scratch.data(), 0, 3};
+  rnnx::cpu::PackedB none{scratch.data(), 0, 3, 1, type};
   rnnx::cpu::packed_gemm(2, scratch.data(), 0, none, true, C.data(), 3, scratch.data());
   for (float v : C) EXPECT_EQ(v, 2.0f);
   rnnx::cpu::packed_gemm(2, scratch.data(), 0, none, false, C.data(), 3, scratch.data());
   for (float v : C) EXPECT_EQ(v, 0.0f);
   std::fill(C.begin(), C.end(), 2.0f);
-  rnnx::cpu::PackedB empty_n{scratch.data(), 4, 0};
+  rnnx::cpu::PackedB empty_n{scratch.data(), 4, 0, 1, type};
   rnnx::cpu::packed_gemm(2, scratch.data(), 4, empty_n, false, C.data(), 3, scratch.data());
   rnnx::cpu::packed_gemm(0, scratch.data(), 4, none, false, C.data(), 3, scratch.data());
   for (float v : C) EXPECT_EQ(v, 2.0f);
 }
+
+INSTANTIATE_TEST_SUITE_P(F32, PackedGemm,
+                         ::testing::Values(PackedType::f32, PackedType::f32_avx2,
+                                           PackedType::f32_scalar),
+                         [](const ::testing::TestParamInfo<PackedType>& info) {
+                           return info.param == PackedType::f32        ? "avx512"
+                                  : info.param == PackedType::f32_avx2 ? "avx2"
+                                                                       : "scalar";
+                         });
 
 }  // namespace
 }  // namespace rnnx_test

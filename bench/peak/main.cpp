@@ -36,9 +36,10 @@ struct Kernel {
   double (*run)(int64_t iterations);
 };
 
-// The float32 FMA loop of the best ISA the CPU has, or none.
+// The float32 FMA loop of the best ISA the CPU has within RNNX_CPU_ISA (so that a capped
+// run measures the peak of the level it caps to), or none.
 bool fma_kernel(Kernel* k) {
-  const std::string isa = rnnx::cpu_isa_detected();
+  const std::string isa = rnnx::cpu_isa_used();
   if (isa.rfind("avx512", 0) == 0) {
     *k = {"fma-f32", "avx512", &rnnx::peak::fma_avx512_f32};
     return true;

@@ -76,7 +76,7 @@ AlgoSpace algo_space(const PlanContext& ctx) {
   const std::string input = forced_value("RNNX_CPU_INPUT_PROJECTION", {"split", "bulk", "steps"});
 
   // float64 always runs the BLAS (plain without one). float32: the engine gemm_engine_for()
-  // picks (the packed engine where AVX-512 is within the ISA cap, in bf16 with math mode
+  // picks (the packed engine on the ISA level's kernels, in bf16 with math mode
   // allow_conversion where the machine can), and where the build has oneDNN, dnnl_sgemm as
   // the alternative to the float32 packed one (it wins on tiny problems; the plain loops are
   // no such alternative). The search never changes the math mode: a bf16 engine has no
@@ -136,8 +136,8 @@ AlgoSpace algo_space(const PlanContext& ctx) {
   return space;
 }
 
-std::string algo_name(const Algo& algo, bool float32) {
-  std::string s = gemm_engine_name(algo.engine, float32);
+std::string algo_name(const Algo& algo, bool float32, Isa isa) {
+  std::string s = gemm_engine_name(algo.engine, float32, isa);
   if (algo.team_loops) s += "/team";
   if (algo.concurrent_dirs) s += "/dirs-concurrent";
   if (algo.input != default_input(algo.engine)) {
@@ -162,9 +162,11 @@ bool parse_algo(const std::string& text, Algo* out) {
         bool known = false;
         for (GemmEngine e : {GemmEngine::plain, GemmEngine::packed, GemmEngine::packed_bf16,
                              GemmEngine::packed_amx}) {
-          if (part == gemm_engine_name(e, true)) {
-            a.engine = e;
-            known = true;
+          for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+            if (part == gemm_engine_name(e, true, isa)) {
+              a.engine = e;
+              known = true;
+            }
           }
         }
         if (!known) return false;

@@ -50,9 +50,10 @@ struct AlgoSpace {
 };
 AlgoSpace algo_space(const PlanContext& ctx);
 
-// The choice, as impl_name() shows it after the ISA: "{gemm}[/team][/dirs-concurrent]
-// [/input-bulk|/input-steps]"; and back (false for a text that is not one).
-std::string algo_name(const Algo& algo, bool float32);
+// The choice of a plan of level `isa`, as impl_name() shows it after the ISA:
+// "{gemm}[/team][/dirs-concurrent][/input-bulk|/input-steps]"; and back (false for a text
+// that is not one; the packed engine's name of any level is read as the packed engine).
+std::string algo_name(const Algo& algo, bool float32, Isa isa);
 bool parse_algo(const std::string& text, Algo* out);
 
 }  // namespace rnnx::cpu

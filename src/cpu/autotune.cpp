@@ -292,7 +292,7 @@ AlgoChoice choose_algo(const PlanContext& ctx, const AlgoSpace& space) {
     core::autotune_remember(key, kDisturbedSearch);
     return {space.heuristic, false};
   }
-  core::autotune_store(key, algo_name(*chosen, sizeof(T) == sizeof(float)));
+  core::autotune_store(key, algo_name(*chosen, sizeof(T) == sizeof(float), space.isa));
   return {*chosen, true};
 }
 

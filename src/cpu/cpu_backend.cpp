@@ -27,7 +27,7 @@ class CpuBackend final : public BackendImpl {
   // options, and whether the search chose the algorithm.
   std::string name() const override {
     return std::string("cpu:") + cpu::isa_name(problem_.isa) + "/" +
-           cpu::algo_name(choice_.algo, sizeof(T) == sizeof(float)) +
+           cpu::algo_name(choice_.algo, sizeof(T) == sizeof(float), problem_.isa) +
            (problem_.onnx_cell ? "/onnx-cell" : "") + (choice_.searched ? "/tuned" : "");
   }
   size_t forward_workspace_size(bool training) const override { return sizes_.forward[training]; }

@@ -70,8 +70,7 @@ GemmEngine gemm_engine_for(bool float32, bool allow_conversion, GemmForce force,
     const GemmEngine bf16 = bf16_engine(isa);
     if (bf16 != GemmEngine::plain) return bf16;
   }
-  if (packed_gemm_available(PackedType::f32, isa)) return GemmEngine::packed;
-  return have_onednn() ? GemmEngine::library : GemmEngine::plain;
+  return GemmEngine::packed;
 }
 
 bool is_packed(GemmEngine engine) {
@@ -79,10 +78,12 @@ bool is_packed(GemmEngine engine) {
          engine == GemmEngine::packed_amx;
 }
 
-const char* gemm_engine_name(GemmEngine engine, bool float32) {
+const char* gemm_engine_name(GemmEngine engine, bool float32, Isa isa) {
   switch (engine) {
     case GemmEngine::packed:
-      return "packed-avx512";
+      return isa >= Isa::avx512 ? "packed-avx512"
+             : isa == Isa::avx2 ? "packed-avx2"
+                                : "packed-scalar";
     case GemmEngine::packed_bf16:
       return "packed-avx512-bf16";
     case GemmEngine::packed_amx:
@@ -159,13 +160,13 @@ template class WeightGemm<double>;
 namespace rnnx {
 
 CpuBuild cpu_build() {
-  // On AVX-512 machines both float32 engines are candidates of the algorithm search where the
-  // build has oneDNN.
+  // Both float32 engines are candidates of the algorithm search where the build has oneDNN.
   static const std::string engines =
       std::string("float32 ") +
-      (cpu::have_onednn() ? "packed-avx512 or onednn-sgemm (the search measures both; only "
-                            "onednn-sgemm without AVX-512)"
-                          : "packed-avx512 (plain without AVX-512; no oneDNN in this build)") +
+      (cpu::have_onednn() ? "packed (avx512, avx2 or scalar kernels, the plan's level) or "
+                            "onednn-sgemm (the search measures both)"
+                          : "packed (avx512, avx2 or scalar kernels, the plan's level; no "
+                            "oneDNN in this build)") +
       ", float64 " +
       (cpu::have_blas() ? std::string(cpu::library_gemm_name(false))
                         : std::string("plain (no BLAS in this build)"));

@@ -14,18 +14,28 @@ namespace rnnx::cpu {
 
 enum class Op : char { N = 'N', T = 'T' };
 
-// What the packed engine multiplies in: float32, or bf16 operands with float32
-// accumulation (math mode allow_conversion; packed_gemm.hpp) on vdpbf16ps (bf16) or on AMX
-// tiles (bf16_amx), both with the same packed layouts.
-enum class PackedType : char { f32, bf16, bf16_amx };
+// What the packed engine multiplies in, and on which kernels: float32 on AVX-512 (f32),
+// AVX2 + FMA (f32_avx2) or baseline vectors (f32_scalar), all with one packed layout; or
+// bf16 operands with float32 accumulation (math mode allow_conversion; packed_gemm.hpp) on
+// vdpbf16ps (bf16) or on AMX tiles (bf16_amx), both with the bf16 layout.
+enum class PackedType : char { f32, f32_avx2, f32_scalar, bf16, bf16_amx };
+inline bool packs_bf16(PackedType type) {
+  return type == PackedType::bf16 || type == PackedType::bf16_amx;
+}
+// The float32 packed kernels of ISA level `isa`.
+inline PackedType packed_f32_type(Isa isa) {
+  return isa >= Isa::avx512 ? PackedType::f32
+         : isa == Isa::avx2 ? PackedType::f32_avx2
+                            : PackedType::f32_scalar;
+}
 
 // Where a plan's products run:
 // * `library` (library_gemm.hpp): dnnl_sgemm for float32, which repacks the weights at
 //   every call, so at every step; cblas_dgemm for float64. Only where the build has them.
 // * `plain` (plain_gemm.hpp): rnnx's own loops on unpacked operands, every build, every ISA.
-// * `packed` (rnnx's AVX-512 kernels on weights packed once per call; float32 with AVX-512
-//   within the plan's ISA level), `packed_bf16` / `packed_amx` (the same in bf16 with
-//   float32 accumulation, on vdpbf16ps or on AMX tiles: float32 with math mode
+// * `packed` (rnnx's own kernels on weights packed once per call, float32: AVX-512, AVX2 +
+//   FMA or baseline vectors, the plan's ISA level's), `packed_bf16` / `packed_amx` (the same in
+//   bf16 with float32 accumulation, on vdpbf16ps or on AMX tiles: float32 with math mode
 //   allow_conversion on AVX512-BF16 within the level).
 enum class GemmEngine { library, plain, packed, packed_bf16, packed_amx };
 
@@ -38,12 +48,12 @@ enum class GemmForce { none, packed, library, plain };
 // has a BLAS, else plain; float32 per `force`, else the packed engines where `isa` has them
 // (bf16 with `allow_conversion`, after RNNX_CPU_BF16_KERNEL: "amx", "avx512", or unset/"auto"
 // = amx where the machine and OS allow it; throws Error(invalid_argument) for other values),
-// else the library where the build has oneDNN, else plain. `isa` is the plan's ISA level
+// else the float32 packed engine, which every level has. `isa` is the plan's ISA level
 // (fixed when it is built).
 GemmEngine gemm_engine_for(bool float32, bool allow_conversion, GemmForce force, Isa isa);
-// The engine's name in impl_name(): "packed-avx512", "onednn-sgemm", "openblas-dgemm",
-// "plain", ...
-const char* gemm_engine_name(GemmEngine engine, bool float32);
+// The engine's name in impl_name() for a plan of level `isa`: "packed-avx512",
+// "packed-avx2", "packed-scalar", "onednn-sgemm", "openblas-dgemm", "plain", ...
+const char* gemm_engine_name(GemmEngine engine, bool float32, Isa isa);
 bool is_packed(GemmEngine engine);
 
 // A plan's engine and ISA level, which its products run on.
@@ -52,11 +62,12 @@ struct GemmRoute {
   Isa isa = Isa::scalar;
 
   bool packed() const { return is_packed(engine); }
-  // What the packed engines multiply in: bf16 for packed_bf16 and packed_amx, else float32.
+  // What the packed engines multiply in: bf16 for packed_bf16 and packed_amx, else float32
+  // on the level's kernels.
   PackedType packed_type() const {
     return engine == GemmEngine::packed_bf16  ? PackedType::bf16
            : engine == GemmEngine::packed_amx ? PackedType::bf16_amx
-                                              : PackedType::f32;
+                                              : packed_f32_type(isa);
   }
 };
 

@@ -1,13 +1,18 @@
 // The library engine (library_gemm.hpp): dnnl_sgemm and cblas_dgemm where the build has them
-// (RNNX_HAVE_ONEDNN, RNNX_HAVE_BLAS from CMake), row-major.
+// (RNNX_HAVE_ONEDNN, RNNX_HAVE_BLAS from CMake), row-major. dnnl_sgemm runs on tiles of C of
+// a fixed size, one thread each, so that its sums do not follow the thread count.
 #include "cpu/library_gemm.hpp"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 #include <string>
 #include <tuple>
 #include <type_traits>
 
+#include "core/thread_scope.hpp"
 #include "rnnx/error.hpp"
 
 #if RNNX_HAVE_ONEDNN
@@ -43,6 +48,67 @@ struct FourthParameter<R (*)(P0, P1, P2, P3, Ps...)> {
   using type = std::remove_cv_t<P3>;
 };
 using BlasInt = FourthParameter<decltype(&cblas_dgemm)>::type;
+#endif
+
+#if RNNX_HAVE_ONEDNN
+// dnnl_sgemm's threads split the sums over K between them where M and N are small, so its
+// bits follow the thread count (seen on AVX2: Determinism.ThreadCountDoesNotChangeTheBits
+// with RNNX_CPU_GEMM=sgemm). rnnx threads it instead, over tiles of C of this size: each
+// tile is one single-threaded call whose shape does not depend on the threads, so neither do
+// its sums. Big enough that the per-call repacking of A and B stays around 1% of the work.
+constexpr int64_t kTileRows = 256;
+constexpr int64_t kTileCols = 128;
+// Below this many flops one thread does it all (a fork costs a few microseconds).
+constexpr double kMinParallelFlops = 1 << 18;
+
+void sgemm_tile(char ta, char tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
+                int64_t tile) {
+  const int64_t col_tiles = (N + kTileCols - 1) / kTileCols;
+  const int64_t i0 = tile / col_tiles * kTileRows, j0 = tile % col_tiles * kTileCols;
+  const int64_t m = std::min(kTileRows, M - i0), n = std::min(kTileCols, N - j0);
+  const float* a = ta == 'N' ? A + i0 * lda : A + i0;
+  const float* b = tb == 'N' ? B + j0 : B + j0 * ldb;
+  const dnnl_status_t st =
+      dnnl_sgemm(ta, tb, m, n, K, alpha, a, lda, b, ldb, beta, C + i0 * ldc + j0, ldc);
+  if (st != dnnl_success) {
+    throw Error(Status::internal, "dnnl_sgemm failed with status " + std::to_string(st) + " (" +
+                                      sizes(M, N, K) + ")");
+  }
+}
+
+void tiled_sgemm(char ta, char tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                 int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  const int64_t tiles = (M + kTileRows - 1) / kTileRows * ((N + kTileCols - 1) / kTileCols);
+  const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * K;
+  const int threads = omp_in_parallel() || flops < kMinParallelFlops
+                          ? 1
+                          : static_cast<int>(std::min<int64_t>(omp_get_max_threads(), tiles));
+  if (threads <= 1) {
+    // oneDNN asks the calling thread's OpenMP setting how many threads to use.
+    core::ThreadScope one(1);
+    for (int64_t t = 0; t < tiles; ++t) {
+      sgemm_tile(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, t);
+    }
+    return;
+  }
+  // An error leaves the region by the flag, not by an exception (OpenMP cannot carry one).
+  std::string error;
+#pragma omp parallel num_threads(threads)
+  {
+    omp_set_num_threads(1);  // this thread's calls run on it alone
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < tiles; ++t) {
+      try {
+        sgemm_tile(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, t);
+      } catch (const Error& e) {
+#pragma omp critical(rnnx_tiled_sgemm_error)
+        error = e.what();
+      }
+    }
+  }
+  if (!error.empty()) throw Error(Status::internal, error);
+}
 #endif
 
 }  // namespace
@@ -82,12 +148,8 @@ void library_gemm([[maybe_unused]] Op trans_a, [[maybe_unused]] Op trans_b,
                   [[maybe_unused]] int64_t ldc) {
   if constexpr (std::is_same_v<T, float>) {
 #if RNNX_HAVE_ONEDNN
-    const dnnl_status_t st = dnnl_sgemm(static_cast<char>(trans_a), static_cast<char>(trans_b), M,
-                                        N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-    if (st != dnnl_success) {
-      throw Error(Status::internal, "dnnl_sgemm failed with status " + std::to_string(st) + " (" +
-                                        sizes(M, N, K) + ")");
-    }
+    tiled_sgemm(static_cast<char>(trans_a), static_cast<char>(trans_b), M, N, K, alpha, A, lda, B,
+                ldb, beta, C, ldc);
     return;
 #endif
     missing("oneDNN");

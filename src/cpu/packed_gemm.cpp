@@ -47,7 +47,7 @@ void run_on_team(int nt, const Body& body) {
 // The k extent of the packed layouts in 32-bit slots: K, or for bf16 its pairs rounded
 // up to whole chunks (zero padding, so that AMX tiles need no partial chunk).
 int64_t slots_of(int64_t K, PackedType type) {
-  if (type == PackedType::f32) return K;  // bf16 and bf16_amx share their layout
+  if (!packs_bf16(type)) return K;  // bf16 and bf16_amx share their layout
   return ((K + 1) / 2 + kPackedDepthChunk - 1) / kPackedDepthChunk * kPackedDepthChunk;
 }
 
@@ -60,13 +60,15 @@ int64_t depth_of(int64_t K, PackedType type) {
 // packed_gemm_full's K per pass: bf16 packs take half the bytes, so twice the K fits the
 // same cache.
 int64_t full_depth(PackedType type) {
-  return type != PackedType::f32 ? 2 * kPackedFullDepth : kPackedFullDepth;
+  return packs_bf16(type) ? 2 * kPackedFullDepth : kPackedFullDepth;
 }
 
 // The kernels of one type (packed_gemm_kernels.hpp); callers have checked
 // packed_gemm_available(), so on other machines these tables are never reached.
 #if RNNX_CPU_X86_KERNELS
 const PackedKernels& kernels(PackedType type) {
+  if (type == PackedType::f32_scalar) return packed_scalar::kPackedKernels;
+  if (type == PackedType::f32_avx2) return packed_avx2::kPackedKernels;
 #if RNNX_CPU_AMX_KERNELS
   // AMX multiplies the bf16 layouts; the bf16 table packs them.
   static const PackedKernels amx{packed_avx512_bf16::kPackedKernels.pack_b_panels,
@@ -83,13 +85,14 @@ const PackedKernels& kernels(PackedType type) {
 #else
       break;
 #endif
-    case PackedType::f32:
+    default:
       break;
   }
   return packed_avx512::kPackedKernels;
 }
 #else
-const PackedKernels& kernels(PackedType) {
+const PackedKernels& kernels(PackedType type) {
+  if (type == PackedType::f32_scalar) return packed_scalar::kPackedKernels;
   throw std::logic_error("packed GEMM kernels called on a machine without them");
 }
 #endif
@@ -120,9 +123,14 @@ void multiply_global(int64_t M, const float* a_packed, const PackedB& B, int64_t
 }  // namespace
 
 bool packed_gemm_available(PackedType type, Isa isa) {
+  if (type == PackedType::f32_scalar) return true;
 #if RNNX_CPU_X86_KERNELS
   isa = std::min(isa, isa_detected());
   switch (type) {
+    case PackedType::f32_scalar:
+      return true;
+    case PackedType::f32_avx2:
+      return isa >= Isa::avx2;
     case PackedType::f32:
       return isa >= Isa::avx512;
     case PackedType::bf16:

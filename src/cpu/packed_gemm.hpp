@@ -1,7 +1,8 @@
 // The packed-weights float32 GEMM of the cpu backend: C[M, N] (= or +=) A[M, K] * B with B a
 // weight matrix packed once per call into column panels and then reused for every time step
-// (dnnl_sgemm repacks B on every call). AVX-512 kernels (kernels/packed_gemm_avx512.cpp); the
-// caller checks packed_gemm_available() and uses gemm<float> (gemm.hpp) otherwise. PackedType::bf16
+// (dnnl_sgemm repacks B on every call). Kernels for AVX-512 (kernels/packed_gemm_avx512.cpp),
+// AVX2 + FMA and baseline vectors (kernels/packed_gemm.inl), one layout; the caller checks
+// packed_gemm_available() for the type of its ISA level (packed_f32_type). PackedType::bf16
 // (math mode allow_conversion, AVX512-BF16 kernels in packed_gemm_avx512_bf16.cpp) rounds both
 // operands to bf16 as they are packed and accumulates in float32; its packs hold pairs of bf16 (two
 // consecutive k) in 32-bit slots, so they take half the floats (K rounded up to even).
@@ -28,8 +29,8 @@ constexpr int64_t kPackedFullDepth = 512;
 constexpr int64_t kPackedFullRows = 8 * kPackedTileRows;
 
 // Whether the kernels of `type` can run at ISA level `isa` (a plan's, fixed when it is
-// built) on this machine: avx512 for f32, avx512-bf16 for bf16, and for bf16_amx also AMX
-// that the OS grants.
+// built) on this machine: any level for f32_scalar, avx2 for f32_avx2, avx512 for f32,
+// avx512-bf16 for bf16, and for bf16_amx also AMX that the OS grants.
 bool packed_gemm_available(PackedType type, Isa isa);
 
 // B = op(W) [K, N] packed as `blocks` blocks of N / blocks columns (the gates of a cell: a

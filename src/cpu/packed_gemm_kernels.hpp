@@ -1,6 +1,6 @@
 // The packed GEMM's per-ISA kernels as one table per translation unit
-// (src/cpu/kernels/packed_gemm_{avx512,avx512_bf16,amx}.cpp, each built with its ISA's flags
-// by CMake like the step kernels, each exporting only its table), used by packed_gemm.cpp
+// (src/cpu/kernels/packed_gemm_{scalar,avx2,avx512,avx512_bf16,amx}.cpp, each built with its ISA's
+// flags by CMake like the step kernels, each exporting only its table), used by packed_gemm.cpp
 // only. Each entry works serially on the part it is given; packed_gemm.cpp does the
 // threading. Layouts as in packed_gemm.hpp; a packed A of M rows and K columns is
 // [blocks of kPackedTileRows rows][K / 16 (rounded up)][rows of the block][16].
@@ -30,6 +30,14 @@ struct PackedKernels {
   bool (*usable)();
 };
 
+// float32 on baseline vectors (every build; kernels/packed_gemm.inl).
+namespace packed_scalar {
+extern const PackedKernels kPackedKernels;
+}
+// float32 (ISA level avx2; kernels/packed_gemm.inl).
+namespace packed_avx2 {
+extern const PackedKernels kPackedKernels;
+}
 // float32 (ISA level avx512).
 namespace packed_avx512 {
 extern const PackedKernels kPackedKernels;

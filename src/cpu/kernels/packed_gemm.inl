@@ -1,0 +1,236 @@
+// The packed GEMM's float32 kernels (packed_gemm_kernels.hpp) in plain C++ for the levels
+// without AVX-512: the packers, and a micro-kernel over the layouts of packed_gemm.hpp (B in
+// panels of kPackedPanel columns, A in blocks of kPackedTileRows rows in chunks of
+// kPackedDepthChunk k) that splits each tile into sub-tiles of at most kSubRows rows x
+// kSubVecs vectors, which fit the level's 16 vector registers. Pasted into each ISA's
+// anonymous namespace after <array>, <cstring>, <utility> and packed_gemm_kernels.hpp, with
+// kVectorBytes, kSubRows, kMinSubRows (the fewest rows a split leaves), kSubVecs (vectors per
+// row of a sub-tile), kWideVecs (the same for sub-tiles of one or two rows), kBRegisters
+// (how many vectors of B's row stay in registers; the others are the FMAs' memory operands)
+// and kDepthBlock (the k of a panel that stays in L1, below) defined.
+//
+// Every element of C is one accumulator per block of kDepthBlock k summing its products in
+// order of k (the compiler fuses each multiply-add where the level has FMA:
+// -ffp-contract=fast, and every element takes that same vector code, tails included), so
+// its bits depend neither on how a tile is split nor on which thread runs it.
+
+typedef float Vec __attribute__((vector_size(kVectorBytes)));
+constexpr int kLanes = kVectorBytes / static_cast<int>(sizeof(float));
+constexpr int kPanel = static_cast<int>(kPackedPanel);
+constexpr int kRows = static_cast<int>(kPackedTileRows);
+constexpr int kChunk = static_cast<int>(kPackedDepthChunk);
+static_assert(kPanel % (kSubVecs * kLanes) == 0 && kPanel % (kWideVecs * kLanes) == 0,
+              "a panel is whole sub-tiles");
+
+inline int64_t min64(int64_t a, int64_t b) {
+  return a < b ? a : b;
+}
+// K rounded up to whole chunks: the k extent of a packed A block.
+inline int64_t packed_depth(int64_t K) {
+  return (K + kChunk - 1) / kChunk * kChunk;
+}
+
+inline Vec load(const float* p) {
+  Vec v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store(float* p, Vec v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+// C[0:MR, 0:ncols] (+)= A * B over all K: `a` the sub-tile's first row in a packed A block
+// whose chunks are `chunk_floats` apart ([K / 16][rows][16]), `b` the sub-tile's first
+// column in a packed panel ([K][kPanel]); ncols <= NV * kLanes.
+// No software prefetch: B's panels are read in order, which the hardware prefetchers
+// follow (asking for the next block of k ahead measured no different on a Zen 3).
+template <int MR, int NV>
+void sub_tile(int64_t K, const float* __restrict a, int64_t chunk_floats,
+              const float* __restrict b, float* C, int64_t ldc, int64_t ncols, bool accumulate) {
+  Vec acc[MR][NV];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[i][v] = Vec{};
+  // One k: B's row bk times the column `ac` of the rows' chunk. The first kBRegisters
+  // vectors of B's row in registers; the others read again for every row of A, so that the
+  // compiler makes each read the FMA's memory operand instead of keeping the row in
+  // registers it would have to spill accumulators for (the pointer passes through an empty
+  // asm, so that it cannot tell the reads are the same).
+  const auto step = [&](const float* ac, const float* bk) __attribute__((always_inline)) {
+    constexpr int kHeld = NV < kBRegisters ? NV : kBRegisters;
+    Vec bv[kHeld];
+#pragma GCC unroll 4
+    for (int v = 0; v < kHeld; ++v) bv[v] = load(bk + v * kLanes);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      const float* bi = bk;
+      if constexpr (kHeld < NV) asm volatile("" : "+r"(bi));
+      const float ai = ac[i * kChunk];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) {
+        acc[i][v] += ai * (v < kHeld ? bv[v < kHeld ? v : 0] : load(bi + v * kLanes));
+      }
+    }
+  };
+  const int64_t chunks = K / kChunk;
+  for (int64_t c = 0; c < chunks; ++c) {
+    const float* ac = a + c * chunk_floats;
+    const float* bc = b + c * kChunk * kPanel;
+#pragma GCC unroll 4
+    for (int kk = 0; kk < kChunk; ++kk) step(ac + kk, bc + kk * kPanel);
+  }
+  for (int64_t kk = 0; kk < K - chunks * kChunk; ++kk) {
+    step(a + chunks * chunk_floats + kk, b + (chunks * kChunk + kk) * kPanel);
+  }
+  if (ncols == NV * kLanes) {
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) {
+        float* c = C + i * ldc + v * kLanes;
+        store(c, accumulate ? load(c) + acc[i][v] : acc[i][v]);
+      }
+    }
+    return;
+  }
+  float part[MR][NV * kLanes];
+  std::memcpy(part, acc, sizeof part);
+  for (int i = 0; i < MR; ++i) {
+    float* c = C + i * ldc;
+    for (int64_t j = 0; j < ncols; ++j) c[j] = accumulate ? c[j] + part[i][j] : part[i][j];
+  }
+}
+
+using SubTileFn = void (*)(int64_t, const float*, int64_t, const float*, float*, int64_t, int64_t,
+                           bool);
+// sub_tile<rows, kSubVecs> for rows 1..kSubRows; one or two rows take wider sub-tiles (more
+// accumulators to hide the FMA latency, fewer passes over the panel).
+template <int... R>
+constexpr auto sub_tiles(std::integer_sequence<int, R...>) {
+  return std::array<SubTileFn, sizeof...(R)>{&sub_tile<R + 1, kSubVecs>...};
+}
+constexpr auto kSubTiles = sub_tiles(std::make_integer_sequence<int, kSubRows>{});
+constexpr SubTileFn kWideTiles[2] = {&sub_tile<1, kWideVecs>, &sub_tile<2, kWideVecs>};
+
+// The rows of the first sub-tile of `rows` rows: at most kSubRows, and never leaving fewer
+// than kMinSubRows for the next (with 6 and 4: 14 = 6 + 4 + 4 rather than 6 + 6 + 2), so
+// that every sub-tile keeps enough independent accumulators.
+inline int first_sub_rows(int rows) {
+  if (rows <= kSubRows) return rows;
+  const int rest = rows - kSubRows;
+  return rest >= kMinSubRows ? kSubRows : rows - kMinSubRows;
+}
+
+// One tile of a block: C[0:rows, 0:ncols] (+)= block * panel.
+void tile(int64_t K, int rows, const float* a_block, const float* panel, float* C, int64_t ldc,
+          int64_t ncols, bool accumulate) {
+  const int64_t chunk_floats = static_cast<int64_t>(rows) * kChunk;
+  if (rows <= 2) {
+    constexpr int kWideCols = kWideVecs * kLanes;
+    for (int64_t j = 0; j < ncols; j += kWideCols) {
+      kWideTiles[rows - 1](K, a_block, chunk_floats, panel + j, C + j, ldc,
+                           min64(kWideCols, ncols - j), accumulate);
+    }
+    return;
+  }
+  constexpr int kSubCols = kSubVecs * kLanes;
+  for (int64_t j = 0; j < ncols; j += kSubCols) {
+    const int64_t cols = min64(kSubCols, ncols - j);
+    for (int r = 0; r < rows;) {
+      const int mr = first_sub_rows(rows - r);
+      kSubTiles[mr - 1](K, a_block + r * kChunk, chunk_floats, panel + j, C + r * ldc + j, ldc,
+                        cols, accumulate);
+      r += mr;
+    }
+  }
+}
+
+void pack_b_panels(bool trans, int64_t K, int64_t N, const float* W, int64_t ldw, int64_t p0,
+                   int64_t p1, float* out, const int64_t* row_map) {
+  for (int64_t p = p0; p < p1; ++p) {
+    float* panel = out + p * K * kPanel;
+    const int64_t n0 = p * kPanel;
+    const int64_t cols = min64(kPanel, N - n0);
+    if (trans) {
+      // Rows n0.. of W become the panel's columns, 16 k at a time so that the panel's lines
+      // stay in L1 while W's rows are read along their length.
+      for (int64_t k0 = 0; k0 < K; k0 += kChunk) {
+        const int64_t kc = min64(kChunk, K - k0);
+        for (int64_t j = 0; j < kPanel; ++j) {
+          if (j >= cols) {
+            for (int64_t k = 0; k < kc; ++k) panel[(k0 + k) * kPanel + j] = 0.0f;
+            continue;
+          }
+          const float* src = W + (n0 + j) * ldw + k0;
+          for (int64_t k = 0; k < kc; ++k) panel[(k0 + k) * kPanel + j] = src[k];
+        }
+      }
+    } else {
+      for (int64_t k = 0; k < K; ++k) {
+        const float* src = W + (row_map ? row_map[k] : k) * ldw + n0;
+        float* dst = panel + k * kPanel;
+        std::memcpy(dst, src, cols * sizeof(float));
+        for (int64_t j = cols; j < kPanel; ++j) dst[j] = 0.0f;
+      }
+    }
+  }
+}
+
+void pack_a_blocks(bool trans, int64_t M, int64_t K, int64_t k0, int64_t k1, const float* A,
+                   int64_t lda, int64_t b0, int64_t b1, float* out, const int64_t* row_map) {
+  const int64_t depth = packed_depth(K);
+  const int64_t c0 = k0 / kChunk, c1 = (k1 + kChunk - 1) / kChunk;
+  for (int64_t b = b0; b < b1; ++b) {
+    const int64_t m0 = b * kRows;
+    const int64_t rows = min64(kRows, M - m0);
+    for (int64_t c = c0; c < c1; ++c) {
+      // The chunk's k within [k0, k1).
+      const int64_t lo = c * kChunk < k0 ? k0 : c * kChunk;
+      const int64_t hi = min64((c + 1) * kChunk, k1);
+      float* chunk = out + m0 * depth + c * rows * kChunk;
+      const int64_t l0 = lo - c * kChunk;  // lanes [l0, l0 + hi - lo) of each row's chunk
+      if (!trans) {
+        for (int64_t i = 0; i < rows; ++i) {
+          const float* src = A + (row_map ? row_map[m0 + i] : m0 + i) * lda + lo;
+          if (hi - lo == kChunk) {  // a whole chunk: a copy of constant size, inlined
+            std::memcpy(chunk + i * kChunk, src, kChunk * sizeof(float));
+          } else {
+            std::memcpy(chunk + i * kChunk + l0, src, (hi - lo) * sizeof(float));
+          }
+        }
+      } else {
+        // A is [K, M]: row k of A holds the block's rows as its columns.
+        for (int64_t k = lo; k < hi; ++k) {
+          const float* src = A + k * lda + m0;
+          for (int64_t i = 0; i < rows; ++i) chunk[i * kChunk + l0 + (k - lo)] = src[i];
+        }
+      }
+    }
+  }
+}
+
+// A panel is multiplied kDepthBlock k at a time (a multiple of kChunk), every row block
+// with each: that much of the panel stays in L1 while every sub-tile of every row block
+// reads it again (each sub-tile reads B's row once per few rows of A). Each element of C
+// then sums each block of k in one chain and adds the chains in order of k into C: the
+// blocks start at multiples of kDepthBlock whatever the tiles and threads.
+static_assert(kDepthBlock % kChunk == 0, "depth blocks are whole chunks of packed A");
+void multiply_panels(int64_t M, int64_t K, const float* a_packed, const float* b_packed, int64_t N,
+                     int64_t p0, int64_t p1, bool accumulate, float* C, int64_t ldc) {
+  const int64_t depth = packed_depth(K);
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t n0 = p * kPanel;
+    const int64_t ncols = min64(kPanel, N - n0);
+    const float* bp = b_packed + p * K * kPanel;
+    for (int64_t k0 = 0; k0 < K; k0 += kDepthBlock) {
+      const int64_t kc = min64(kDepthBlock, K - k0);
+      for (int64_t m0 = 0; m0 < M; m0 += kRows) {
+        const int rows = static_cast<int>(min64(kRows, M - m0));
+        const float* a_block = a_packed + m0 * depth + k0 / kChunk * rows * kChunk;
+        tile(kc, rows, a_block, bp + k0 * kPanel, C + m0 * ldc + n0, ldc, ncols,
+             accumulate || k0 > 0);
+      }
+    }
+  }
+}
