@@ -27,12 +27,45 @@ import rnnx_cases  # noqa: E402
 
 DISTRIBUTIONS = ("full", "uniform", "longtail")
 MODES = ("infer", "train", "fwdbwd")
-PEERS = ("onednn", "torch-padded", "torch-packed")
+# The peers: oneDNN's RNN primitives, then PyTorch padded and packed for each --torch-python
+# (the first as torch-padded / torch-packed, the next as torch2-padded, ...); main() sets it.
+PEERS = ["onednn", "torch-padded", "torch-packed"]
 
-# The issue's targets (#14), for batches of at least TARGET_MIN_BATCH sequences.
+# The issues' targets, for batches of at least TARGET_MIN_BATCH sequences, per ISA section:
+# full length as x oneDNN's speed per thread count, variable lengths as x the fastest peer.
 TARGET_MIN_BATCH = 32
-TARGET_FULL_VS_ONEDNN = {1: 1.15, 2: 1.05}  # full length: x oneDNN's speed, per thread count
-TARGET_VAR_VS_PEERS = {"uniform": 2.0, "longtail": 3.5}  # vs the fastest peer
+TARGETS = {
+    "avx512": {"issue": "#14", "full": {1: 1.15, 2: 1.05}, "var": {"uniform": 2.0, "longtail": 3.5}},
+    "avx2": {"issue": "#25", "full": {1: 1.05, 2: 1.05}, "var": {"uniform": 2.0}},
+}
+TARGET_FULL_VS_ONEDNN = TARGETS["avx512"]["full"]
+TARGET_VAR_VS_PEERS = TARGETS["avx512"]["var"]
+# The ISA levels a run can be capped to: RNNX_CPU_ISA for rnnx and bench/peak, and oneDNN's
+# own cap (ONEDNN_MAX_CPU_ISA) for the oneDNN peer and PyTorch's oneDNN; PyTorch's own
+# kernels by ATEN_CPU_CAPABILITY.
+ISA_CAPS = {"avx2": ("avx2", "AVX2", "avx2"), "avx512": ("avx512", "AVX512_CORE", "avx512")}
+
+
+def torch_peers(pythons):
+    out = []
+    for j, _ in enumerate(pythons):
+        tag = "torch" if j == 0 else f"torch{j + 1}"
+        out += [f"{tag}-padded", f"{tag}-packed"]
+    return out
+
+
+def machine_isa():
+    flags = set(cpu_flags())
+    return "avx512" if "avx512f" in flags else "avx2" if "avx2" in flags else "scalar"
+
+
+def section_of(args):
+    """The ISA section a run measures, and how: ("avx2", "capped on an AVX-512 CPU")."""
+    native = machine_isa()
+    if args.isa in ("native", native):
+        return native, "native"
+    return args.isa, f"capped (RNNX_CPU_ISA={ISA_CAPS[args.isa][0]}, ONEDNN_MAX_CPU_ISA="\
+        f"{ISA_CAPS[args.isa][1]}, ATEN_CPU_CAPABILITY={ISA_CAPS[args.isa][2]}) on a {native} CPU"
 
 
 # ----------------------------------------------------------------------------------------
@@ -96,6 +129,11 @@ class Runners:
             e["OMP_WAIT_POLICY"] = policy
         else:
             e.pop("OMP_WAIT_POLICY", None)
+        if self.args.isa != "native":
+            rnnx_cap, onednn_cap, aten_cap = ISA_CAPS[self.args.isa]
+            e["RNNX_CPU_ISA"] = rnnx_cap
+            e["ONEDNN_MAX_CPU_ISA"] = onednn_cap
+            e["ATEN_CPU_CAPABILITY"] = aten_cap
         if runner.startswith("torch") and self.args.torch_malloc == "keep":
             # glibc keeps freed memory instead of returning it to the kernel, so PyTorch's
             # per-call tensors are not fresh pages (first touch ~0.3 GB/s, PERF-NOTES.md).
@@ -148,8 +186,11 @@ class Runners:
             return None
         return [self.onednn] + case.flags() + self.common(modes, threads, lengths_arg, seed)
 
-    def torch_cmd(self, variant, case, modes, threads, lengths_arg, seed):
-        cmd = [self.args.torch_python, self.torch_peer, "--variant", variant, "--rnnx", self.rnnx]
+    def torch_cmd(self, peer, case, modes, threads, lengths_arg, seed):
+        """The command of a PyTorch peer (torch-padded, torch2-packed, ...)."""
+        tag, variant = peer.split("-")
+        python = self.args.torch_python[0 if tag == "torch" else int(tag[len("torch"):]) - 1]
+        cmd = [python, self.torch_peer, "--variant", variant, "--rnnx", self.rnnx]
         cmd += case.flags() + self.common(modes, threads, lengths_arg, seed)
         if self.args.torch_budget_s > 0:
             cmd += ["--budget-s", str(self.args.torch_budget_s)]
@@ -215,7 +256,7 @@ def ratio(num, den):
     return num / den if num and den else None
 
 
-def make_row(case, dist, mode, threads, res, ragged_ref, peak, ceilings):
+def make_row(case, dist, mode, threads, res, ragged_ref, peak, ceilings, section="avx512"):
     tokens = case.tokens
     row = {"problem": case.name, "lengths": dist, "mode": mode, "threads": threads,
            "real_tokens": tokens, "padded_tokens": case.T * case.B}
@@ -259,23 +300,25 @@ def make_row(case, dist, mode, threads, res, ragged_ref, peak, ceilings):
     peers = [row[f"{p}_ms"] for p in PEERS if row[f"{p}_ms"]]
     row["x_best_peer"] = (min(peers) / rx_ms if not case.full() and len(peers) == len(PEERS)
                           and rx_ms else None)
-    row["targets"] = targets(row, dist, case.full(), case.B)
+    row["targets"] = targets(row, dist, case.full(), case.B, section)
     return row
 
 
-def targets(row, dist, full, batch):
+def targets(row, dist, full, batch, section="avx512"):
     """[(label, ok or None when not measurable, % of the FMA peak that meeting it takes or
-    None)] for the issue's targets that apply. The last says whether a miss is within the
-    roofline: the peer's speed on the same FLOPs times the target, over the FMA peak."""
+    None)] for the issue's targets that apply (those of the ISA section). The last says
+    whether a miss is within the roofline: the peer's speed on the same FLOPs times the
+    target, over the FMA peak."""
     t = []
-    if batch < TARGET_MIN_BATCH:
+    goals = TARGETS.get(section)
+    if batch < TARGET_MIN_BATCH or goals is None:
         return t
     if full:
-        need = TARGET_FULL_VS_ONEDNN.get(row["threads"])
+        need = goals["full"].get(row["threads"])
         x = row["x_onednn"]
         label = f"dnn>={need:g}@{row['threads']}t" if need else None
     else:
-        need = TARGET_VAR_VS_PEERS.get(dist)
+        need = goals["var"].get(dist)
         x = row["x_best_peer"]
         label = f"peers>={need:g}" if need else None
     if label:
@@ -321,17 +364,30 @@ COLUMNS = [
     ("xpt-pack", "torch packed ms / rnnx ms", lambda r: fmt(r["x_torch-packed"], ".2f")),
     ("ragged", "rnnx ms / equivalent full batch ms", lambda r: fmt(r["ragged"], ".2f", "-")),
     ("xbest", "fastest peer ms / rnnx ms", lambda r: fmt(r.get("x_best_peer"), ".2f", "-")),
-    ("targets", "issue #14 targets (a miss: the % of the f32 FMA peak meeting it takes)",
+    ("targets", "targets (a miss: the % of the f32 FMA peak meeting it takes)",
      lambda r: " ".join(target_cell(t) for t in r["targets"])),
 ]
 
 
+def columns():
+    """COLUMNS with a pair of ratio columns for every further --torch-python."""
+    extra = []
+    for peer in PEERS[3:]:
+        tag, variant = peer.split("-")
+        short = "pad" if variant == "padded" else "pack"
+        extra.append((f"x{tag[len('torch'):]}pt-{short}", f"{tag} {variant} ms / rnnx ms",
+                      lambda r, p=peer: fmt(r.get(f"x_{p}"), ".2f")))
+    at = [c[0] for c in COLUMNS].index("ragged")
+    return COLUMNS[:at] + extra + COLUMNS[at:]
+
+
 def console_table(rows):
-    cells = [[c[0] for c in COLUMNS]] + [[c[2](r) for c in COLUMNS] for r in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(COLUMNS))]
+    cols = columns()
+    cells = [[c[0] for c in cols]] + [[c[2](r) for c in cols] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cols))]
     lines = []
     for k, row in enumerate(cells):
-        lines.append("  ".join(v.ljust(w) if i < 4 or i == len(COLUMNS) - 1 else v.rjust(w)
+        lines.append("  ".join(v.ljust(w) if i < 4 or i == len(cols) - 1 else v.rjust(w)
                                for i, (v, w) in enumerate(zip(row, widths))).rstrip())
         if k == 0:
             lines.append("  ".join("-" * w for w in widths))
@@ -339,10 +395,11 @@ def console_table(rows):
 
 
 def markdown_table(rows):
-    head = "| " + " | ".join(c[1] for c in COLUMNS) + " |"
-    sep = "|" + "|".join("---" if i < 4 or i == len(COLUMNS) - 1 else "--:"
-                         for i in range(len(COLUMNS))) + "|"
-    body = ["| " + " | ".join(c[2](r) for c in COLUMNS) + " |" for r in rows]
+    cols = columns()
+    head = "| " + " | ".join(c[1] for c in cols) + " |"
+    sep = "|" + "|".join("---" if i < 4 or i == len(cols) - 1 else "--:"
+                         for i in range(len(cols))) + "|"
+    body = ["| " + " | ".join(c[2](r) for c in cols) + " |" for r in rows]
     return "\n".join([head, sep] + body)
 
 
@@ -417,10 +474,71 @@ def tool_output(cmd):
         return ""
 
 
-def write_results(path, args, rows, peaks, ceilings, runners, started, elapsed, notes):
+SECTION_TITLES = {"avx512": "AVX-512", "avx2": "AVX2 + FMA", "scalar": "baseline x86-64"}
+RESULTS_TITLE = "# rnnx benchmark results"
+
+
+def section_markers(section):
+    return f"<!-- run_all.py section {section} -->", f"<!-- end of run_all.py section {section} -->"
+
+
+def read_sections(path):
+    """The sections of an existing RESULTS.md, by ISA. A file from before sections (one run,
+    on AVX-512 when its flags say so) becomes the avx512 section."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        return {}
+    found = {}
+    for section in SECTION_TITLES:
+        start, end = section_markers(section)
+        i, j = text.find(start), text.find(end)
+        if i >= 0 and j > i:
+            found[section] = text[i + len(start):j].strip("\n")
+    if not found and text.startswith(RESULTS_TITLE):
+        flags = re.search(r"^\* CPU: .*flags (.*)$", text, re.M)
+        if flags and "avx512f" in flags.group(1).split():
+            body = text[len(RESULTS_TITLE):].strip("\n")
+            found["avx512"] = "\n".join(
+                "#" + line if line.startswith("## ") else line for line in body.splitlines())
+    return found
+
+
+def write_sections(path, sections):
+    """RESULTS.md: the title, then each ISA's section (avx512, avx2, scalar where measured).
+    A level this machine cannot run and no earlier run measured says so."""
+    order = [s for s in SECTION_TITLES if s in sections or s in ("avx512", "avx2")]
+    lines = [RESULTS_TITLE, "",
+             "One section per ISA level, each written by `bench/run_all.py` on a machine with that "
+             "level (`--isa avx2` caps an AVX-512 machine to AVX2; the section says which). A "
+             "run rewrites its own section and keeps the others.", ""]
+    for s in order:
+        start, end = section_markers(s)
+        body = sections.get(s) or (f"## {SECTION_TITLES[s]}\n\nNot available here: no run "
+                                   f"on a machine with {SECTION_TITLES[s]} yet.")
+        lines += [start, body, end, ""]
+    with open(path, "w") as f:
+        f.write("\n".join(lines))
+
+
+def write_unavailable(path, section, why):
+    sections = read_sections(path)
+    if section not in sections:
+        sections[section] = f"## {SECTION_TITLES[section]}\n\nNot available here: {why}."
+    write_sections(path, sections)
+
+
+def write_results(path, args, rows, peaks, ceilings, runners, started, elapsed, notes,
+                  section="avx512", how="native"):
     now = datetime.datetime.now().astimezone()
+    goals = TARGETS.get(section, {})
+    versions = "; ".join(
+        f"{tag}: {tool_output([py, '-c', 'import torch; print(torch.__version__)']) or 'n/a'} "
+        f"(`{py}`)" for tag, py in zip(["torch"] + [f"torch{j}" for j in range(2, 9)],
+                                       args.torch_python))
     lines = [
-        "# rnnx benchmark results",
+        f"## {SECTION_TITLES.get(section, section)} ({how})",
         "",
         f"* Date: {now:%Y-%m-%d %H:%M %Z} (took {elapsed / 60:.1f} min)",
         f"* CPU: {cpu_model()}, {os.cpu_count()} logical CPUs, flags {' '.join(cpu_flags())}",
@@ -429,7 +547,7 @@ def write_results(path, args, rows, peaks, ceilings, runners, started, elapsed, 
         f"* Commit: {tool_output(['git', '-C', HERE, 'rev-parse', '--short', 'HEAD']) or 'unknown'}"
         f"{' (working tree has changes)' if tool_output(['git', '-C', HERE, 'status', '--porcelain']) else ''}",
         f"* rnnx: `{runners.rnnx}` --backend {args.rnnx_backend}; oneDNN peer: `{runners.onednn}`; "
-        f"PyTorch: {tool_output([args.torch_python, '-c', 'import torch; print(torch.__version__)']) or 'n/a'}",
+        f"PyTorch: {versions}",
         f"* Repeat {args.repeat}, warm-up {args.warmup}"
         f"{f', PyTorch capped at about {args.torch_budget_s:g} s per measurement (at least 3 runs)' if args.torch_budget_s > 0 else ''}; "
         f"seed {args.seed}",
@@ -444,13 +562,13 @@ def write_results(path, args, rows, peaks, ceilings, runners, started, elapsed, 
     info = tool_output([runners.rnnx, "info"]) if runners.rnnx else ""
     if info:
         lines += ["```", info, "```", ""]
-    lines += ["## GEMM peak (oneDNN, m = n = k = %d, GFLOP/s)" % args.gemm_size, "",
+    lines += ["### GEMM peak (oneDNN, m = n = k = %d, GFLOP/s)" % args.gemm_size, "",
               "| threads | sgemm | matmul f32 | matmul bf16 (f32 acc.) |", "|--:|--:|--:|--:|"]
     for t in args.threads:
         p = peaks.get(t, {})
         lines.append(f"| {t} | " + " | ".join(
             fmt((p.get(k) or {}).get("gflops"), ".1f") for k in ("sgemm", "matmul-f32", "matmul-bf16")) + " |")
-    lines += ["", "## Machine peak (bench/peak: register-only loops, GFLOP/s)", "",
+    lines += ["", "### Machine peak (bench/peak: register-only loops, GFLOP/s)", "",
               "| threads | f32 FMA | AMX bf16 |", "|--:|--:|--:|"]
     for t in args.threads:
         c = ceilings.get(t, {})
@@ -459,15 +577,15 @@ def write_results(path, args, rows, peaks, ceilings, runners, started, elapsed, 
     lines += ["", "%peak below is against the f32 peak: the larger of sgemm and matmul f32; "
               "%fma and %amx against the machine peaks (the roofline's ceilings: what the "
               "arithmetic units can do with no memory traffic).", "",
-              "## Results", "", markdown_table(rows), "",
+              "### Results", "", markdown_table(rows), "",
               "Ratios are peer ms / rnnx ms (> 1: rnnx is faster). GFLOP/s count real tokens only "
               "for every runner (bench/README.md). ragged = rnnx's time over its time on a full "
               "batch of B' = round(tokens / T') sequences of length T' = the longest length "
               "(same number of steps), scaled to the same number of tokens.", "",
-              "## Targets (issue #14)", ""]
+              f"### Targets (issue {goals.get('issue', 'none for this level')})", ""]
     lines += [f"* {s}" for s in target_summary(rows)] + [""]
     if notes:
-        lines += ["## Notes", ""] + [f"* {n}" for n in notes] + [""]
+        lines += ["### Notes", ""] + [f"* {n}" for n in notes] + [""]
     errs = {}
     for r in rows:
         for k in ["rnnx"] + list(PEERS):
@@ -475,12 +593,13 @@ def write_results(path, args, rows, peaks, ceilings, runners, started, elapsed, 
             if e:
                 errs.setdefault(f"{k}: {e}", []).append(f"{r['problem']} {r['lengths']} {r['mode']} t{r['threads']}")
     if errs:
-        lines += ["## Runs that gave no time", ""]
+        lines += ["### Runs that gave no time", ""]
         for e, where in errs.items():
             lines.append(f"* {e} — {len(where)} row(s), e.g. {where[0]}")
         lines.append("")
-    with open(path, "w") as f:
-        f.write("\n".join(lines))
+    sections = read_sections(path)
+    sections[section] = "\n".join(lines).strip("\n")
+    write_sections(path, sections)
 
 
 # ----------------------------------------------------------------------------------------
@@ -494,7 +613,12 @@ def parse_args(argv=None):
     p.add_argument("--onednn-peer", help="path of rnnx_onednn_peer (default: found in --build)")
     p.add_argument("--machine-peak", help="path of rnnx_machine_peak (default: found in --build)")
     p.add_argument("--rnnx-backend", default="cpu", help="backend of `rnnx bench` (default cpu)")
-    p.add_argument("--torch-python", default="/usr/bin/python3", help="a Python with torch")
+    p.add_argument("--torch-python", action="append",
+                   help="a Python with torch (default /usr/bin/python3); again for a second "
+                        "PyTorch beside it (columns torch2-*), e.g. a virtual environment's")
+    p.add_argument("--isa", default="native", choices=["native"] + sorted(ISA_CAPS),
+                   help="cap every runner at this ISA level (rnnx, bench/peak, oneDNN, "
+                        "PyTorch); the run fills RESULTS.md's section of that level")
     p.add_argument("--problems", help="case list (default bench/problems.txt, "
                                       "bench/problems-quick.txt with --quick)")
     p.add_argument("--filter", help="regular expression: keep cases whose line or name matches")
@@ -531,6 +655,7 @@ def parse_args(argv=None):
         a.warmup = 1 if a.warmup is None else a.warmup
         a.gemm_size = a.gemm_size or 512
         a.torch_budget_s = min(a.torch_budget_s, 2.0)
+    a.torch_python = a.torch_python or ["/usr/bin/python3"]
     a.problems = a.problems or os.path.join(HERE, "problems.txt")
     a.repeat = a.repeat or 10
     a.warmup = 2 if a.warmup is None else a.warmup
@@ -552,6 +677,16 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
+    PEERS[:] = ["onednn"] + torch_peers(args.torch_python)
+    section, how = section_of(args)
+    levels = ("scalar", "avx2", "avx512")
+    if levels.index(section) > levels.index(machine_isa()):
+        # Not a failure: the level's section says so (and keeps an earlier run's table).
+        why = f"this CPU ({cpu_model()}) has no {SECTION_TITLES[section]}"
+        print(f"run_all.py: --isa {args.isa}: {why}; nothing measured", file=sys.stderr)
+        if not args.no_write:
+            write_unavailable(args.out, section, why)
+        return 0
     started = time.monotonic()
     runners = Runners(args)
     notes = []
@@ -614,7 +749,7 @@ def main(argv=None):
             elif peer == "onednn":
                 go(peer, runners.onednn_cmd(case, args.modes, threads, dist, args.seed))
             else:
-                go(peer, runners.torch_cmd(peer.split("-")[1], case, args.modes, threads, dist, args.seed))
+                go(peer, runners.torch_cmd(peer, case, args.modes, threads, dist, args.seed))
         ragged_ref = None
         if dist != "full" and case.tokens > 0 and "ragged" not in args.skip:
             Tr = max(case.lengths)
@@ -626,7 +761,8 @@ def main(argv=None):
             ragged_ref = {"T": Tr, "B": Br, "recs": by_mode(recs, threads)}
         for mode in args.modes:
             row = make_row(case, dist, mode, threads, res, ragged_ref,
-                           best_f32_peak(peaks.get(threads, {})), ceilings.get(threads, {}))
+                           best_f32_peak(peaks.get(threads, {})), ceilings.get(threads, {}),
+                           section)
             rows.append(row)
             for key in ["rnnx"] + list(PEERS):
                 rec = res.get(key, {}).get(mode) or {}
@@ -653,8 +789,9 @@ def main(argv=None):
     for n in notes:
         print(f"note: {n}")
     if not args.no_write:
-        write_results(args.out, args, rows, peaks, ceilings, runners, started, elapsed, notes)
-        stem = os.path.splitext(args.out)[0]
+        write_results(args.out, args, rows, peaks, ceilings, runners, started, elapsed, notes,
+                      section, how)
+        stem = os.path.splitext(args.out)[0] + ("" if section == "avx512" else f"-{section}")
         with open(stem + ".jsonl", "w") as f:
             for r in raw:
                 f.write(json.dumps(r) + "\n")

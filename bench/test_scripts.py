@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Unit tests of the benchmark drivers' logic that the smoke runs never reach: the issue's
-targets in run_all.py (they apply from B >= 32 only, and the smoke problems are smaller) and
+targets in run_all.py (they apply from B >= 32 only, and the smoke problems are smaller, and
+differ per ISA section), its sections of RESULTS.md and its PyTorch peers, and
 contention.py's refusals of option combinations it cannot measure. Standard library only.
 
     python3 bench/test_scripts.py
@@ -9,6 +10,7 @@ import contextlib
 import io
 import os
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -68,6 +70,57 @@ class Targets(unittest.TestCase):
             "0 not measured",
             "b: 0 met, 0 missed (0 of them would take 100% of the f32 FMA peak or more), "
             "1 not measured"])
+
+
+class IsaSections(unittest.TestCase):
+    def test_avx2_targets_are_issue_25s(self):
+        (label, ok, _), = run_all.targets(row(1, 90, x_onednn=1.06), "full", True, 64, "avx2")
+        self.assertEqual((label, ok), ("dnn>=1.05@1t", True))
+        (label, ok, _), = run_all.targets(row(1, 60, x_best_peer=1.9), "uniform", False, 32, "avx2")
+        self.assertEqual((label, ok), ("peers>=2", False))
+        # Issue #25 sets no long-tail target on AVX2; a level without targets has none.
+        self.assertEqual(run_all.targets(row(1, 60, x_best_peer=1.0), "longtail", False, 32,
+                                         "avx2"), [])
+        self.assertEqual(run_all.targets(row(1, 60, x_onednn=1.0), "full", True, 64,
+                                         "scalar"), [])
+
+    def test_a_run_keeps_the_other_sections(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "RESULTS.md")
+            # A file from before sections, measured on AVX-512, becomes that section.
+            with open(path, "w") as f:
+                f.write("# rnnx benchmark results\n\n* CPU: X, 2 logical CPUs, flags avx2 fma "
+                        "avx512f\n\n## Results\n\n| a |\n")
+            sections = run_all.read_sections(path)
+            self.assertEqual(list(sections), ["avx512"])
+            self.assertIn("### Results", sections["avx512"])
+            sections["avx2"] = "## AVX2 + FMA (native)\n\nthe avx2 table"
+            run_all.write_sections(path, sections)
+            again = run_all.read_sections(path)
+            self.assertEqual(again["avx2"], sections["avx2"])
+            self.assertEqual(again["avx512"], sections["avx512"])
+            # A level that cannot run here: its earlier table stays; without one, it says so.
+            run_all.write_unavailable(path, "avx512", "no AVX-512 here")
+            self.assertEqual(run_all.read_sections(path)["avx512"], sections["avx512"])
+            os.remove(path)
+            run_all.write_unavailable(path, "avx512", "no AVX-512 here")
+            with open(path) as f:
+                text = f.read()
+            self.assertIn("Not available here: no AVX-512 here.", text)
+            self.assertIn("Not available here: no run on a machine with AVX2 + FMA yet.", text)
+
+    def test_every_python_gives_a_pair_of_peers_and_columns(self):
+        self.assertEqual(run_all.torch_peers(["a", "b"]),
+                         ["torch-padded", "torch-packed", "torch2-padded", "torch2-packed"])
+        saved = list(run_all.PEERS)
+        try:
+            run_all.PEERS[:] = ["onednn"] + run_all.torch_peers(["a", "b"])
+            names = [c[0] for c in run_all.columns()]
+            self.assertIn("x2pt-pad", names)
+            self.assertIn("x2pt-pack", names)
+            self.assertLess(names.index("x2pt-pack"), names.index("ragged"))
+        finally:
+            run_all.PEERS[:] = saved
 
 
 class ContentionOptions(unittest.TestCase):

@@ -150,21 +150,25 @@ int main(int argc, char** argv) {
           ms.push_back(tm.median_ms / calls);
         }
         const double gflops = median(speeds), peak = median(peaks), pct = median(ratios);
-        const struct {
-          double median_ms;
-        } tm{median(ms) * calls};
+        const struct { double median_ms; } tm{median(ms) * calls};
         if (as_json) {
-          const json j = {{"backend", "step-gemm"},     {"isa", rnnx::cpu::isa_name(isa)},
-                          {"threads", nt},              {"M", M},
-                          {"N", N},                     {"K", K},
-                          {"gflops", gflops},           {"fma_peak_gflops", peak},
-                          {"pct_of_fma_peak", pct},     {"ms_median", tm.median_ms / calls}};
+          const json j = {{"backend", "step-gemm"},
+                          {"isa", rnnx::cpu::isa_name(isa)},
+                          {"threads", nt},
+                          {"M", M},
+                          {"N", N},
+                          {"K", K},
+                          {"gflops", gflops},
+                          {"fma_peak_gflops", peak},
+                          {"pct_of_fma_peak", pct},
+                          {"ms_median", tm.median_ms / calls}};
           std::printf("%s\n", j.dump().c_str());
         } else {
-          std::printf("step-gemm %-6s threads=%d M=%-4lld N=%-5lld K=%-5lld %7.1f GFLOP/s  %5.1f%% of "
-                      "the FMA peak (%.1f)\n",
-                      rnnx::cpu::isa_name(isa), nt, static_cast<long long>(M),
-                      static_cast<long long>(N), static_cast<long long>(K), gflops, pct, peak);
+          std::printf(
+              "step-gemm %-6s threads=%d M=%-4lld N=%-5lld K=%-5lld %7.1f GFLOP/s  %5.1f%% of "
+              "the FMA peak (%.1f)\n",
+              rnnx::cpu::isa_name(isa), nt, static_cast<long long>(M), static_cast<long long>(N),
+              static_cast<long long>(K), gflops, pct, peak);
         }
         std::fflush(stdout);
       }

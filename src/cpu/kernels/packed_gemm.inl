@@ -45,8 +45,8 @@ inline void store(float* p, Vec v) {
 // No software prefetch: B's panels are read in order, which the hardware prefetchers
 // follow (asking for the next block of k ahead measured no different on a Zen 3).
 template <int MR, int NV>
-void sub_tile(int64_t K, const float* __restrict a, int64_t chunk_floats,
-              const float* __restrict b, float* C, int64_t ldc, int64_t ncols, bool accumulate) {
+void sub_tile(int64_t K, const float* __restrict a, int64_t chunk_floats, const float* __restrict b,
+              float* C, int64_t ldc, int64_t ncols, bool accumulate) {
   Vec acc[MR][NV];
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
