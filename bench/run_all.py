@@ -501,7 +501,8 @@ def read_sections(path):
         if flags and "avx512f" in flags.group(1).split():
             body = text[len(RESULTS_TITLE):].strip("\n")
             found["avx512"] = "\n".join(
-                "#" + line if line.startswith("## ") else line for line in body.splitlines())
+                [f"## {SECTION_TITLES['avx512']} (native)", ""] +
+                ["#" + line if line.startswith("## ") else line for line in body.splitlines()])
     return found
 
 

@@ -3,8 +3,11 @@
 // and impl_name() say, RNNX_CPU_GEMM=plain in every build, and RNNX_CPU_GEMM=sgemm refused,
 // naming the variable and the missing oneDNN, where the build has none.
 #include <gtest/gtest.h>
+#include <omp.h>
 
+#include <cmath>
 #include <string>
+#include <vector>
 
 #include "core/backend.hpp"
 #include "core/schedule.hpp"
@@ -67,6 +70,64 @@ TEST(GemmEngines, PlainCanBeForced) {
     }
     Plan p(c, kShape, backend_options(Backend::cpu, 2));
     EXPECT_EQ(gemm_of(p.impl_name()), "plain") << p.impl_name();
+  }
+}
+
+// The library engine's float32 products (dnnl_sgemm on tiles of C, library_gemm.cpp): every
+// operand form, a product of several tiles both ways with partial ones, alpha and beta,
+// against a double loop, and the same bits on one to four threads (oneDNN's own threads
+// split K on AVX2, which made the bits follow the thread count).
+TEST(GemmEngines, LibrarySgemmTilesAreExactAndThreadIndependent) {
+  if (!rnnx::cpu::have_onednn()) GTEST_SKIP() << "no oneDNN in this build";
+  using rnnx::cpu::Op;
+  const int64_t M = 600, N = 300, K = 70;
+  Rng rng(5);
+  for (Op ta : {Op::N, Op::T}) {
+    for (Op tb : {Op::N, Op::T}) {
+      SCOPED_TRACE(std::string(1, static_cast<char>(ta)) + static_cast<char>(tb));
+      const int64_t lda = (ta == Op::N ? K : M) + 1, ldb = (tb == Op::N ? N : K) + 2;
+      const int64_t ldc = N + 3;
+      std::vector<float> A((ta == Op::N ? M : K) * lda), B((tb == Op::N ? K : N) * ldb);
+      std::vector<float> C0(M * ldc);
+      for (float& v : A) v = static_cast<float>(rng.uniform(-1, 1));
+      for (float& v : B) v = static_cast<float>(rng.uniform(-1, 1));
+      for (float& v : C0) v = static_cast<float>(rng.uniform(-1, 1));
+      std::vector<std::vector<float>> results;
+      const int saved = omp_get_max_threads();
+      for (int threads : {1, 2, 3, 4}) {
+        omp_set_num_threads(threads);
+        std::vector<float> C = C0;
+        rnnx::cpu::library_gemm<float>(ta, tb, M, N, K, 0.5f, A.data(), lda, B.data(), ldb, 2.0f,
+                                       C.data(), ldc);
+        results.push_back(std::move(C));
+      }
+      omp_set_num_threads(saved);
+      for (size_t t = 1; t < results.size(); ++t) {
+        EXPECT_TRUE(results[t] == results[0]) << (t + 1) << " threads vs 1";
+      }
+      // Float32 products of values in [-1, 1] over K terms: K * eps * (a few) bounds any order.
+      const double tol = 4.0 * (K + 1) * 6e-8 + 1e-6;
+      int64_t bad = 0;
+      for (int64_t i = 0; i < M; ++i) {
+        for (int64_t j = 0; j < ldc; ++j) {
+          const double got = results[0][i * ldc + j];
+          if (j >= N) {
+            if (got != C0[i * ldc + j] && bad++ < 5) ADD_FAILURE() << "wrote past N";
+            continue;
+          }
+          double want = 2.0 * C0[i * ldc + j];
+          for (int64_t k = 0; k < K; ++k) {
+            const double a = ta == Op::N ? A[i * lda + k] : A[k * lda + i];
+            const double b = tb == Op::N ? B[k * ldb + j] : B[j * ldb + k];
+            want += 0.5 * a * b;
+          }
+          if (!(std::fabs(got - want) <= tol) && bad++ < 5) {
+            ADD_FAILURE() << "C[" << i << "][" << j << "] = " << got << ", want " << want;
+          }
+        }
+      }
+      EXPECT_EQ(bad, 0);
+    }
   }
 }
 
