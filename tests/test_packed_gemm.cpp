@@ -364,6 +364,11 @@ TEST_P(PackedGemm, EmptyProducts) {
   rnnx::cpu::packed_gemm(2, scratch.data(), 4, empty_n, false, C.data(), 3, scratch.data());
   rnnx::cpu::packed_gemm(0, scratch.data(), 4, none, false, C.data(), 3, scratch.data());
   for (float v : C) EXPECT_EQ(v, 2.0f);
+  // The kernels themselves at K = 0 (a team loop's pieces call them directly).
+  rnnx::cpu::multiply_panel_range(2, scratch.data(), none, 0, 1, true, C.data(), 3);
+  for (float v : C) EXPECT_EQ(v, 2.0f);
+  rnnx::cpu::multiply_panel_range(2, scratch.data(), none, 0, 1, false, C.data(), 3);
+  for (float v : C) EXPECT_EQ(v, 0.0f);
 }
 
 INSTANTIATE_TEST_SUITE_P(F32, PackedGemm,

@@ -9,10 +9,11 @@
 // (how many vectors of B's row stay in registers; the others are the FMAs' memory operands)
 // and kDepthBlock (the k of a panel that stays in L1, below) defined.
 //
-// Every element of C is one accumulator per block of kDepthBlock k summing its products in
-// order of k (the compiler fuses each multiply-add where the level has FMA:
-// -ffp-contract=fast, and every element takes that same vector code, tails included), so
-// its bits depend neither on how a tile is split nor on which thread runs it.
+// Every element of C is one chain of multiply-adds in order of k, from zero (or from C's
+// value when accumulating), whatever the blocks of k (the compiler fuses each multiply-add
+// where the level has FMA: -ffp-contract=fast, and every element takes that same vector
+// code, tails included), so its bits depend neither on how a tile is split nor on which
+// thread runs it.
 
 typedef float Vec __attribute__((vector_size(kVectorBytes)));
 constexpr int kLanes = kVectorBytes / static_cast<int>(sizeof(float));
@@ -47,11 +48,21 @@ inline void store(float* p, Vec v) {
 template <int MR, int NV>
 void sub_tile(int64_t K, const float* __restrict a, int64_t chunk_floats, const float* __restrict b,
               float* C, int64_t ldc, int64_t ncols, bool accumulate) {
+  // The chain of each element starts from C's value when accumulating (so that a product
+  // split into blocks of k sums exactly as one chain would), else from zero.
   Vec acc[MR][NV];
+  if (accumulate && ncols == NV * kLanes) {
 #pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i)
+    for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) acc[i][v] = Vec{};
+      for (int v = 0; v < NV; ++v) acc[i][v] = load(C + i * ldc + v * kLanes);
+  } else {
+    float part[MR][NV * kLanes] = {};
+    if (accumulate) {
+      for (int i = 0; i < MR; ++i) std::memcpy(part[i], C + i * ldc, ncols * sizeof(float));
+    }
+    std::memcpy(acc, part, sizeof part);
+  }
   // One k: B's row bk times the column `ac` of the rows' chunk. The first kBRegisters
   // vectors of B's row in registers; the others read again for every row of A, so that the
   // compiler makes each read the FMA's memory operand instead of keeping the row in
@@ -87,19 +98,13 @@ void sub_tile(int64_t K, const float* __restrict a, int64_t chunk_floats, const 
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) {
-        float* c = C + i * ldc + v * kLanes;
-        store(c, accumulate ? load(c) + acc[i][v] : acc[i][v]);
-      }
+      for (int v = 0; v < NV; ++v) store(C + i * ldc + v * kLanes, acc[i][v]);
     }
     return;
   }
   float part[MR][NV * kLanes];
   std::memcpy(part, acc, sizeof part);
-  for (int i = 0; i < MR; ++i) {
-    float* c = C + i * ldc;
-    for (int64_t j = 0; j < ncols; ++j) c[j] = accumulate ? c[j] + part[i][j] : part[i][j];
-  }
+  for (int i = 0; i < MR; ++i) std::memcpy(C + i * ldc, part[i], ncols * sizeof(float));
 }
 
 using SubTileFn = void (*)(int64_t, const float*, int64_t, const float*, float*, int64_t, int64_t,
@@ -212,9 +217,8 @@ void pack_a_blocks(bool trans, int64_t M, int64_t K, int64_t k0, int64_t k1, con
 
 // A panel is multiplied kDepthBlock k at a time (a multiple of kChunk), every row block
 // with each: that much of the panel stays in L1 while every sub-tile of every row block
-// reads it again (each sub-tile reads B's row once per few rows of A). Each element of C
-// then sums each block of k in one chain and adds the chains in order of k into C: the
-// blocks start at multiples of kDepthBlock whatever the tiles and threads.
+// reads it again (each sub-tile reads B's row once per few rows of A). Each block continues
+// the chains where the last left them in C, so the blocks change no bit.
 static_assert(kDepthBlock % kChunk == 0, "depth blocks are whole chunks of packed A");
 void multiply_panels(int64_t M, int64_t K, const float* a_packed, const float* b_packed, int64_t N,
                      int64_t p0, int64_t p1, bool accumulate, float* C, int64_t ldc) {
@@ -223,7 +227,8 @@ void multiply_panels(int64_t M, int64_t K, const float* a_packed, const float* b
     const int64_t n0 = p * kPanel;
     const int64_t ncols = min64(kPanel, N - n0);
     const float* bp = b_packed + p * K * kPanel;
-    for (int64_t k0 = 0; k0 < K; k0 += kDepthBlock) {
+    // K = 0 still runs once: C = 0, or C unchanged when accumulating, as the AVX-512 tiles do.
+    for (int64_t k0 = 0; k0 == 0 || k0 < K; k0 += kDepthBlock) {
       const int64_t kc = min64(kDepthBlock, K - k0);
       for (int64_t m0 = 0; m0 < M; m0 += kRows) {
         const int rows = static_cast<int>(min64(kRows, M - m0));
