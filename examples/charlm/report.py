@@ -38,12 +38,16 @@ class Progress:
         self.enabled, self.by_steps, self.total = enabled, by_steps, total
         self.bar = None
         self.next_line = 0.1
+        self.start = time.perf_counter()
         if enabled and sys.stdout.isatty():
-            from tqdm import tqdm
+            try:
+                from tqdm import tqdm
+            except ImportError:  # the plain lines instead
+                print("charlm: tqdm is not installed; progress as plain lines", flush=True)
+                return
             fmt = ("{l_bar}{bar}| {n:.0f}/{total:.0f} " + ("steps" if by_steps else "s") +
                    " [{elapsed}<{remaining}{postfix}]")
             self.bar = tqdm(total=total, bar_format=fmt, dynamic_ncols=True, leave=True)
-        self.start = time.perf_counter()
 
     def update(self, n, step, bpc, tokens_per_s, epoch):
         if not self.enabled:
@@ -95,8 +99,14 @@ def plan_overhead(build_seconds, steps, train_seconds):
 
 
 def plot(hist, unigram, rows, path, lstm="rnnx.torch.LSTM"):
-    """Training and validation bits/char against real tokens seen; tokens/s per variant."""
-    import matplotlib
+    """Training and validation bits/char against real tokens seen; tokens/s per variant.
+    Returns the file written, or None (with a one-line note) where matplotlib is missing."""
+    try:
+        import matplotlib
+    except ImportError:
+        print("charlm: matplotlib is not installed; no plot (pip install matplotlib, or "
+              "Debian's python3-matplotlib)", flush=True)
+        return None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     panels = 2 if rows else 1

@@ -83,6 +83,14 @@ def test_compare_times_every_variant(tmp_path):
     assert all(r["tokens_per_s"] > 0 for r in s.rows)
 
 
+def test_a_missing_plotting_package_is_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises
+    s = run_tiny(tmp_path, "--steps", "2", "--samples", "0")
+    out = capsys.readouterr().out
+    assert s.plot is None and not os.path.exists(os.path.join(tmp_path, "charlm.png"))
+    assert out.count("matplotlib is not installed; no plot") == 1
+
+
 @pytest.mark.parametrize("flags, message", [
     (["--batch-size", "0"], "--batch-size (= 0) must be at least 1"),
     (["--proj", "64", "--hidden", "64"], "--proj (= 64) must be less than --hidden (= 64)"),

@@ -311,7 +311,8 @@ def run(args):
     if dist.main and not args.no_plot:
         summary.plot = report.plot(hist, unigram, summary.rows, os.path.join(args.out, "charlm.png"),
                                    "rnnx.torch.LSTM" if args.rnn == "rnnx" else "torch.nn.LSTM")
-        log(f"plot: {summary.plot}")
+        if summary.plot:
+            log(f"plot: {summary.plot}")
     dist.close()
     return summary
 

@@ -149,14 +149,19 @@ class ReserveHandle:
         self.buffer = buffer
 
     def __del__(self):
-        pool, self.pool = self.pool, None
+        # A handle made without __init__ (copy, tracing) has no pool: nothing to give back.
+        pool = getattr(self, "pool", None)
+        self.pool = None
         if pool is not None:
             pool.release(self.buffer)
 
 
 class Engine:
     """Plans cached per (config, shape) in LRU order, plus the buffers they run with.
-    Not meant to be shared between threads without its lock: every execution holds it."""
+
+    Calls from several threads run side by side: a plan serves concurrent executions
+    (DESIGN.md), each call takes a workspace of its own from a small pool, and a call whose
+    plan is cached takes no lock at all. The lock guards only building and caching a plan."""
 
     def __init__(self, backend="cpu", num_threads=0, cache_size=32):
         self.backend = backend
@@ -168,7 +173,10 @@ class Engine:
         self.plan_build_seconds = collections.deque(maxlen=10_000)
         self._plans = collections.OrderedDict()
         self._configs = {}
-        self._workspace = None
+        # Workspaces not in use; list.pop and list.append are atomic, so taking and giving
+        # back needs no lock. One thread alternating forward and backward keeps reusing the
+        # largest (memory touched for the first time is slow).
+        self._workspaces = []
         self.reserves = ReservePool()
         self.lock = threading.RLock()
 
@@ -186,49 +194,66 @@ class Engine:
         """shape_key: ('padded', T, B, lengths tuple or None, batch_first) or
         ('packed', batch_sizes tuple, sorted_indices tuple or None)."""
         key = (config_key, shape_key)
-        with self.lock:
-            plan = self._plans.get(key)
-            if plan is not None:
+        plan = self._plans.get(key)  # one C call under the GIL: no lock needed to read
+        if plan is not None:
+            try:
                 self._plans.move_to_end(key)
-                return plan
-        start = time.perf_counter()
-        if shape_key[0] == "padded":
-            _, T, B, lengths, batch_first = shape_key
-            plan = _rnnx.Plan.padded(config, T, B, None if lengths is None else list(lengths),
-                                     batch_first, self.backend, self.num_threads)
-        else:
-            _, batch_sizes, sorted_indices = shape_key
-            plan = _rnnx.Plan.packed(config, list(batch_sizes),
-                                     None if sorted_indices is None else list(sorted_indices),
-                                     self.backend, self.num_threads)
-        seconds = time.perf_counter() - start
+            except KeyError:  # evicted by another thread meanwhile; the plan is still good
+                pass
+            return plan
         with self.lock:
+            plan = self._plans.get(key)  # built by another thread while this one waited
+            if plan is not None:
+                return plan
+            start = time.perf_counter()
+            if shape_key[0] == "padded":
+                _, T, B, lengths, batch_first = shape_key
+                plan = _rnnx.Plan.padded(config, T, B,
+                                         None if lengths is None else list(lengths),
+                                         batch_first, self.backend, self.num_threads)
+            else:
+                _, batch_sizes, sorted_indices = shape_key
+                plan = _rnnx.Plan.packed(config, list(batch_sizes),
+                                         None if sorted_indices is None else list(sorted_indices),
+                                         self.backend, self.num_threads)
             self.plans_built += 1
-            self.plan_build_seconds.append(seconds)
+            self.plan_build_seconds.append(time.perf_counter() - start)
             self._plans[key] = plan
             while len(self._plans) > self.cache_size:
                 self._plans.popitem(last=False)
         return plan
 
-    def _workspace_for(self, nbytes):
+    def _take_workspace(self, nbytes):
         if nbytes == 0:
             return None
-        if self._workspace is None or self._workspace.nbytes < nbytes:
-            self._workspace = None  # let the old one go before touching a new one
-            self._workspace = aligned_bytes(nbytes)
-        return self._workspace
+        try:
+            ws = self._workspaces.pop()
+        except IndexError:
+            ws = None
+        if ws is None or ws.nbytes < nbytes:
+            ws = None  # let a small one go before touching a new one
+            ws = aligned_bytes(nbytes)
+        return ws
+
+    def _give_back_workspace(self, ws):
+        if ws is not None and len(self._workspaces) < 4:
+            self._workspaces.append(ws)
 
     def forward(self, plan, x, weights, y, h0=None, c0=None, hy=None, cy=None, training=False,
                 dropout_counter=0, reserve=None):
-        with self.lock:
-            ws = self._workspace_for(plan.forward_workspace_size(training))
+        ws = self._take_workspace(plan.forward_workspace_size(training))
+        try:
             plan.forward(x, weights, y, h0=h0, c0=c0, hy=hy, cy=cy, training=training,
                          dropout_counter=dropout_counter, workspace=ws, reserve=reserve)
+        finally:
+            self._give_back_workspace(ws)
 
     def backward(self, plan, x, weights, reserve, **kwargs):
-        with self.lock:
-            ws = self._workspace_for(plan.backward_workspace_size)
+        ws = self._take_workspace(plan.backward_workspace_size)
+        try:
             plan.backward(x, weights, reserve, workspace=ws, **kwargs)
+        finally:
+            self._give_back_workspace(ws)
 
 
 def shape_key_padded(T, B, lengths, batch_first):

@@ -24,6 +24,11 @@ from torch.nn.utils.rnn import PackedSequence
 
 from . import _rnnx
 from . import _runtime
+
+try:  # PyTorch 2: torch.func's tensor wrappers
+    import torch._C._functorch as _functorch
+except ImportError:
+    _functorch = None
 from ._runtime import invalid
 
 __all__ = ["LSTM", "GRU", "RNN"]
@@ -33,17 +38,16 @@ _DTYPES = {torch.float32: "float32", torch.float64: "float64", torch.bfloat16: "
            torch.float16: "float16"}
 
 
-def _cuda_autocast_dtype():
-    """The dtype torch.autocast("cuda") casts to when it is on here, else None (the functions
-    were renamed in PyTorch 2.4; both spellings are taken)."""
-    try:
-        on = torch.is_autocast_enabled("cuda")
-    except TypeError:
-        on = torch.is_autocast_enabled()
-    if not on:
-        return None
+def _autocast_dtype(device_type):
+    """The dtype torch.autocast(device_type) casts to when it is on here, else None. The
+    functions were renamed in PyTorch 2.4 (the old ones warn there); both spellings are
+    taken."""
     get = getattr(torch, "get_autocast_dtype", None)
-    return get("cuda") if get is not None else torch.get_autocast_gpu_dtype()
+    if get is not None:
+        return get(device_type) if torch.is_autocast_enabled(device_type) else None
+    if device_type == "cpu":
+        return torch.get_autocast_cpu_dtype() if torch.is_autocast_cpu_enabled() else None
+    return torch.get_autocast_gpu_dtype() if torch.is_autocast_enabled() else None
 _CELLS = {"LSTM": "lstm", "GRU": "gru", "RNN_TANH": "rnn_tanh", "RNN_RELU": "rnn_relu"}
 
 
@@ -60,7 +64,7 @@ class _Call:
     """What one forward needs besides tensors; the backward gets the same object."""
 
     __slots__ = ("engine", "plan", "params", "training", "counter", "lstm", "flat",
-                 "y_shape", "h_shape", "c_shape", "dtype", "device")
+                 "y_shape", "h_shape", "c_shape", "dtype", "device", "flat_used", "reserve")
 
 
 def _gather_flat(call, weights):
@@ -146,69 +150,138 @@ def _check_tensor(t, name):
         raise invalid(f"{name} must be a dense (strided) tensor, got layout {t.layout}")
 
 
-class _RnnxFunction(torch.autograd.Function):
-    """forward(call, x, h0, c0, *weights) -> (y, hy[, cy]); weights in rnnx's layout order."""
+def _function_forward(call, x, h0, c0, weights):
+    """The forward of _RnnxFunction: runs rnnx, keeps what backward needs on `call` (one
+    object per forward), returns (y, hy[, cy])."""
+    flat = call.flat if call.flat is not None else _gather_flat(call, weights)
+    y, hy, cy, reserve = _run_forward(call, x, h0, c0, flat)
+    call.flat_used = flat
+    # Released to the engine's pool when the node (holding `call`) is freed, not after
+    # backward: backward may run again with retain_graph=True.
+    call.reserve = reserve
+    return (y, hy, cy) if call.lstm else (y, hy)
 
-    @staticmethod
-    def forward(ctx, call, x, h0, c0, *weights):
-        ctx.set_materialize_grads(False)  # absent output gradients reach rnnx as null
-        flat = call.flat if call.flat is not None else _gather_flat(call, weights)
-        y, hy, cy, reserve = _run_forward(call, x, h0, c0, flat)
-        ctx.call = call
-        ctx.flat = flat
-        # Released to the engine's pool when this node is freed, not after backward:
-        # backward may run again with retain_graph=True.
-        ctx.reserve = reserve
-        ctx.save_for_backward(x, h0, c0, *weights)  # version checks catch in-place edits
-        return (y, hy, cy) if call.lstm else (y, hy)
 
-    @staticmethod
-    def backward(ctx, dy, dhy, dcy=None):
-        # Autograd runs backward with grad mode on only for create_graph=True. rnnx's
-        # backward is not differentiable, and once_differentiable guards only when dy itself
-        # requires grad (not for y.sum()), so the gradients would come back without a graph
-        # and a gradient penalty built on them would silently add nothing: refuse instead.
-        if torch.is_grad_enabled():
-            raise _rnnx.UnsupportedError(
-                "rnnx.torch: double backward (create_graph=True through an rnnx "
-                "LSTM/GRU/RNN) is not supported; its gradients would carry no graph")
-        return _RnnxFunction._backward(ctx, dy, dhy, dcy)
+def _function_setup_context(ctx, inputs):
+    call, x, h0, c0, *weights = inputs
+    ctx.set_materialize_grads(False)  # absent output gradients reach rnnx as null
+    ctx.call = call
+    ctx.save_for_backward(x, h0, c0, *weights)  # version checks catch in-place edits
 
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def _backward(ctx, dy, dhy, dcy=None):
-        call = ctx.call
-        x, h0, c0, *weights = ctx.saved_tensors
-        needs = ctx.needs_input_grad  # (call, x, h0, c0, *weights)
-        dx = torch.empty_like(x) if needs[1] else None
-        dh0 = torch.empty_like(h0) if h0 is not None and needs[2] else None
-        dc0 = torch.empty_like(c0) if c0 is not None and needs[3] else None
-        want_w = any(needs[4:])
-        dw = (torch.empty(call.plan.weights_numel, dtype=call.dtype, device=x.device)
-              if want_w else None)
-        if call.device is not None:
-            plan, dev = call.plan, call.device
-            ws_size = plan.backward_workspace_size
-            ws = torch.empty(ws_size, dtype=torch.uint8, device=dev) if ws_size else None
-            with torch.cuda.device(dev):
-                plan.backward_ptr(_ptr(x), _ptr(ctx.flat), _ptr(ctx.reserve.buffer),
-                                  plan.reserve_size, h0=_ptr(h0), c0=_ptr(c0),
-                                  dy=_ptr(_dense(dy)), dhy=_ptr(_dense(dhy)),
-                                  dcy=_ptr(_dense(dcy)) if call.lstm else 0, dx=_ptr(dx),
-                                  dh0=_ptr(dh0), dc0=_ptr(dc0), dweights=_ptr(dw),
-                                  workspace=_ptr(ws), workspace_size=ws_size, stream=_stream(dev))
+
+def _functorch_levels():
+    """How many torch.func transforms are active. torch.func.grad always differentiates with
+    create_graph=True (so that transforms nest), so one grad level is a first derivative;
+    two are a second one, which rnnx cannot give."""
+    try:
+        from torch._functorch.pyfunctorch import retrieve_all_functorch_interpreters
+    except ImportError:  # PyTorch 1.x: no torch.func
+        return 0
+    return len(retrieve_all_functorch_interpreters())
+
+
+def _function_backward(ctx, dy, dhy, dcy=None):
+    # Autograd runs backward with grad mode on only for create_graph=True. rnnx's backward
+    # is not differentiable, and once_differentiable guards only when dy itself requires
+    # grad (not for y.sum()), so the gradients would come back without a graph and a
+    # gradient penalty built on them would silently add nothing: refuse instead (but for
+    # one torch.func.grad, which asks for a graph it never uses).
+    if torch.is_grad_enabled() and _functorch_levels() != 1:
+        raise _rnnx.UnsupportedError(
+            "rnnx.torch: double backward (create_graph=True through an rnnx "
+            "LSTM/GRU/RNN) is not supported; its gradients would carry no graph")
+    return _backward(ctx, dy, dhy, dcy)
+
+
+def _unwrap_functorch(t):
+    """The tensor under torch.func.grad's wrappers (which have no storage to hand rnnx):
+    backward's results carry no graph anyway, so reading below the transform loses none."""
+    if t is None or _functorch is None:
+        return t
+    while _functorch.is_functorch_wrapped_tensor(t):
+        t = _functorch.get_unwrapped(t)
+    return t
+
+
+@torch.autograd.function.once_differentiable
+def _backward(ctx, dy, dhy, dcy=None):
+    tensors = [_unwrap_functorch(t) for t in (*ctx.saved_tensors, dy, dhy, dcy)]
+    # Below torch.func's transforms, whose active levels would wrap every tensor this makes
+    # (detach, empty_like) again; the results are lifted back to the level by PyTorch.
+    if _functorch_levels() == 0:  # also PyTorch 1.x, whose _DisableFuncTorch is no context
+        return _backward_plain(ctx, *tensors)
+    with torch._C._DisableFuncTorch():
+        return _backward_plain(ctx, *tensors)
+
+
+def _backward_plain(ctx, x, h0, c0, *rest):
+    call = ctx.call
+    *weights, dy, dhy, dcy = rest
+    needs = ctx.needs_input_grad  # (call, x, h0, c0, *weights)
+    dx = torch.empty_like(x) if needs[1] else None
+    dh0 = torch.empty_like(h0) if h0 is not None and needs[2] else None
+    dc0 = torch.empty_like(c0) if c0 is not None and needs[3] else None
+    want_w = any(needs[4:])
+    dw = (torch.empty(call.plan.weights_numel, dtype=call.dtype, device=x.device)
+          if want_w else None)
+    if call.device is not None:
+        plan, dev = call.plan, call.device
+        ws_size = plan.backward_workspace_size
+        ws = torch.empty(ws_size, dtype=torch.uint8, device=dev) if ws_size else None
+        with torch.cuda.device(dev):
+            plan.backward_ptr(_ptr(x), _ptr(call.flat_used), _ptr(call.reserve.buffer),
+                              plan.reserve_size, h0=_ptr(h0), c0=_ptr(c0),
+                              dy=_ptr(_dense(dy)), dhy=_ptr(_dense(dhy)),
+                              dcy=_ptr(_dense(dcy)) if call.lstm else 0, dx=_ptr(dx),
+                              dh0=_ptr(dh0), dc0=_ptr(dc0), dweights=_ptr(dw),
+                              workspace=_ptr(ws), workspace_size=ws_size, stream=_stream(dev))
+    else:
+        call.engine.backward(call.plan, _np(x), _np(call.flat_used), call.reserve.buffer,
+                             h0=_np(h0), c0=_np(c0), dy=_np(_dense(dy)), dhy=_np(_dense(dhy)),
+                             dcy=_np(_dense(dcy)) if call.lstm else None, dx=_np(dx),
+                             dh0=_np(dh0), dc0=_np(dc0), dweights=_np(dw))
+    wgrads = []
+    for i, p in enumerate(call.params):
+        if dw is not None and needs[4 + i]:
+            wgrads.append(dw[p.offset:p.offset + p.numel].view(weights[i].shape))
         else:
-            call.engine.backward(call.plan, _np(x), _np(ctx.flat), ctx.reserve.buffer, h0=_np(h0),
-                                 c0=_np(c0), dy=_np(_dense(dy)), dhy=_np(_dense(dhy)),
-                                 dcy=_np(_dense(dcy)) if call.lstm else None, dx=_np(dx),
-                                 dh0=_np(dh0), dc0=_np(dc0), dweights=_np(dw))
-        wgrads = []
-        for i, p in enumerate(call.params):
-            if dw is not None and needs[4 + i]:
-                wgrads.append(dw[p.offset:p.offset + p.numel].view(weights[i].shape))
-            else:
-                wgrads.append(None)
-        return (None, dx, dh0, dc0, *wgrads)
+            wgrads.append(None)
+    return (None, dx, dh0, dc0, *wgrads)
+
+
+def _refuse_vmap(info, in_dims, *args):
+    raise _rnnx.UnsupportedError(
+        "rnnx.torch: torch.func.vmap over an rnnx LSTM/GRU/RNN is not supported; run the "
+        "examples as one batch instead (the batch dimension, with lengths= for ragged ones)")
+
+
+if hasattr(torch.autograd.Function, "setup_context"):
+    class _RnnxFunction(torch.autograd.Function):
+        """forward(call, x, h0, c0, *weights) -> (y, hy[, cy]); weights in rnnx's layout
+        order. PyTorch 2's form (forward without ctx, setup_context), which torch.func's
+        transforms need."""
+
+        @staticmethod
+        def forward(call, x, h0, c0, *weights):
+            return _function_forward(call, x, h0, c0, weights)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            _function_setup_context(ctx, inputs)
+
+        backward = staticmethod(_function_backward)
+        vmap = staticmethod(_refuse_vmap)
+else:
+    class _RnnxFunction(torch.autograd.Function):
+        """The same on PyTorch 1.x, whose Function takes ctx in forward."""
+
+        @staticmethod
+        def forward(ctx, call, x, h0, c0, *weights):
+            out = _function_forward(call, x, h0, c0, weights)
+            _function_setup_context(ctx, (call, x, h0, c0, *weights))
+            return out
+
+        backward = staticmethod(_function_backward)
 
 
 class _RnnxModule:
@@ -314,14 +387,21 @@ class _RnnxModule:
     # ---- the flat weight buffer ------------------------------------------------------------
 
     def _rnnx_aliased(self, weights, params):
+        """Whether `weights` are this module's own parameters, still views of the flat
+        buffer at their places in rnnx's layout (then the buffer itself is handed to rnnx).
+        Identity first: tensors given by functional_call, a parametrization or torch.func
+        (whose wrappers have no data pointer) are not the flattened parameters."""
         flat = self._rnnx_flat
-        if flat is None or not weights or flat.dtype != weights[0].dtype:
+        members = getattr(self, "_rnnx_flat_members", None)
+        if flat is None or members is None or len(members) != len(weights):
+            return False
+        if any(w is not m for w, m in zip(weights, members)):
             return False
         base, itemsize = flat.data_ptr(), flat.element_size()
         for w, p in zip(weights, params):
-            if (not isinstance(w, torch.Tensor) or w.dtype != flat.dtype or w.device.type != "cpu"
-                    or w.numel() != p.numel or w.data_ptr() != base + p.offset * itemsize
-                    or not w.is_contiguous()):
+            # `.data =` or an in-place resize may have moved a parameter off the buffer.
+            if (w.dtype != flat.dtype or w.device.type != "cpu" or w.numel() != p.numel
+                    or w.data_ptr() != base + p.offset * itemsize or not w.is_contiguous()):
                 return False
         return True
 
@@ -350,9 +430,20 @@ class _RnnxModule:
                 view.copy_(w)
                 w.data = view
         self._rnnx_flat = flat
+        self._rnnx_flat_members = tuple(weights)
+
+    def __prepare_scriptable__(self):
+        # torch.jit.script would compile forward's Python (NumPy calls, the plan cache)
+        # and fail deep inside with a message about an attribute's type.
+        raise _rnnx.UnsupportedError(
+            f"rnnx.torch.{type(self).__name__}: torch.jit.script is not supported (rnnx's "
+            "call is not TorchScript); use torch.compile, torch.export.export or "
+            "torch.onnx.export, or script the rest of the model around it")
 
     def __getstate__(self):
-        state = self.__dict__.copy()
+        # torch.nn's own first: PyTorch 2 drops its weak references to the parameters there.
+        parent = getattr(super(), "__getstate__", None)
+        state = dict(parent() if parent is not None else self.__dict__)
         state.pop("_rnnx_engine", None)  # plans and buffers are rebuilt, not pickled
         state.pop("_rnnx_cuda_engines", None)
         return state
@@ -373,6 +464,13 @@ class _RnnxModule:
         (list, array or tensor) in any order, 0 allowed; outputs at t >= lengths[b] hold
         padding_fill and the final states are each sequence's own. A PackedSequence input
         gives a PackedSequence output."""
+        if torch.jit.is_tracing():
+            # The trace would record the tensor operations around rnnx's call, not the call
+            # (which goes through NumPy), and replay them on new inputs: a wrong answer.
+            raise _rnnx.UnsupportedError(
+                f"rnnx.torch.{type(self).__name__}: torch.jit.trace cannot record rnnx's "
+                "call; use torch.compile, torch.export.export or torch.onnx.export, or run "
+                "the module eagerly")
         lstm = self.mode == "LSTM"
         packed = isinstance(input, PackedSequence)
         unbatched = False
@@ -426,11 +524,12 @@ class _RnnxModule:
         if x.shape[-1] != self.input_size:
             raise invalid(f"input dim {x.dim() - 1} (= {x.shape[-1]}) must equal input_size "
                           f"(= {self.input_size})")
-        weights = list(self._flat_weights)
+        # Fetched now, as torch.nn's modules do: functional_call, parametrizations and
+        # load_state_dict(assign=True) put other tensors in place of the parameters.
+        weights = [getattr(self, n) for n in self._flat_weights_names]
         dtype = weights[0].dtype
         if (dtype == torch.float32 and x.dtype == torch.float32 and device.type == "cpu"
-                and torch.is_autocast_cpu_enabled()
-                and torch.get_autocast_cpu_dtype() == torch.bfloat16):
+                and _autocast_dtype("cpu") == torch.bfloat16):
             # torch.autocast("cpu", dtype=torch.bfloat16): the float32 module runs on
             # bfloat16 data. The casts are differentiable, so the float32 parameters (and
             # input and states) get float32 gradients; the outputs are bfloat16.
@@ -439,10 +538,10 @@ class _RnnxModule:
             hx = _cast_states(hx, torch.bfloat16)
             dtype = torch.bfloat16
         elif (dtype == torch.float32 and x.dtype == torch.float32 and device.type == "cuda"
-                and _cuda_autocast_dtype() in (torch.float16, torch.bfloat16)):
+                and _autocast_dtype("cuda") in (torch.float16, torch.bfloat16)):
             # torch.autocast("cuda"): the same on the GPU, to autocast's dtype (float16 unless
             # asked otherwise), which cuDNN runs on tensor cores.
-            half = _cuda_autocast_dtype()
+            half = _autocast_dtype("cuda")
             x = x.to(half)
             weights = [w.to(half) for w in weights]
             hx = _cast_states(hx, half)

@@ -112,11 +112,12 @@ def test_plans_are_cached_and_buffers_reused():
         m.forward(x, training=True)
         m.backward(np.ones((5, 2, 4), np.float32))
     assert m.plans_built == 1
-    ws = m._engine._workspace
+    assert len(m._engine._workspaces) == 1, "one thread keeps one workspace"
+    ws = m._engine._workspaces[0]
     reserve = m._saved["reserve"].buffer
     assert np.shares_memory(m._saved["x"], x), "a dense x of the right dtype is not copied"
     m.forward(x, training=True)
-    assert m._engine._workspace is ws, "workspace reused"
+    assert len(m._engine._workspaces) == 1 and m._engine._workspaces[0] is ws, "workspace reused"
     assert m._saved["reserve"].buffer is reserve, "reserve reused"
     m.forward(x, lengths=[5, 3])
     assert m.plans_built == 2

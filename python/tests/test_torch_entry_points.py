@@ -1,0 +1,301 @@
+"""PyTorch's entry points that look inside a module, on rnnx.torch as on torch.nn: the
+parameters are fetched at call time (functional_call, parametrizations, load_state_dict
+with assign=True, meta-device initialisation), torch.func, pickle and torch.save, and the
+paths rnnx cannot serve (TorchScript) refuse loudly instead of answering wrongly.
+
+Each test runs under every PyTorch the test command uses (Debian's 1.13, the current one
+from pip); a test whose entry point is newer than the running PyTorch says so when it
+skips."""
+
+import io
+import pickle
+import sys
+import threading
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import rnnx  # noqa: E402
+import rnnx.torch as rt  # noqa: E402
+
+from conftest import assert_near, tolerance  # noqa: E402
+
+TORCH_VERSION = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+
+
+def functional_call():
+    func = getattr(torch, "func", None)
+    if func is not None and hasattr(func, "functional_call"):
+        return func.functional_call
+    from torch.nn.utils import stateless  # PyTorch 1.13
+    return stateless.functional_call
+
+
+def pair(cls=("LSTM",), I=5, H=7, **kw):
+    torch.manual_seed(0)
+    name = cls[0]
+    ref = getattr(torch.nn, name)(I, H, dtype=torch.float64, **kw)
+    ours = getattr(rt, name)(I, H, dtype=torch.float64, **kw)
+    ours.load_state_dict(ref.state_dict())
+    return ref, ours
+
+
+def tol(T=4, B=3, I=5, H=7, backward=True):
+    return tolerance(dict(cell="lstm", input_size=I, hidden_size=H, dtype="float64"), T, B,
+                     backward=backward)
+
+
+def other_params(module):
+    """Parameters of the module's shapes with other values, requiring grad."""
+    gen = torch.Generator().manual_seed(1)
+    return {n: torch.randn(p.shape, dtype=p.dtype, generator=gen).requires_grad_()
+            for n, p in module.named_parameters()}
+
+
+@pytest.mark.parametrize("lengths", [None, [4, 2, 3]])
+def test_functional_call_uses_the_given_parameters(lengths):
+    own, ours = pair()
+    x = torch.randn(4, 3, 5, dtype=torch.float64)
+    params = other_params(ours)
+    # The reference: torch.nn.LSTM owning the given values as its parameters (PyTorch 1.13's
+    # own LSTM ignores functional_call's tensors, the bug fixed in 2.0).
+    ref = torch.nn.LSTM(5, 7, dtype=torch.float64)
+    ref.load_state_dict({n: p.detach() for n, p in params.items()})
+    ref_params = dict(ref.named_parameters())
+    call = functional_call()
+    if lengths is None:
+        want = ref(x)[0]
+        got = call(ours, params, (x,))[0]
+    else:
+        packed = torch.nn.utils.rnn.pack_padded_sequence(x, torch.tensor(lengths),
+                                                         enforce_sorted=False)
+        want = torch.nn.utils.rnn.pad_packed_sequence(ref(packed)[0])[0]
+        got = call(ours, params, (x,), {"lengths": lengths})[0]
+        for b, n in enumerate(lengths):
+            got = got.clone()
+            got[n:, b] = 0.0
+    assert_near(got, want, tol(), "y with the given parameters")
+    (got.sum()).backward()
+    (want.sum()).backward()
+    for n, p in params.items():
+        assert p.grad is not None, f"no gradient reached the given {n}"
+        assert_near(p.grad, ref_params[n].grad, tol(), f"d{n}")
+    for n, p in ours.named_parameters():
+        assert p.grad is None, f"the module's own {n} got a gradient"
+    # The module's own parameters are untouched and still used outside the call.
+    assert_near(ours(x)[0], own(x)[0], tol(), "y after functional_call")
+
+
+class Scale(torch.nn.Module):
+    def forward(self, w):
+        return 2.0 * w
+
+
+def test_parametrization_is_applied_at_each_call():
+    from torch.nn.utils import parametrize
+    ref, ours = pair()
+    parametrize.register_parametrization(ours, "weight_hh_l0", Scale())
+    # The reference holds the parametrized value itself (PyTorch 1.13's own LSTM ignores
+    # parametrizations, the bug fixed in 2.0): d original = 2 d weight.
+    with torch.no_grad():
+        ref.weight_hh_l0.mul_(2.0)
+    x = torch.randn(4, 3, 5, dtype=torch.float64)
+    want, got = ref(x)[0], ours(x)[0]
+    assert_near(got, want, tol(), "y with a parametrized weight_hh_l0")
+    want.sum().backward()
+    got.sum().backward()
+    g_ours = ours.parametrizations.weight_hh_l0.original.grad
+    assert g_ours is not None, "no gradient reached the parametrization's original"
+    assert_near(g_ours, 2.0 * ref.weight_hh_l0.grad, tol(), "d original")
+
+
+def test_weight_norm_parametrization():
+    pz = getattr(torch.nn.utils, "parametrizations", None)
+    if pz is None or not hasattr(pz, "weight_norm"):
+        pytest.skip(f"torch.nn.utils.parametrizations.weight_norm is newer than PyTorch "
+                    f"{torch.__version__}")
+    ref, ours = pair()
+    pz.weight_norm(ref, "weight_hh_l0")
+    pz.weight_norm(ours, "weight_hh_l0")
+    with torch.no_grad():
+        for m in (ref, ours):
+            m.parametrizations.weight_hh_l0.original0.mul_(1.5)
+    x = torch.randn(4, 3, 5, dtype=torch.float64)
+    want, got = ref(x)[0], ours(x)[0]
+    assert_near(got, want, tol(), "y with weight_norm")
+    want.sum().backward()
+    got.sum().backward()
+    g = ours.parametrizations.weight_hh_l0.original0.grad
+    assert g is not None, "no gradient reached weight_norm's g"
+    assert_near(g, ref.parametrizations.weight_hh_l0.original0.grad, tol(), "dg")
+
+
+def test_load_state_dict_assign_and_meta_init():
+    if TORCH_VERSION < (2, 1):
+        pytest.skip(f"load_state_dict(assign=True) is newer than PyTorch {torch.__version__}")
+    ref, _ = pair()
+    with torch.device("meta"):
+        ours = rt.LSTM(5, 7, dtype=torch.float64)
+    ours.load_state_dict(ref.state_dict(), assign=True)
+    x = torch.randn(4, 3, 5, dtype=torch.float64)
+    assert_near(ours(x)[0], ref(x)[0], tol(), "y after meta init and assign=True")
+    # The parameters the module shows are the ones it runs.
+    with torch.no_grad():
+        ours.weight_ih_l0.mul_(0.5)
+        ref.weight_ih_l0.mul_(0.5)
+    assert_near(ours(x)[0], ref(x)[0], tol(), "y after an in-place edit of an assigned weight")
+
+
+def test_to_empty_from_meta():
+    with torch.device("meta") if TORCH_VERSION >= (2, 0) else _nullcontext():
+        ours = rt.GRU(5, 7, dtype=torch.float64, **({} if TORCH_VERSION >= (2, 0)
+                                                     else {"device": "meta"}))
+    ours = ours.to_empty(device="cpu")
+    ref = torch.nn.GRU(5, 7, dtype=torch.float64)
+    ours.load_state_dict(ref.state_dict())
+    x = torch.randn(4, 3, 5, dtype=torch.float64)
+    assert_near(ours(x)[0], ref(x)[0], tol(), "y after to_empty")
+
+
+class _nullcontext:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+@pytest.mark.parametrize("how", ["pickle", "torch.save"])
+def test_pickle_and_torch_save_whole_module(how):
+    _, ours = pair(dropout=0.0, num_layers=2)
+    x = torch.randn(4, 3, 5, dtype=torch.float64)
+    want = ours(x, lengths=[4, 1, 3])[0]
+    if how == "pickle":
+        twin = pickle.loads(pickle.dumps(ours))
+    else:
+        buf = io.BytesIO()
+        torch.save(ours, buf)
+        buf.seek(0)
+        kw = {"weights_only": False} if TORCH_VERSION >= (1, 13) else {}
+        twin = torch.load(buf, **kw)
+    assert type(twin) is rt.LSTM
+    assert_near(twin(x, lengths=[4, 1, 3])[0], want, 0.0, "y of the unpickled module")
+    twin(x)[0].sum().backward()
+    assert all(p.grad is not None for p in twin.parameters())
+
+
+def test_torch_func_grad_matches_torch_nn():
+    func = getattr(torch, "func", None)
+    if func is None or not hasattr(func, "grad"):
+        pytest.skip(f"torch.func is newer than PyTorch {torch.__version__}")
+    ref, ours = pair()
+    x = torch.randn(4, 3, 5, dtype=torch.float64)
+    params = {n: p.detach() for n, p in ours.named_parameters()}
+
+    def loss(module):
+        return lambda p: func.functional_call(module, p, (x,))[0].square().sum()
+
+    want = func.grad(loss(ref))(params)
+    got = func.grad(loss(ours))(params)
+    for n in params:
+        assert_near(got[n], want[n], tol(), f"torch.func.grad d{n}")
+    # A second derivative is refused, not silently zero.
+    with pytest.raises(rnnx.UnsupportedError, match="double backward"):
+        func.grad(lambda p: func.grad(loss(ours))(p)["weight_ih_l0"].sum())(params)
+
+
+def test_torch_func_vmap_is_refused_clearly():
+    func = getattr(torch, "func", None)
+    if func is None or not hasattr(func, "vmap"):
+        pytest.skip(f"torch.func is newer than PyTorch {torch.__version__}")
+    _, ours = pair()
+    xs = torch.randn(2, 4, 3, 5, dtype=torch.float64)
+    with pytest.raises(Exception, match="vmap"):
+        func.vmap(lambda x: ours(x)[0])(xs)
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_jit_trace_is_correct_on_new_inputs_or_refused(grad):
+    _, ours = pair()
+    x = torch.randn(4, 3, 5, dtype=torch.float64)
+    ctx = torch.enable_grad() if grad else torch.no_grad()
+    with ctx:
+        try:
+            traced = torch.jit.trace(lambda x: ours(x)[0], (x,), check_trace=False)
+        except rnnx.UnsupportedError as e:
+            assert "torch.jit.trace" in str(e)
+            return
+        x2 = torch.randn(4, 3, 5, dtype=torch.float64)
+        assert_near(traced(x2), ours(x2)[0], 0.0, "traced module on a new input")
+
+
+def test_jit_script_is_refused_clearly():
+    _, ours = pair()
+    with pytest.raises(rnnx.UnsupportedError, match="torch.jit.script"):
+        torch.jit.script(ours)
+    with pytest.raises(rnnx.UnsupportedError, match="torch.jit.script"):
+        torch.jit.script(torch.nn.Sequential(ours))
+
+
+def test_a_reserve_handle_without_a_pool_is_quiet():
+    from rnnx import _runtime
+    seen = []
+    old = sys.unraisablehook
+    sys.unraisablehook = seen.append
+    try:
+        h = _runtime.ReserveHandle.__new__(_runtime.ReserveHandle)  # as copy/trace do
+        del h
+    finally:
+        sys.unraisablehook = old
+    assert not seen, f"ReserveHandle.__del__ raised: {seen[0].exc_value!r}"
+
+
+def test_a_cached_call_takes_no_lock():
+    """Concurrent calls on one module run side by side (one plan serves them): a call whose
+    plan is cached never waits on the engine's lock, which only guards building plans."""
+    _, ours = pair()
+    ours.eval()
+    x = torch.randn(4, 3, 5, dtype=torch.float64)
+    with torch.no_grad():
+        want = ours(x)[0]  # builds and caches the plan
+        result = {}
+
+        def run():
+            result["y"] = ours(x)[0]
+
+        with ours._rnnx_engine.lock:
+            t = threading.Thread(target=run)
+            t.start()
+            t.join(60.0)
+            finished = not t.is_alive()
+        t.join()
+    assert finished, "a cached call waited on the engine's lock"
+    assert_near(result["y"], want, 0.0, "y of the concurrent call")
+
+
+def test_concurrent_calls_agree():
+    _, ours = pair(H=32, I=16)
+    xs = [torch.randn(6, 4, 16, dtype=torch.float64) for _ in range(4)]
+    with torch.no_grad():
+        want = [ours(x)[0] for x in xs]
+    got = [None] * len(xs)
+    errors = []
+
+    def run(i):
+        try:
+            for _ in range(20):
+                y, _ = ours(xs[i])
+                y.sum().backward()
+            with torch.no_grad():
+                got[i] = ours(xs[i])[0]
+        except Exception as e:  # reported below, with the thread's index
+            errors.append((i, e))
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(xs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for i in range(len(xs)):
+        assert_near(got[i], want[i], 0.0, f"y of thread {i}")
