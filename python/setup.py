@@ -28,6 +28,16 @@ def project_version():
     return "0.0.0"
 
 
+def pybind11_args():
+    """The pybind11 of the interpreter building the package (a virtual environment's from
+    pip), found before the system's (Debian's pybind11-dev), which CMake would find first."""
+    try:
+        import pybind11
+    except ImportError:
+        return []
+    return [f"-Dpybind11_DIR={pybind11.get_cmake_dir()}"]
+
+
 class CMakeExtension(Extension):
     def __init__(self, name):
         super().__init__(name, sources=[])
@@ -49,7 +59,7 @@ class CMakeBuild(build_ext):
             "-DCMAKE_INSTALL_LIBDIR=rnnx", "-DRNNX_PYTHON_INSTALL_DIR=.",
             "-DRNNX_BUILD_TESTS=OFF", "-DRNNX_BUILD_TOOLS=OFF", "-DRNNX_BUILD_EXAMPLES=OFF",
             "-DRNNX_BUILD_BENCH=OFF", "-DRNNX_BUILD_PYTHON=ON",
-        ] + shlex.split(os.environ.get("RNNX_CMAKE_ARGS", ""))
+        ] + pybind11_args() + shlex.split(os.environ.get("RNNX_CMAKE_ARGS", ""))
         subprocess.check_call(configure)
         subprocess.check_call(["cmake", "--build", build_dir, "-j", jobs])
         subprocess.check_call(["cmake", "--install", build_dir])

@@ -10,6 +10,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev          # the rnnx command (JSON case files, flags)
   python3 python3-numpy python3-torch      # the PyTorch cross-check (Debian's /usr/bin/python3)
   python3-dev pybind11-dev python3-pytest  # the Python bindings and their tests
+  python3-venv                             # the environment with the current PyTorch from pip (scripts/pip-env.sh)
   python3-onnx libonnx-testdata            # ONNX's own node tests
   fortunes python3-tqdm python3-matplotlib # the main job's data, progress bar and plot
   clang-14 libclang-rt-14-dev libomp-14-dev # the fuzz targets (libFuzzer, OpenMP for clang)

@@ -7,7 +7,8 @@
 # the fuzz targets 30 s each (scripts/fuzz.sh); last, the
 # concurrency tests under ThreadSanitizer. RNNX_SKIP_NODEPS=1 skips the build without the
 # libraries, RNNX_SKIP_ASAN=1 the sanitizer pass, RNNX_SKIP_FUZZ=1 the fuzzing,
-# RNNX_SKIP_TSAN=1 the ThreadSanitizer pass. Ends with the time each stage took.
+# RNNX_SKIP_TSAN=1 the ThreadSanitizer pass, RNNX_SKIP_PIP_TORCH=1 the Python suites on the
+# current PyTorch from pip (scripts/test-pip-torch.sh). Ends with the time each stage took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -43,6 +44,14 @@ stage "release: configure and build" bash -c \
   "cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build/release -j $jobs"
 stage "release: tests" bash -c \
   "cd build/release && ctest --output-on-failure -LE slow -j $jobs"
+
+# The Python package on the current PyTorch from pip (ctest above ran it on Debian's 1.13,
+# the oldest supported): a virtual environment kept between runs (scripts/pip-env.sh; the
+# first run downloads about 5 GB), rnnx pip-installed into it, its pytest suite and the main
+# job's test. RNNX_SKIP_PIP_TORCH=1 skips it.
+if [ "${RNNX_SKIP_PIP_TORCH:-0}" != "1" ]; then
+  stage "python on pip PyTorch: env, install, tests" ./scripts/test-pip-torch.sh
+fi
 
 # The cpu backend without oneDNN and BLAS (RNNX_WITH_ONEDNN=OFF, RNNX_WITH_BLAS=OFF: the GPU
 # machine has neither), so on rnnx's own GEMMs (packed-avx512, plain): every C++ suite, the

@@ -1,0 +1,129 @@
+#!/usr/bin/python3
+"""Per-call cost of rnnx.torch against torch.nn in one process: what step-wise generation
+pays at every step. Tiny problems (T=1, B=1, H=16 by default) so that the call, not the
+arithmetic, is measured: rnnx.torch.LSTM/GRU/RNN, torch.nn.LSTM/GRU/RNN, rnnx's NumPy class
+and the bare plan (the C++ call through the binding), inference and training forward.
+
+Rounds interleave the variants; each cell is the median over --rounds of each round's mean
+per call. Run it with the interpreter whose PyTorch you measure (Debian's /usr/bin/python3
+for 1.13, the pip environment's for the current one; scripts/pip-env.sh prints its folder)
+and PYTHONPATH=<build>/python unless rnnx is installed there. The issue's bound (#26):
+rnnx.torch's inference call at most half of torch.nn's.
+"""
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+
+import rnnx
+import rnnx.torch as rt
+
+TARGET_RATIO = 0.5  # rnnx.torch / torch.nn per inference call, at most
+
+
+def timer(fn, calls):
+    def run():
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        return (time.perf_counter() - start) / calls
+    return run
+
+
+def variants(cell, T, B, I, H, mode):
+    nn_cls = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU, "rnn_tanh": torch.nn.RNN}[cell]
+    rt_cls = {"lstm": rt.LSTM, "gru": rt.GRU, "rnn_tanh": rt.RNN}[cell]
+    np_cls = {"lstm": rnnx.LSTM, "gru": rnnx.GRU, "rnn_tanh": rnnx.RNN}[cell]
+    ref = nn_cls(I, H)
+    ours = rt_cls(I, H)
+    ours.load_state_dict(ref.state_dict())
+    x = torch.randn(T, B, I)
+    out = {}
+    if mode == "infer":
+        ref.eval()
+        ours.eval()
+
+        def nn_call():
+            with torch.no_grad():
+                ref(x)
+
+        def rt_call():
+            with torch.no_grad():
+                ours(x)
+
+        xn = x.numpy()
+        npm = np_cls(I, H)
+        plan = rnnx.Plan.padded(npm.config, T, B)
+        y = np.empty((T, B, H), np.float32)
+        hy = np.empty((1, B, H), np.float32)
+        cy = np.empty((1, B, H), np.float32) if cell == "lstm" else None
+        ws = np.empty(max(plan.forward_workspace_size(False), 1), np.uint8)
+        out["rnnx NumPy class"] = lambda: npm.forward(xn)
+        out["rnnx plan (C++ call)"] = lambda: plan.forward(xn, npm.weights, y, hy=hy, cy=cy,
+                                                           workspace=ws)
+    else:
+        xg = x.clone().requires_grad_()
+
+        def nn_call():
+            ref(xg)
+
+        def rt_call():
+            ours(xg)
+    out["torch.nn"] = nn_call
+    out["rnnx.torch"] = rt_call
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cells", default="lstm,gru,rnn_tanh")
+    ap.add_argument("--modes", default="infer,train", help="infer (no_grad), train (forward "
+                    "building the graph)")
+    ap.add_argument("--shape", default="1,1,16,16", help="T,B,I,H")
+    ap.add_argument("--calls", type=int, default=2000, help="calls per round")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--json", help="write the cells to this file")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    T, B, I, H = (int(v) for v in args.shape.split(","))
+    print(f"PyTorch {torch.__version__}, rnnx {rnnx.__version__}, Python "
+          f"{sys.version.split()[0]}; T={T} B={B} I={I} H={H}, 1 thread, median of "
+          f"{args.rounds} rounds of {args.calls} calls (us per call)")
+    rows = []
+    failed = False
+    for cell in args.cells.split(","):
+        for mode in args.modes.split(","):
+            vs = variants(cell, T, B, I, H, mode)
+            timers = {name: timer(fn, args.calls) for name, fn in vs.items()}
+            for t in timers.values():  # warm up: plans, caches, first-touch memory
+                t()
+            samples = {name: [] for name in vs}
+            for r in range(args.rounds):
+                names = list(timers)
+                names = names[r % len(names):] + names[:r % len(names)]
+                for name in names:
+                    samples[name].append(timers[name]())
+            med = {name: 1e6 * statistics.median(s) for name, s in samples.items()}
+            ratio = med["rnnx.torch"] / med["torch.nn"]
+            row = dict(cell=cell, mode=mode, us=med, ratio=ratio)
+            rows.append(row)
+            cells = "  ".join(f"{name} {v:7.1f}" for name, v in med.items())
+            verdict = ""
+            if mode == "infer":
+                ok = ratio <= TARGET_RATIO
+                failed |= not ok
+                verdict = f"  (target <= {TARGET_RATIO}: {'met' if ok else 'NOT met'})"
+            print(f"{cell:8s} {mode:5s} {cells}  rnnx.torch/torch.nn {ratio:.2f}{verdict}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(torch=torch.__version__, shape=[T, B, I, H], rows=rows), f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
