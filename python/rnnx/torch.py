@@ -224,22 +224,25 @@ def _backward_plain(ctx, x, h0, c0, *rest):
     want_w = any(needs[4:])
     dw = (torch.empty(call.plan.weights_numel, dtype=call.dtype, device=x.device)
           if want_w else None)
+    # Dense copies held in locals until rnnx has run: on CUDA a temporary freed right after
+    # taking its pointer goes back to the caching allocator, which may hand its block to the
+    # next copy on the same stream before rnnx's backward reads it (issue #27).
+    dy, dhy = _dense(dy), _dense(dhy)
+    dcy = _dense(dcy) if call.lstm else None
     if call.device is not None:
         plan, dev = call.plan, call.device
         ws_size = plan.backward_workspace_size
         ws = torch.empty(ws_size, dtype=torch.uint8, device=dev) if ws_size else None
         with torch.cuda.device(dev):
             plan.backward_ptr(_ptr(x), _ptr(call.flat_used), _ptr(call.reserve.buffer),
-                              plan.reserve_size, h0=_ptr(h0), c0=_ptr(c0),
-                              dy=_ptr(_dense(dy)), dhy=_ptr(_dense(dhy)),
-                              dcy=_ptr(_dense(dcy)) if call.lstm else 0, dx=_ptr(dx),
-                              dh0=_ptr(dh0), dc0=_ptr(dc0), dweights=_ptr(dw),
-                              workspace=_ptr(ws), workspace_size=ws_size, stream=_stream(dev))
+                              plan.reserve_size, h0=_ptr(h0), c0=_ptr(c0), dy=_ptr(dy),
+                              dhy=_ptr(dhy), dcy=_ptr(dcy), dx=_ptr(dx), dh0=_ptr(dh0),
+                              dc0=_ptr(dc0), dweights=_ptr(dw), workspace=_ptr(ws),
+                              workspace_size=ws_size, stream=_stream(dev))
     else:
         call.engine.backward(call.plan, _np(x), _np(call.flat_used), call.reserve.buffer,
-                             h0=_np(h0), c0=_np(c0), dy=_np(_dense(dy)), dhy=_np(_dense(dhy)),
-                             dcy=_np(_dense(dcy)) if call.lstm else None, dx=_np(dx),
-                             dh0=_np(dh0), dc0=_np(dc0), dweights=_np(dw))
+                             h0=_np(h0), c0=_np(c0), dy=_np(dy), dhy=_np(dhy), dcy=_np(dcy),
+                             dx=_np(dx), dh0=_np(dh0), dc0=_np(dc0), dweights=_np(dw))
     wgrads = []
     for i, p in enumerate(call.params):
         if dw is not None and needs[4 + i]:
@@ -361,7 +364,30 @@ class _RnnxModule:
             f"its parameters are {dtype}{where} (convert the module with .float(), .double(), "
             f".bfloat16() or .half())")
 
+    # The attributes a config is made of: setting one forgets the configs made so far.
+    _RNNX_CONFIG_ATTRS = frozenset((
+        "mode", "input_size", "hidden_size", "proj_size", "num_layers", "bidirectional", "bias",
+        "gru_linear_before_reset", "cell_clip", "proj_clip", "clip_nan", "seed", "padding_fill",
+        "reverse", "peephole", "gate_clip", "input_forget", "activations", "math"))
+
+    def __setattr__(self, name, value):
+        if name in _RnnxModule._RNNX_CONFIG_ATTRS:
+            self.__dict__.pop("_rnnx_config_memo", None)
+        super().__setattr__(name, value)
+
     def _rnnx_config(self, dtype, dropout):
+        """(config, its cache key, the layout's parameters) for this module's attributes,
+        data type and dropout, remembered per (dtype, dropout) until an attribute that
+        shapes the config is set (__setattr__): each call reuses it."""
+        memo = self.__dict__.get("_rnnx_config_memo")
+        if memo is None:
+            memo = self.__dict__["_rnnx_config_memo"] = {}
+        got = memo.get((dtype, dropout))
+        if got is None:
+            got = memo[(dtype, dropout)] = self._rnnx_make_config(dtype, dropout)
+        return got
+
+    def _rnnx_make_config(self, dtype, dropout):
         if dtype not in _DTYPES:
             self._rnnx_refuse_dtype(dtype)
         cfg, key = self._rnnx_engine.config(
@@ -392,16 +418,16 @@ class _RnnxModule:
         Identity first: tensors given by functional_call, a parametrization or torch.func
         (whose wrappers have no data pointer) are not the flattened parameters."""
         flat = self._rnnx_flat
-        members = getattr(self, "_rnnx_flat_members", None)
+        members = self.__dict__.get("_rnnx_flat_members")
         if flat is None or members is None or len(members) != len(weights):
             return False
-        if any(w is not m for w, m in zip(weights, members)):
+        if flat.dtype != weights[0].dtype:
             return False
         base, itemsize = flat.data_ptr(), flat.element_size()
-        for w, p in zip(weights, params):
+        for w, m, p in zip(weights, members, params):
             # `.data =` or an in-place resize may have moved a parameter off the buffer.
-            if (w.dtype != flat.dtype or w.device.type != "cpu" or w.numel() != p.numel
-                    or w.data_ptr() != base + p.offset * itemsize or not w.is_contiguous()):
+            if (w is not m or w.data_ptr() != base + p.offset * itemsize
+                    or w.numel() != p.numel or w.dtype != flat.dtype or not w.is_contiguous()):
                 return False
         return True
 
@@ -446,6 +472,7 @@ class _RnnxModule:
         state = dict(parent() if parent is not None else self.__dict__)
         state.pop("_rnnx_engine", None)  # plans and buffers are rebuilt, not pickled
         state.pop("_rnnx_cuda_engines", None)
+        state.pop("_rnnx_config_memo", None)  # holds configs, which are rebuilt too
         return state
 
     def __setstate__(self, state):

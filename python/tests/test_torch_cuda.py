@@ -114,3 +114,23 @@ def test_half_modules_and_autocast_on_cuda(half):
     y.float().sum().backward()
     assert all(p.grad.dtype == torch.float32 for p in f32.parameters())
 
+
+
+def test_non_contiguous_output_gradients_stay_alive():
+    """dy, dhy and dcy that are not contiguous (y.sum() + hy.mean() makes expanded ones) are
+    copied dense for rnnx; each copy must live until rnnx's backward has read it, or the
+    caching allocator hands its block to the next copy (issue #27: wrong gradients)."""
+    torch.manual_seed(0)
+    cpu = rt.LSTM(5, 7, num_layers=2, dtype=torch.float64)
+    gpu = copy.deepcopy(cpu).cuda()
+    grads = []
+    for m, dev in ((cpu, "cpu"), (gpu, "cuda")):
+        x = torch.randn(6, 3, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+        x = x.to(dev).requires_grad_()
+        y, (hy, cy) = m(x, lengths=[6, 2, 4])
+        (y.sum() + hy.mean() + cy.mean()).backward()
+        grads.append({"x": x.grad.cpu(), **{n: p.grad.cpu() for n, p in m.named_parameters()}})
+    tol = tolerance(dict(cell="lstm", input_size=5, hidden_size=7, num_layers=2,
+                         dtype="float64"), 6, 3, backward=True)
+    for k in grads[0]:
+        assert_near(grads[1][k], grads[0][k], tol, f"d{k}")

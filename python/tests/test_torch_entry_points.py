@@ -299,3 +299,15 @@ def test_concurrent_calls_agree():
     assert not errors, errors
     for i in range(len(xs)):
         assert_near(got[i], want[i], 0.0, f"y of thread {i}")
+
+
+def test_setting_an_attribute_after_a_call_changes_the_config():
+    """Configs are remembered between calls; an attribute set afterwards is not ignored."""
+    _, ours = pair()
+    x = 3.0 * torch.randn(4, 3, 5, dtype=torch.float64)
+    before = ours(x)[1][1]
+    ours.cell_clip = (-0.05, 0.05)
+    after = ours(x)[1][1]
+    assert float(after.abs().max()) <= 0.05 < float(before.abs().max())
+    ours.cell_clip = None
+    assert_near(ours(x)[1][1], before, 0.0, "c_n with the clip removed again")
