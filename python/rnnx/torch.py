@@ -24,6 +24,7 @@ from torch.nn.utils.rnn import PackedSequence
 
 from . import _rnnx
 from . import _runtime
+from . import _torch_ops
 
 try:  # PyTorch 2: torch.func's tensor wrappers
     import torch._C._functorch as _functorch
@@ -32,6 +33,36 @@ except ImportError:
 from ._runtime import invalid
 
 __all__ = ["LSTM", "GRU", "RNN"]
+
+_torch_ops.register()  # torch.ops.rnnx.forward/backward, on PyTorch 2.4 and later
+
+
+def _compiling():
+    """Whether torch.compile / torch.export is tracing this call."""
+    compiler = getattr(torch, "compiler", None)
+    return compiler is not None and hasattr(compiler, "is_compiling") and compiler.is_compiling()
+
+
+def _constant_when_compiling(fn):
+    """fn's result taken as a constant by torch.compile (it calls into rnnx, which Dynamo
+    cannot trace); plain fn on PyTorch without it."""
+    compiler = getattr(torch, "compiler", None)
+    if compiler is not None and hasattr(compiler, "assume_constant_result"):
+        return compiler.assume_constant_result(fn)
+    return fn
+
+
+def _dispatch_modes_active():
+    """Whether a TorchDispatchMode or TorchFunctionMode (FlopCounterMode, a tracer) is
+    watching: then every call goes through the dispatcher, so they see the operator."""
+    return torch._C._len_torch_dispatch_stack() > 0 or torch._C._is_torch_function_mode_enabled()
+
+
+def _batch_of_states(hx):
+    """The batch of a packed input whose batch_sizes cannot be read (when compiling, without
+    sorted_indices): the initial state's, or None when there is none."""
+    h0 = hx[0] if isinstance(hx, (tuple, list)) else hx
+    return None if h0 is None else h0.shape[-2]
 
 # bfloat16 and float16 run on the CPU (rnnx's 16-bit data path) and on CUDA (cuDNN).
 _DTYPES = {torch.float32: "float32", torch.float64: "float64", torch.bfloat16: "bfloat16",
@@ -167,6 +198,10 @@ def _function_setup_context(ctx, inputs):
     ctx.set_materialize_grads(False)  # absent output gradients reach rnnx as null
     ctx.call = call
     ctx.save_for_backward(x, h0, c0, *weights)  # version checks catch in-place edits
+
+
+def _functorch_active():
+    return torch._C._are_functorch_transforms_active()
 
 
 def _functorch_levels():
@@ -331,7 +366,7 @@ class _RnnxModule:
         dtype = self._flat_weights[0].dtype if self._flat_weights else torch.float32
         cfg, _, _ = self._rnnx_config(dtype if dtype in _DTYPES else torch.float32, 0.0)
         self._rnnx_backend = _runtime.resolve_backend(cfg, backend)
-        self._rnnx_engine = _runtime.Engine(self._rnnx_backend, num_threads)
+        self._rnnx_new_engines()
         self._rnnx_ready = True
         self.flatten_parameters()
 
@@ -386,6 +421,19 @@ class _RnnxModule:
         if got is None:
             got = memo[(dtype, dropout)] = self._rnnx_make_config(dtype, dropout)
         return got
+
+    @_constant_when_compiling
+    def _rnnx_param_shapes(self, dtype, dropout):
+        """((name, shape) of each parameter in rnnx's layout order."""
+        return tuple((p.name, p.shape) for p in self._rnnx_config(dtype, dropout)[2])
+
+    @_constant_when_compiling
+    def _rnnx_op_config(self, dtype, dropout):
+        """The config's JSON text, the operator's `config` argument. Taken as a constant by
+        torch.compile (computing it calls into rnnx): a graph is traced again when the
+        parameters' dtype changes, and setting an attribute that shapes the config after
+        compiling needs torch.compiler.reset()."""
+        return _torch_ops.config_text(self._rnnx_config(dtype, dropout)[1])
 
     def _rnnx_make_config(self, dtype, dropout):
         if dtype not in _DTYPES:
@@ -471,7 +519,7 @@ class _RnnxModule:
         parent = getattr(super(), "__getstate__", None)
         state = dict(parent() if parent is not None else self.__dict__)
         state.pop("_rnnx_engine", None)  # plans and buffers are rebuilt, not pickled
-        state.pop("_rnnx_cuda_engines", None)
+        state.pop("_rnnx_engines", None)
         state.pop("_rnnx_config_memo", None)  # holds configs, which are rebuilt too
         return state
 
@@ -481,7 +529,7 @@ class _RnnxModule:
                            ("input_forget", False), ("activations", None)):
             state.setdefault(key, value)
         super().__setstate__(state)
-        self._rnnx_engine = _runtime.Engine(self._rnnx_backend, self._rnnx_num_threads)
+        self._rnnx_new_engines()
         self.flatten_parameters()
 
     # ---- forward ---------------------------------------------------------------------------
@@ -501,6 +549,9 @@ class _RnnxModule:
         lstm = self.mode == "LSTM"
         packed = isinstance(input, PackedSequence)
         unbatched = False
+        # Under torch.compile/export the index tensors are not read here (that would need
+        # their values); the operator's kernel reads and checks them when it runs.
+        compiling = _compiling()
         if packed:
             if lengths is not None:
                 raise invalid("lengths= is for padded input; a PackedSequence carries its own")
@@ -508,23 +559,28 @@ class _RnnxModule:
             _check_tensor(x, "PackedSequence data")
             if x.dim() != 2:
                 raise invalid(f"PackedSequence data must be 2-D, got {x.dim()}-D")
-            bs = _runtime.as_index_list(batch_sizes, "PackedSequence batch_sizes")
-            si = (None if sorted_indices is None
-                  else _runtime.as_index_list(sorted_indices, "PackedSequence sorted_indices"))
-            if x.shape[0] != sum(bs):
-                raise invalid(f"PackedSequence data dim 0 (= {x.shape[0]}) must equal "
-                              f"sum(batch_sizes) (= {sum(bs)})")
-            if (si is not None and unsorted_indices is not None
-                    and sorted(si) == list(range(len(si)))):  # else the plan names si's fault
-                # The final states come back in sorted_indices' inverse order; an
-                # unsorted_indices that disagrees would put them in another order than torch.
-                ui = _runtime.as_index_list(unsorted_indices, "PackedSequence unsorted_indices")
-                if len(ui) != len(si) or any(not 0 <= u < len(si) or si[u] != i
-                                             for i, u in enumerate(ui)):
-                    raise invalid(f"PackedSequence unsorted_indices {ui} is not the inverse "
-                                  f"permutation of sorted_indices {si}")
-            batch = bs[0] if bs else 0  # no steps: the plan refuses it, naming batch_sizes
-            shape_key = _runtime.shape_key_packed(bs, si)
+            if compiling:
+                shape_key = None
+                batch = (sorted_indices.shape[0] if sorted_indices is not None
+                         else _batch_of_states(hx))
+            else:
+                bs = _runtime.as_index_list(batch_sizes, "PackedSequence batch_sizes")
+                si = (None if sorted_indices is None
+                      else _runtime.as_index_list(sorted_indices, "PackedSequence sorted_indices"))
+                if x.shape[0] != sum(bs):
+                    raise invalid(f"PackedSequence data dim 0 (= {x.shape[0]}) must equal "
+                                  f"sum(batch_sizes) (= {sum(bs)})")
+                if (si is not None and unsorted_indices is not None
+                        and sorted(si) == list(range(len(si)))):  # else the plan names si's fault
+                    # The final states come back in sorted_indices' inverse order; an
+                    # unsorted_indices that disagrees would put them in another order than torch.
+                    ui = _runtime.as_index_list(unsorted_indices, "PackedSequence unsorted_indices")
+                    if len(ui) != len(si) or any(not 0 <= u < len(si) or si[u] != i
+                                                 for i, u in enumerate(ui)):
+                        raise invalid(f"PackedSequence unsorted_indices {ui} is not the inverse "
+                                      f"permutation of sorted_indices {si}")
+                batch = bs[0] if bs else 0  # no steps: the plan refuses it, naming batch_sizes
+                shape_key = _runtime.shape_key_packed(bs, si)
             y_shape = (x.shape[0], 0)
             batch_first = False
         else:
@@ -541,8 +597,11 @@ class _RnnxModule:
                 unbatched = True
                 x = x.unsqueeze(0 if batch_first else 1)
             T, batch = (x.shape[1], x.shape[0]) if batch_first else (x.shape[0], x.shape[1])
-            lens = None if lengths is None else _runtime.as_index_list(lengths, "lengths")
-            shape_key = _runtime.shape_key_padded(T, batch, lens, batch_first)
+            if compiling:
+                lens, shape_key = None, None
+            else:
+                lens = None if lengths is None else _runtime.as_index_list(lengths, "lengths")
+                shape_key = _runtime.shape_key_padded(T, batch, lens, batch_first)
             y_shape = (x.shape[0], x.shape[1], 0)
         device = x.device
         if device.type not in ("cpu", "cuda"):
@@ -594,13 +653,62 @@ class _RnnxModule:
             or any(w.requires_grad for w in weights))
         if apply_dropout and self.seed is None:
             self.seed = int(torch.empty((), dtype=torch.int64).random_().item())
-        cfg, cfg_key, params = self._rnnx_config(dtype, self.dropout if apply_dropout else 0.0)
+        dropout = self.dropout if apply_dropout else 0.0
         # A parameter reassigned with another shape (of the same or another size) would
         # otherwise be read in rnnx's layout regardless, or broadcast into it: a wrong answer.
-        for w, p in zip(weights, params):
-            if tuple(w.shape) != p.shape:
-                raise invalid(f"parameter {p.name} has shape {tuple(w.shape)}, expected {p.shape}")
+        for w, (name, shape) in zip(weights, self._rnnx_param_shapes(dtype, dropout)):
+            if tuple(w.shape) != shape:
+                raise invalid(f"parameter {name} has shape {tuple(w.shape)}, expected {shape}")
 
+        # torch.func's transforms run through _RnnxFunction (its setup_context form), which
+        # they support; PyTorch's autograd of a torch.library operator they do not.
+        if _torch_ops.AVAILABLE and not (_functorch is not None
+                                         and _functorch_active()):
+            if packed:
+                op_lengths, op_bs, op_si = None, batch_sizes, sorted_indices
+            else:
+                op_lengths = (None if lengths is None else lengths if compiling
+                              or isinstance(lengths, torch.Tensor) else torch.tensor(lens))
+                op_bs = op_si = None
+            # The counter advances only for a call that runs: a refused one (bad lengths, a
+            # bad parameter) leaves the masks of later calls as they were.
+            counter = self.dropout_calls if apply_dropout else 0
+            # Eager inference with nothing watching the dispatcher (no compiler, no mode)
+            # calls the operator's kernel itself: the dispatcher's autograd and redispatch
+            # layers would add nothing there but per-call time.
+            op = (_torch_ops.forward_kernel
+                  if not (needs_grad or compiling or _dispatch_modes_active())
+                  else torch.ops.rnnx.forward)
+            y, hy, cy, _ = op(
+                _dense(x), h0, c0, weights, op_lengths, op_bs, op_si,
+                self._rnnx_op_config(dtype, self.dropout if apply_dropout else 0.0),
+                self._rnnx_engines.id, self._rnnx_backend, self._rnnx_num_threads,
+                batch_first, bool(needs_grad or apply_dropout), counter, compiling)
+            if apply_dropout:
+                self.dropout_calls += 1
+            if not lstm:
+                cy = None
+        else:
+            cfg, cfg_key, params = self._rnnx_config(dtype, dropout)
+            y, hy, cy = self._rnnx_forward_function(
+                x, h0, c0, weights, cfg, cfg_key, params, shape_key, device, apply_dropout,
+                needs_grad, lstm, y_shape, D, P, h_shape, c_shape, dtype)
+
+        if packed:
+            output = PackedSequence(y, batch_sizes, sorted_indices, unsorted_indices)
+        elif unbatched:
+            output = y.squeeze(0 if batch_first else 1)
+            hy = hy.squeeze(1)
+            cy = cy.squeeze(1) if lstm else None
+        else:
+            output = y
+        return (output, (hy, cy)) if lstm else (output, hy)
+
+    def _rnnx_forward_function(self, x, h0, c0, weights, cfg, cfg_key, params, shape_key,
+                               device, apply_dropout, needs_grad, lstm, y_shape, D, P, h_shape,
+                               c_shape, dtype):
+        """The forward on PyTorch before 2.4 (no torch.library fake kernels): through
+        _RnnxFunction, with the plan cached in the module's engine."""
         call = _Call()
         call.device = None if device.type == "cpu" else device
         call.engine = self._rnnx_engine if call.device is None else self._rnnx_cuda_engine(device)
@@ -632,26 +740,16 @@ class _RnnxModule:
             with torch.no_grad():
                 flat = call.flat if call.flat is not None else _gather_flat(call, weights)
                 outs = _run_forward(call, x, h0, c0, flat)[:3 if lstm else 2]
-        y, hy = outs[0], outs[1]
-        cy = outs[2] if lstm else None
+        return outs[0], outs[1], (outs[2] if lstm else None)
 
-        if packed:
-            output = PackedSequence(y, batch_sizes, sorted_indices, unsorted_indices)
-        elif unbatched:
-            output = y.squeeze(0 if batch_first else 1)
-            hy = hy.squeeze(1)
-            cy = cy.squeeze(1) if lstm else None
-        else:
-            output = y
-        return (output, (hy, cy)) if lstm else (output, hy)
+    def _rnnx_new_engines(self):
+        """The plan caches of this module: the operator's `engine` argument names them."""
+        self._rnnx_engines = _torch_ops.EngineSet(self._rnnx_backend, self._rnnx_num_threads)
+        self._rnnx_engine = self._rnnx_engines.cpu
 
     def _rnnx_cuda_engine(self, device):
         """The engine of the cuda backend for one GPU (plans are bound to a device)."""
-        engines = self.__dict__.setdefault("_rnnx_cuda_engines", {})
-        index = device.index if device.index is not None else torch.cuda.current_device()
-        if index not in engines:
-            engines[index] = _runtime.Engine("cuda", 0)
-        return engines[index]
+        return self._rnnx_engines.for_device(device)
 
     def _rnnx_states(self, hx, lstm, unbatched, h_shape, c_shape, dtype, device):
         if hx is None:

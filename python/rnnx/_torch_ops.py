@@ -1,0 +1,493 @@
+"""rnnx's forward and backward as operators of PyTorch's dispatcher: torch.ops.rnnx.forward
+and torch.ops.rnnx.backward (PyTorch 2.4 and later; rnnx.torch uses them there, and a
+torch.autograd.Function on older PyTorch).
+
+Each has a schema, CPU and CUDA kernels that take and return tensors (outputs and reserve
+allocated by PyTorch), a fake kernel that gives every output's shape from the inputs' shapes
+(so torch.compile and torch.export trace the call without running rnnx), and autograd:
+forward's derivative is backward. The plans live below the operator, in the engine the
+`engine` argument names (a module's; unknown ids, as in a program exported by another
+process, get an engine of their own), cached per (config, shape) there.
+
+Why torch.library from Python and not a C++ TORCH_LIBRARY extension: an extension is
+compiled against one PyTorch's headers and C++ ABI, so it would be built once per PyTorch
+version and break on the next (Debian's 1.13 and pip's current release already differ), while
+the Python registration is the same source for every PyTorch 2.4+. Measured on a 2-core Zen 3
+with PyTorch 2.15 (bench/torch_call_overhead.py; an empty kernel through the dispatcher):
+about 6 us per call for a Python kernel registered with torch.library.Library, 16 us with
+torch.library.custom_op, against rnnx's own C++ call of 5-8 us at T=1, B=1, H=16; so the
+low-level registration is used.
+
+A config travels as its JSON text (the keyword arguments of rnnx.Config), which the engine
+parses once per distinct text.
+"""
+
+import itertools
+import json
+import weakref
+
+import torch
+
+from . import _rnnx
+from . import _runtime
+
+AVAILABLE = (all(hasattr(torch.library, n) for n in ("register_fake", "get_ctx", "Library"))
+             and hasattr(torch.autograd.Function, "setup_context"))
+
+try:  # PyTorch 2: torch.func's tensor wrappers
+    import torch._C._functorch as _functorch
+except ImportError:
+    _functorch = None
+
+
+def np_view(t):
+    """Zero-copy NumPy view of a dense CPU tensor (or None); bfloat16, which NumPy lacks, as
+    its bits (int16), which the bindings take for a bfloat16 plan."""
+    if t is None:
+        return None
+    t = t.detach()
+    return (t.view(torch.int16) if t.dtype == torch.bfloat16 else t).numpy()
+
+
+def ptr(t):
+    return 0 if t is None else t.data_ptr()
+
+
+def stream(device):
+    return torch.cuda.current_stream(device).cuda_stream
+
+
+def dense(t):
+    """t as a plain dense tensor NumPy can view: contiguous (expanded, transposed and
+    step-sliced tensors are copied) with torch's lazy negation/conjugation bits applied
+    (.numpy() refuses a tensor that carries them). Differentiable, so gradients still
+    reach the caller's tensor."""
+    return None if t is None else t.resolve_conj().resolve_neg().contiguous()
+
+
+# ---- engines: the plan caches below the operator -------------------------------------------
+
+class EngineSet:
+    """One module's engines: the cpu (or reference) backend's, and one per GPU for the cuda
+    backend (its plans are bound to a device). Registered under `id`, the operator's
+    `engine` argument, for as long as the module holds it."""
+
+    _ids = itertools.count(1)
+    _live = weakref.WeakValueDictionary()
+
+    def __init__(self, backend, num_threads):
+        self.backend = backend
+        self.num_threads = num_threads
+        self.cpu = _runtime.Engine(backend, num_threads)
+        self.gpus = {}
+        self.id = next(EngineSet._ids)
+        EngineSet._live[self.id] = self
+
+    def for_device(self, device):
+        if device.type == "cpu":
+            return self.cpu
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        engine = self.gpus.get(index)
+        if engine is None:
+            engine = self.gpus[index] = _runtime.Engine("cuda", 0)
+        return engine
+
+    @staticmethod
+    def get(engine_id, backend, num_threads):
+        found = EngineSet._live.get(engine_id)
+        if found is not None and found.backend == backend and found.num_threads == num_threads:
+            return found
+        # Not this process's module (a program exported elsewhere), or another backend
+        # under the same number: an engine of its own, kept with the programs' others.
+        key = (engine_id, backend, num_threads)
+        found = _foreign.get(key)
+        if found is None:
+            found = _foreign[key] = EngineSet(backend, num_threads)
+        return found
+
+
+_foreign = {}
+
+
+class ConfigInfo:
+    """What the kernels need to know of a config, parsed once per JSON text."""
+
+    __slots__ = ("kwargs", "lstm", "D", "H", "P", "L", "params", "cfg")
+
+    def __init__(self, text):
+        self.params = None  # the layout's parameters, once a config has been built
+        self.cfg = None  # the rnnx.Config (device-neutral: every engine's plans take it)
+        # JSON has no tuples; the engine caches configs by their (hashable) arguments.
+        self.kwargs = {k: _tuples(v) for k, v in json.loads(text).items()}
+        k = self.kwargs
+        self.lstm = k["cell"] == "lstm"
+        self.D = 2 if k.get("bidirectional") else 1
+        self.H = int(k["hidden_size"])
+        self.P = int(k.get("proj_size") or 0) or self.H
+        self.L = int(k.get("num_layers", 1))
+
+
+_infos = {}
+
+
+def _tuples(value):
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def config_info(text):
+    info = _infos.get(text)
+    if info is None:
+        if len(_infos) > 256:
+            _infos.clear()
+        info = _infos[text] = ConfigInfo(text)
+    return info
+
+
+_texts = {}
+
+
+def config_text(key):
+    """The JSON text of a config from its cache key (Engine.config's sorted arguments)."""
+    text = _texts.get(key)
+    if text is None:
+        if len(_texts) > 256:
+            _texts.clear()
+        text = _texts[key] = json.dumps(dict(key), separators=(",", ":"))
+    return text
+
+
+def _plan_and_config(engines, device, text, x, lengths, batch_sizes, sorted_indices,
+                     batch_first):
+    engine = engines.for_device(device)
+    info = config_info(text)
+    cfg = info.cfg
+    if cfg is None:
+        cfg, _ = engine.config(**info.kwargs)
+        info.params = _runtime.layout(cfg)
+        info.cfg = cfg
+    if batch_sizes is not None:
+        bs = _runtime.as_index_list(batch_sizes, "PackedSequence batch_sizes")
+        si = (None if sorted_indices is None
+              else _runtime.as_index_list(sorted_indices, "PackedSequence sorted_indices"))
+        if x.shape[0] != sum(bs):
+            raise _runtime.invalid(f"PackedSequence data dim 0 (= {x.shape[0]}) must equal "
+                                   f"sum(batch_sizes) (= {sum(bs)})")
+        shape_key = _runtime.shape_key_packed(bs, si)
+        batch = bs[0] if bs else 0
+    else:
+        T, batch = (x.shape[1], x.shape[0]) if batch_first else (x.shape[0], x.shape[1])
+        lens = None if lengths is None else _runtime.as_index_list(lengths, "lengths")
+        shape_key = _runtime.shape_key_padded(T, batch, lens, batch_first)
+    if device.type == "cpu":
+        plan = engine.plan(cfg, text, shape_key)
+    else:
+        with torch.cuda.device(device):  # a cuda plan is bound to the current device
+            plan = engine.plan(cfg, text, shape_key)
+    return engine, cfg, plan, batch
+
+
+def _flat_weights(plan, info, weights, dtype, device):
+    """The weights as one tensor in rnnx's layout: the buffer they are views of when they
+    lie there in order (a module's flattened parameters), else a gathered copy."""
+    params = info.params
+    if len(weights) != len(params):
+        raise _runtime.invalid(f"weights: {len(weights)} tensors given, the config's layout "
+                               f"has {len(params)}")
+    w0 = weights[0]
+    if w0.device == device and w0.dtype == dtype:
+        # Every weight at its place after the first, and the whole range inside the first's
+        # storage (so the view below is of memory that storage owns).
+        itemsize = w0.element_size()
+        base = w0.data_ptr() - params[0].offset * itemsize
+        start = w0.storage_offset() - params[0].offset
+        if (start >= 0 and all(w.data_ptr() == base + p.offset * itemsize and w.is_contiguous()
+                               for w, p in zip(weights, params))
+                and w0.untyped_storage().nbytes() >= (start + plan.weights_numel) * itemsize):
+            return torch.as_strided(w0.detach(), (plan.weights_numel,), (1,), start)
+    flat = torch.empty(plan.weights_numel, dtype=dtype, device=device)
+    for w, p in zip(weights, params):
+        flat[p.offset:p.offset + p.numel].copy_(w.detach().reshape(-1))
+    return flat
+
+
+# ---- kernels ------------------------------------------------------------------------------
+
+def forward_kernel(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, config, engine,
+                   backend, num_threads, batch_first, training, dropout_counter,
+                   static_reserve):
+    engines = EngineSet.get(engine, backend, num_threads)
+    info = config_info(config)
+    device = x.device
+    eng, cfg, plan, batch = _plan_and_config(engines, device, config, x, lengths, batch_sizes,
+                                             sorted_indices, batch_first)
+    flat = _flat_weights(plan, info, weights, x.dtype, device)
+    y_shape = ((x.shape[0], info.D * info.P) if batch_sizes is not None
+               else (x.shape[0], x.shape[1], info.D * info.P))
+    y = torch.empty(y_shape, dtype=x.dtype, device=device)
+    hy = torch.empty((info.L * info.D, batch, info.P), dtype=x.dtype, device=device)
+    cy = torch.empty((info.L * info.D, batch, info.H) if info.lstm else (0,), dtype=x.dtype,
+                     device=device)
+    reserve_size = plan.reserve_size if training else 0
+    if training and static_reserve:
+        reserve_size = _static_reserve_size(engines, device, config, x, batch_sizes,
+                                            sorted_indices, batch_first)
+        if reserve_size < plan.reserve_size:
+            raise _rnnx.InternalError(
+                f"rnnx.torch: the reserve bound from the shapes ({reserve_size} bytes) is "
+                f"smaller than the plan's reserve ({plan.reserve_size}); please report it")
+    # Zero-filled when compiling: bytes rnnx leaves unwritten (alignment gaps, the bound's
+    # tail) would make the output differ run to run, which PyTorch's compilers assume
+    # never happens. Eager calls skip the pass over memory.
+    reserve = (torch.zeros if static_reserve else torch.empty)(reserve_size, dtype=torch.uint8,
+                                                               device=device)
+    x = dense(x)
+    if device.type == "cpu":
+        eng.forward(plan, np_view(x), np_view(flat), np_view(y), h0=np_view(hx),
+                    c0=np_view(cx), hy=np_view(hy), cy=np_view(cy) if info.lstm else None,
+                    training=training, dropout_counter=dropout_counter,
+                    reserve=reserve.numpy() if training else None)
+    else:
+        ws_size = plan.forward_workspace_size(training)
+        ws = torch.empty(ws_size, dtype=torch.uint8, device=device) if ws_size else None
+        with torch.cuda.device(device):
+            plan.forward_ptr(ptr(x), ptr(flat), ptr(y), h0=ptr(hx), c0=ptr(cx), hy=ptr(hy),
+                             cy=ptr(cy) if info.lstm else 0, training=training,
+                             dropout_counter=dropout_counter, workspace=ptr(ws),
+                             workspace_size=ws_size,
+                             reserve=ptr(reserve) if training else 0,
+                             reserve_size=plan.reserve_size if training else 0,
+                             stream=stream(device))
+    return y, hy, cy, reserve
+
+
+def _backward(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, config, engine,
+              backend, num_threads, batch_first, reserve, dy, dhy, dcy, output_mask):
+    engines = EngineSet.get(engine, backend, num_threads)
+    info = config_info(config)
+    device = x.device
+    eng, cfg, plan, _ = _plan_and_config(engines, device, config, x, lengths, batch_sizes,
+                                         sorted_indices, batch_first)
+    if reserve.numel() < plan.reserve_size:
+        raise _runtime.invalid(f"rnnx backward: reserve has {reserve.numel()} bytes, the plan "
+                               f"needs {plan.reserve_size} (not the forward's reserve)")
+    flat = _flat_weights(plan, info, weights, x.dtype, device)
+    need_x, need_h, need_c, need_w = output_mask
+
+    def out(shape, wanted):
+        return torch.empty(shape if wanted else (0,), dtype=x.dtype, device=device)
+
+    dx = out(x.shape, need_x)
+    dhx = out(hx.shape if hx is not None else (0,), need_h and hx is not None)
+    dcx = out(cx.shape if cx is not None else (0,), need_c and cx is not None)
+    dw = out((plan.weights_numel,), need_w)
+    x, dy, dhy = dense(x), dense(dy), dense(dhy)
+    dcy = dense(dcy) if info.lstm else None
+
+    def some(t, wanted):
+        return t if wanted else None
+
+    if device.type == "cpu":
+        eng.backward(plan, np_view(x), np_view(flat), reserve.numpy(), h0=np_view(hx),
+                     c0=np_view(cx), dy=np_view(dy), dhy=np_view(dhy), dcy=np_view(dcy),
+                     dx=np_view(some(dx, need_x)), dh0=np_view(some(dhx, dhx.numel() > 0)),
+                     dc0=np_view(some(dcx, dcx.numel() > 0)), dweights=np_view(some(dw, need_w)))
+    else:
+        ws_size = plan.backward_workspace_size
+        ws = torch.empty(ws_size, dtype=torch.uint8, device=device) if ws_size else None
+        with torch.cuda.device(device):
+            plan.backward_ptr(ptr(x), ptr(flat), ptr(reserve), plan.reserve_size, h0=ptr(hx),
+                              c0=ptr(cx), dy=ptr(dy), dhy=ptr(dhy), dcy=ptr(dcy),
+                              dx=ptr(some(dx, need_x)), dh0=ptr(some(dhx, dhx.numel() > 0)),
+                              dc0=ptr(some(dcx, dcx.numel() > 0)),
+                              dweights=ptr(some(dw, need_w)), workspace=ptr(ws),
+                              workspace_size=ws_size, stream=stream(device))
+    return dx, dhx, dcx, dw
+
+
+# ---- fake kernels: shapes only ------------------------------------------------------------
+
+def _forward_fake(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, config, engine,
+                  backend, num_threads, batch_first, training, dropout_counter, static_reserve):
+    info = config_info(config)
+    ctx = torch.library.get_ctx()
+    if batch_sizes is not None:
+        y_shape = (x.shape[0], info.D * info.P)
+        # batch_sizes[0] is data; sorted_indices' length says it without reading data.
+        batch = sorted_indices.shape[0] if sorted_indices is not None else ctx.new_dynamic_size()
+    else:
+        y_shape = (x.shape[0], x.shape[1], info.D * info.P)
+        batch = x.shape[0] if batch_first else x.shape[1]
+    y = x.new_empty(y_shape)
+    hy = x.new_empty((info.L * info.D, batch, info.P))
+    cy = x.new_empty((info.L * info.D, batch, info.H) if info.lstm else (0,))
+    # The reserve's size follows the lengths' values (the real tokens); under torch.compile
+    # and torch.export (static_reserve) it is the full batch's, a bound the shapes give.
+    size = 0
+    if training:
+        size = None
+        if static_reserve:
+            engines = EngineSet.get(engine, backend, num_threads)
+            size = _static_reserve_size(engines, torch.device("cpu"), config, x, batch_sizes,
+                                        sorted_indices, batch_first)
+        if size is None:
+            size = ctx.new_dynamic_size()
+    reserve = x.new_empty((size,), dtype=torch.uint8)
+    return y, hy, cy, reserve
+
+
+def _static_reserve_size(engines, device, text, x, batch_sizes, sorted_indices, batch_first):
+    """The reserve of the full batch (every sequence of the longest length), which bounds
+    the reserve of any lengths: from the shapes alone, or None where they are symbolic
+    (dynamic shapes) or the batch of a packed input is data (no sorted_indices)."""
+    if batch_sizes is not None:
+        T = batch_sizes.shape[0]
+        B = sorted_indices.shape[0] if sorted_indices is not None else None
+        batch_first = False
+    else:
+        T, B = (x.shape[1], x.shape[0]) if batch_first else (x.shape[0], x.shape[1])
+    if not isinstance(T, int) or not isinstance(B, int):
+        return None
+    # The plan of the cpu backend: its size is what a cpu plan needs; a cuda plan's bound is
+    # taken from the device's own engine.
+    engine = engines.for_device(device)
+    info = config_info(text)
+    cfg, _ = engine.config(**info.kwargs)
+    if device.type == "cpu":
+        plan = engine.plan(cfg, text, _runtime.shape_key_padded(T, B, None, batch_first))
+    else:
+        with torch.cuda.device(device):
+            plan = engine.plan(cfg, text, _runtime.shape_key_padded(T, B, None, batch_first))
+    return plan.reserve_size
+
+
+def _backward_fake(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, config, engine,
+                   backend, num_threads, batch_first, reserve, dy, dhy, dcy, output_mask):
+    need_x, need_h, need_c, need_w = output_mask
+    numel = sum(w.numel() for w in weights)
+    return (x.new_empty(x.shape if need_x else (0,)),
+            x.new_empty(hx.shape if need_h and hx is not None else (0,)),
+            x.new_empty(cx.shape if need_c and cx is not None else (0,)),
+            x.new_empty((numel,) if need_w else (0,)))
+
+
+# ---- autograd -----------------------------------------------------------------------------
+
+def _functorch_levels():
+    """How many torch.func transforms are active. torch.func.grad always differentiates with
+    create_graph=True (so that transforms nest), so one grad level is a first derivative;
+    two are a second one, which rnnx cannot give."""
+    try:
+        from torch._functorch.pyfunctorch import retrieve_all_functorch_interpreters
+    except ImportError:  # PyTorch 1.x: no torch.func
+        return 0
+    return len(retrieve_all_functorch_interpreters())
+
+
+def refuse_double_backward():
+    """Autograd runs backward with grad mode on only for create_graph=True. rnnx's backward
+    is not differentiable, so the gradients would come back without a graph and a gradient
+    penalty built on them would silently add nothing: refuse instead (but for one
+    torch.func.grad, which asks for a graph it never uses)."""
+    if torch.is_grad_enabled() and _functorch_levels() != 1:
+        raise _rnnx.UnsupportedError(
+            "rnnx.torch: double backward (create_graph=True through an rnnx "
+            "LSTM/GRU/RNN) is not supported; its gradients would carry no graph")
+
+
+def _setup_context(ctx, inputs, output):
+    (x, hx, cx, weights, lengths, batch_sizes, sorted_indices, config, engine, backend,
+     num_threads, batch_first, training, dropout_counter, static_reserve) = inputs
+    ctx.set_materialize_grads(False)  # absent output gradients reach rnnx as null
+    ctx.save_for_backward(x, hx, cx, lengths, batch_sizes, sorted_indices, output[3], *weights)
+    ctx.rnnx_args = (config, engine, backend, num_threads, batch_first)
+    ctx.rnnx_training = training
+
+
+def _autograd_backward(ctx, dy, dhy, dcy, dreserve):
+    refuse_double_backward()
+    if not ctx.rnnx_training:
+        raise _rnnx.UnsupportedError(
+            "rnnx::forward ran with training=False, which keeps no reserve: its outputs "
+            "have no backward (call it with training=True when gradients are wanted)")
+    x, hx, cx, lengths, batch_sizes, sorted_indices, reserve, *weights = ctx.saved_tensors
+    config, engine, backend, num_threads, batch_first = ctx.rnnx_args
+    # (options, x, hx, cx, lengths, batch_sizes, sorted_indices, *weights)
+    needs = ctx.needs_input_grad
+    mask = [bool(needs[1]), bool(needs[2]) and hx is not None,
+            bool(needs[3]) and cx is not None, any(needs[7:])]
+    dx, dhx, dcx, dw = torch.ops.rnnx.backward(
+        x, hx, cx, weights, lengths, batch_sizes, sorted_indices, config, engine, backend,
+        num_threads, batch_first, reserve, dy, dhy, dcy, mask)
+    wgrads = [None] * len(weights)
+    if mask[3]:
+        wgrads, offset = [], 0
+        for w in weights:
+            wgrads.append(dw[offset:offset + w.numel()].view(w.shape))
+            offset += w.numel()
+    return (dx if mask[0] else None, dhx if mask[1] else None, dcx if mask[2] else None,
+            wgrads, None, None, None, None, None, None, None, None, None, None, None)
+
+
+class _ForwardFunction(torch.autograd.Function):
+    """forward's autograd, registered for the Autograd dispatch key: the operator below
+    autograd, then backward through torch.ops.rnnx.backward. torch.library's
+    register_autograd would do the same through pytree and default-filling layers that cost
+    about 150 us per call (PyTorch 2.15, measured with cProfile). The tensors travel
+    unpacked because autograd.Function sees only tensors passed directly, the rest as one
+    tuple because Function.apply binds its arguments to forward's signature at every call
+    (inspect.signature: a cost per named parameter)."""
+
+    @staticmethod
+    def forward(options, *tensors):
+        x, hx, cx, lengths, batch_sizes, sorted_indices, *weights = tensors
+        with torch._C._AutoDispatchBelowAutograd():
+            return torch.ops.rnnx.forward.default(x, hx, cx, weights, lengths, batch_sizes,
+                                                  sorted_indices, *options)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        options, x, hx, cx, lengths, batch_sizes, sorted_indices, *weights = inputs
+        _setup_context(ctx, (x, hx, cx, weights, lengths, batch_sizes, sorted_indices,
+                             *options), output)
+        ctx.mark_non_differentiable(output[3])
+
+    @staticmethod
+    def backward(ctx, dy, dhy, dcy, dreserve):
+        dx, dhx, dcx, wgrads, *_ = _autograd_backward(ctx, dy, dhy, dcy, dreserve)
+        return (None, dx, dhx, dcx, None, None, None, *wgrads)
+
+
+def _autograd_kernel(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, *options):
+    return _ForwardFunction.apply(options, x, hx, cx, lengths, batch_sizes, sorted_indices,
+                                  *weights)
+
+
+_FORWARD_SCHEMA = (
+    "forward(Tensor x, Tensor? hx, Tensor? cx, Tensor[] weights, Tensor? lengths, "
+    "Tensor? batch_sizes, Tensor? sorted_indices, str config, int engine, str backend, "
+    "int num_threads, bool batch_first, bool training, int dropout_counter, "
+    "bool static_reserve) -> (Tensor y, Tensor hy, Tensor cy, Tensor reserve)")
+_BACKWARD_SCHEMA = (
+    "backward(Tensor x, Tensor? hx, Tensor? cx, Tensor[] weights, Tensor? lengths, "
+    "Tensor? batch_sizes, Tensor? sorted_indices, str config, int engine, str backend, "
+    "int num_threads, bool batch_first, Tensor reserve, Tensor? dy, Tensor? dhy, Tensor? dcy, "
+    "bool[] output_mask) -> (Tensor dx, Tensor dhx, Tensor dcx, Tensor dweights)")
+
+_library = None
+
+
+def register():
+    """Defines torch.ops.rnnx.forward/backward once per process (PyTorch 2.4+)."""
+    global _library
+    if _library is not None or not AVAILABLE:
+        return
+    lib = torch.library.Library("rnnx", "DEF")
+    lib.define(_FORWARD_SCHEMA)
+    lib.define(_BACKWARD_SCHEMA)
+    for key in ("CPU", "CUDA"):
+        lib.impl("forward", forward_kernel, key)
+        lib.impl("backward", _backward, key)
+    torch.library.register_fake("rnnx::forward", _forward_fake, lib=lib)
+    torch.library.register_fake("rnnx::backward", _backward_fake, lib=lib)
+    lib.impl("forward", _autograd_kernel, "Autograd")
+    _library = lib
