@@ -372,6 +372,10 @@ def _backward_fake(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, con
 
 # ---- autograd -----------------------------------------------------------------------------
 
+def _functorch_active():
+    return _functorch is not None and torch._C._are_functorch_transforms_active()
+
+
 def _functorch_levels():
     """How many torch.func transforms are active. torch.func.grad always differentiates with
     create_graph=True (so that transforms nest), so one grad level is a first derivative;
