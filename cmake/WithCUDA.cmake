@@ -28,7 +28,15 @@ function(rnnx_find_cudnn)
   endif()
   find_path(RNNX_CUDNN_INCLUDE_DIR cudnn_version.h HINTS ${hints} ${CUDAToolkit_INCLUDE_DIRS}
             PATH_SUFFIXES include)
-  find_library(RNNX_CUDNN_LIBRARY NAMES cudnn libcudnn.so.9 HINTS ${hints}
+  # The library beside the headers first (the wheel's, say, whose headers were found), each
+  # folder searched for both names before the next (NAMES_PER_DIR): else the toolkit's
+  # libcudnn.so could pair with the wheel's headers of another version.
+  set(lib_hints ${hints})
+  if(RNNX_CUDNN_INCLUDE_DIR)
+    get_filename_component(root ${RNNX_CUDNN_INCLUDE_DIR} DIRECTORY)
+    list(PREPEND lib_hints ${root})
+  endif()
+  find_library(RNNX_CUDNN_LIBRARY NAMES cudnn libcudnn.so.9 NAMES_PER_DIR HINTS ${lib_hints}
                PATH_SUFFIXES lib lib64 lib/x64)
   set(version "")
   if(RNNX_CUDNN_INCLUDE_DIR)

@@ -23,11 +23,23 @@ void resolve(void* lib, const char* symbol, F* to, const std::string& name) {
 Cublas load() {
   const std::string name = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
   void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+  const auto last_error = [] {
+    const char* e = dlerror();
+    return std::string(e != nullptr ? e : "no reason given");
+  };
+  std::string why = lib == nullptr ? last_error() : "";
+#ifdef RNNX_CUDA_TOOLKIT_LIBDIR
+  // The toolkit found at build time, for when the search path does not know it: the test
+  // binaries link rnnx statically, with only cuDNN's folder in their RUNPATH.
   if (lib == nullptr) {
-    const char* why = dlerror();
+    const std::string path = std::string(RNNX_CUDA_TOOLKIT_LIBDIR) + "/" + name;
+    lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) why += "; " + last_error();
+  }
+#endif
+  if (lib == nullptr) {
     throw Error(Status::unsupported, "backend cuda: cannot load " + name +
-                                         " (cuBLAS, which rnnx's own CUDA kernels use): " +
-                                         (why ? why : "no reason given"));
+                                         " (cuBLAS, which rnnx's own CUDA kernels use): " + why);
   }
   Cublas c{};  // the library stays loaded for the process
   resolve(lib, "cublasCreate_v2", &c.create, name);

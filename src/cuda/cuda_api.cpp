@@ -26,7 +26,12 @@ void check(cudnnStatus_t status, const char* what) {
                           ? Status::out_of_memory
                       : category == CUDNN_STATUS_NOT_SUPPORTED ? Status::unsupported
                                                                : Status::internal;
-  throw Error(code, std::string("backend cuda: ") + what + ": " + cudnnGetErrorString(status));
+  // cuDNN 9 keeps the last failure's reason (which argument, which value) per thread.
+  char detail[512] = {};
+  cudnnGetLastErrorString(detail, sizeof detail);
+  std::string message = std::string("backend cuda: ") + what + ": " + cudnnGetErrorString(status);
+  if (detail[0] != '\0') message += std::string(" (") + detail + ")";
+  throw Error(code, message);
 }
 
 CudnnHandle make_handle() {

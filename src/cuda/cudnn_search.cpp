@@ -12,6 +12,7 @@
 #include "core/cudnn_layout.hpp"
 #include "cuda/cuda_api.hpp"
 #include "cuda/kernels.hpp"
+#include "rnnx/convert.hpp"
 #include "rnnx/error.hpp"
 
 namespace rnnx::cuda {
@@ -92,16 +93,14 @@ class Search {
     k.reserve_size = b.reserve_size();
     b.backward(k, d_.workspace.get(), 0);
   }
+  // y as doubles whatever the plan's data type: the raw bytes (elem_ each) converted by
+  // read_values, so 16-bit outputs are read as halves, not as pairs taken for floats.
   void read_y(std::vector<double>* y) const {
     const int64_t n = ctx_.y_numel();
+    std::vector<unsigned char> raw(bytes(n));
+    device_memory().copy_to_host(raw.data(), d_.y.get(), raw.size(), nullptr);
     y->assign(static_cast<size_t>(n), 0.0);
-    if (ctx_.config.dtype == DataType::f64) {
-      device_memory().copy_to_host(y->data(), d_.y.get(), bytes(n), nullptr);
-      return;
-    }
-    std::vector<float> f(static_cast<size_t>(n));
-    device_memory().copy_to_host(f.data(), d_.y.get(), bytes(n), nullptr);
-    std::copy(f.begin(), f.end(), y->begin());
+    read_values(ctx_.config.dtype, raw.data(), y->data(), n);
   }
 
   const PlanContext& ctx_;
