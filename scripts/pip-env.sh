@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Creates (or reuses) the virtual environment with the current PyTorch, NumPy, pybind11,
-# pytest, ONNX, ONNX Runtime, tqdm and matplotlib from the package index
+# pytest, ONNX, ONNX Runtime, ONNX Script, tqdm and matplotlib from the package index
 # (python/requirements-pip.txt) and prints its folder on stdout; progress goes to stderr.
 # Built on Debian's /usr/bin/python3 (its python3-venv), kept between runs on one machine
 # in ${RNNX_PIP_ENV:-~/.cache/rnnx/pip-env}, and made again when the requirements change.
@@ -29,7 +29,8 @@ else
 fi
 "$env_dir/bin/python" - >&2 <<'PY'
 import importlib.metadata as md
-names = ["torch", "numpy", "pybind11", "pytest", "onnx", "onnxruntime", "tqdm", "matplotlib"]
+names = ["torch", "numpy", "pybind11", "pytest", "onnx", "onnxruntime", "onnxscript", "tqdm",
+         "matplotlib"]
 print("pip-env: " + ", ".join(f"{n} {md.version(n)}" for n in names))
 PY
 echo "$env_dir"

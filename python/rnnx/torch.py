@@ -32,9 +32,16 @@ from ._runtime import invalid
 from ._torch_function import _Call, _RnnxFunction, _gather_flat, _run_forward
 from ._torch_ops import _functorch_active, dense as _dense
 
-__all__ = ["LSTM", "GRU", "RNN"]
+__all__ = ["LSTM", "GRU", "RNN", "onnx_translation_table"]
 
 _torch_ops.register()  # torch.ops.rnnx.forward/backward, on PyTorch 2.4 and later
+
+
+def onnx_translation_table():
+    """For torch.onnx.export(..., dynamo=True, custom_translation_table=this): rnnx's
+    operator as ONNX's LSTM/GRU/RNN nodes (_torch_onnx.py says what cannot be exported)."""
+    from . import _torch_onnx
+    return _torch_onnx.translation_table()
 
 
 def _compiling():
