@@ -327,7 +327,7 @@ def _forward_fake(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, conf
         size = None
         if static_reserve:
             engines = EngineSet.get(engine, backend, num_threads)
-            size = _static_reserve_size(engines, torch.device("cpu"), config, x, batch_sizes,
+            size = _static_reserve_size(engines, x.device, config, x, batch_sizes,
                                         sorted_indices, batch_first)
         if size is None:
             size = ctx.new_dynamic_size()
@@ -347,8 +347,7 @@ def _static_reserve_size(engines, device, text, x, batch_sizes, sorted_indices, 
         T, B = (x.shape[1], x.shape[0]) if batch_first else (x.shape[0], x.shape[1])
     if not isinstance(T, int) or not isinstance(B, int):
         return None
-    # The plan of the cpu backend: its size is what a cpu plan needs; a cuda plan's bound is
-    # taken from the device's own engine.
+    # The device's own engine: a cuda plan's reserve differs from a cpu plan's.
     engine = engines.for_device(device)
     info = config_info(text)
     cfg, _ = engine.config(**info.kwargs)
