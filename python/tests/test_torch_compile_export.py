@@ -166,3 +166,17 @@ def test_a_failed_call_reports_rnnx_s_error():
     x = torch.randn(3, 2, 4)
     with pytest.raises(Exception, match="lengths"):
         m(x, lengths=torch.tensor([4, 1]))  # longer than T
+
+
+def test_eager_training_reuses_the_reserve():
+    """The CPU reserve comes from the engine's pool and goes back when autograd frees it:
+    steps after the first reuse one buffer instead of mapping a fresh one each time."""
+    m = rt.LSTM(8, 16)
+    x = torch.randn(5, 3, 8, requires_grad=True)
+    pool = m._rnnx_engines.cpu.reserves
+    seen = set()
+    for _ in range(10):
+        y, _ = m(x)
+        y.sum().backward()
+        seen.update(id(b) for b in pool._free)
+    assert len(pool._free) == 1 and len(seen) == 1, (len(pool._free), len(seen))
