@@ -8,6 +8,7 @@ autograd registration); older ones skip, saying so."""
 import pytest
 
 torch = pytest.importorskip("torch")
+import rnnx  # noqa: E402
 import rnnx.torch as rt  # noqa: E402
 from rnnx import _torch_ops  # noqa: E402
 
@@ -180,3 +181,27 @@ def test_eager_training_reuses_the_reserve():
         y.sum().backward()
         seen.update(id(b) for b in pool._free)
     assert len(pool._free) == 1 and len(seen) == 1, (len(pool._free), len(seen))
+
+
+def test_operator_argument_errors_name_the_argument():
+    m = rt.LSTM(4, 5)
+    x = torch.randn(3, 2, 4)
+    weights = [getattr(m, n).detach() for n in m._flat_weights_names]
+    text = m._rnnx_op_config(torch.float32, 0.0)
+
+    def forward(ws, training=False):
+        return torch.ops.rnnx.forward(x, None, None, ws, None, None, None, text,
+                                      m._rnnx_engines.id, "cpu", 0, False, training, 0, False)
+
+    with pytest.raises(rnnx.InvalidArgumentError, match="weights: 3 tensors given.*has 4"):
+        forward(weights[:3])
+    y, hy, cy, reserve = forward(weights, training=True)
+    with pytest.raises(rnnx.InvalidArgumentError, match="reserve has 0 bytes"):
+        torch.ops.rnnx.backward(x, None, None, weights, None, None, None, text,
+                                m._rnnx_engines.id, "cpu", 0, False, reserve[:0],
+                                torch.ones_like(y), None, None, [True, False, False, True])
+    dx, _, _, dw = torch.ops.rnnx.backward(x, None, None, weights, None, None, None, text,
+                                           m._rnnx_engines.id, "cpu", 0, False, reserve,
+                                           torch.ones_like(y), None, None,
+                                           [True, False, False, True])
+    assert dx.shape == x.shape and dw.numel() == sum(w.numel() for w in weights)
