@@ -37,8 +37,10 @@ struct FreshCache {
   ScopedEnv keep{"RNNX_AUTOTUNE_SPREAD", "1e9"};
 };
 
-PlanContext context(const Config& c, const SequenceShape& s, int threads) {
+PlanContext context(const Config& c, const SequenceShape& s, int threads,
+                    PlanPurpose purpose = PlanPurpose::training) {
   PlanOptions o = backend_options(Backend::cpu, threads);
+  o.purpose = purpose;
   PlanContext ctx{c, s, core::make_schedule(s), WeightLayout(c), o};
   ctx.math = resolved_math_mode(c);  // as Plan resolves it
   return ctx;
@@ -201,6 +203,48 @@ TEST(Autotune, SearchesRemembersAndCanBeTurnedOff) {
             cpu::autotune_key(context(p.cfg, p.shape, 2)));
   EXPECT_NE(cpu::autotune_key(context(p.cfg, p.shape, 1)),
             cpu::autotune_key(context(p.cfg, p.shape, 2)));
+}
+
+// A plan built for inference searches on its own key (its search times inference forwards,
+// not training steps), runs inference forwards, and refuses training forwards and backwards
+// by name; a training plan of the same problem searches again, on the training key.
+TEST(Autotune, InferencePlansSearchTheirOwnMode) {
+  RNNX_SKIP_UNLESS_AVAILABLE(Backend::cpu);
+  FreshCache fresh;
+  ScopedEnv on("RNNX_AUTOTUNE", nullptr);
+  const TestCase p = open_case();
+  PlanOptions o = backend_options(Backend::cpu, 2);
+  o.purpose = PlanPurpose::inference;
+  const std::string infer_key =
+      cpu::autotune_key(context(p.cfg, p.shape, 2, PlanPurpose::inference));
+  const std::string train_key = cpu::autotune_key(context(p.cfg, p.shape, 2));
+  EXPECT_NE(infer_key, train_key);
+  EXPECT_NE(infer_key.find("for=inference"), std::string::npos) << infer_key;
+  Plan infer(p.cfg, p.shape, o);
+  EXPECT_EQ(infer.options().purpose, PlanPurpose::inference);
+  EXPECT_TRUE(core::autotune_lookup(infer_key)) << "searched and stored";
+  EXPECT_FALSE(core::autotune_lookup(train_key)) << "no training step was timed";
+  const Data d = make_data(p.cfg, p.shape.lengths, 3, {});
+  const Tensors in = make_tensors(infer, d);
+  EXPECT_NO_THROW(run(infer, in));
+  RunOptions training;
+  training.training = true;
+  expect_error([&] { run(infer, in, training); }, Status::invalid_argument,
+               {"forward: training is true", "built for inference", "PlanOptions::purpose"});
+  BackwardArgs b;
+  expect_error([&] { infer.backward(b); }, Status::invalid_argument,
+               {"backward:", "built for inference"});
+  Plan train(p.cfg, p.shape, backend_options(Backend::cpu, 2));
+  EXPECT_TRUE(core::autotune_lookup(train_key));
+  // Both compute the same function: an inference forward of each gives the same y.
+  const Results a = run(infer, in), b2 = run(train, in);
+  EXPECT_TRUE(near("y", a.y, b2.y, tolerance(p.cfg, 9, 5, false)));
+  PlanOptions bad = o;
+  bad.purpose = static_cast<PlanPurpose>(5);
+  expect_error([&] { Plan x(p.cfg, p.shape, bad); }, Status::invalid_argument, {"purpose (= 5)"});
+  EXPECT_EQ(plan_purpose_from_string("inference"), PlanPurpose::inference);
+  expect_error([] { plan_purpose_from_string("eval"); }, Status::invalid_argument,
+               {"purpose 'eval'", "training, inference"});
 }
 
 // A search whose repeated measurements disagree by more than RNNX_AUTOTUNE_SPREAD (here

@@ -57,30 +57,35 @@ TEST(CudnnAlgorithm, NamesRoundTrip) {
 // One key per problem the choice can depend on; the same problem, the same key; never a
 // tab or newline (the cache file's separators), whatever the GPU's name holds.
 TEST(CudnnAlgorithm, KeyNamesWhatTheChoiceDependsOn) {
+  constexpr PlanPurpose kTrain = PlanPurpose::training;
   const Config lstm = make_config(CellType::lstm, 8, 64, 2, true, DataType::f32);
   const SequenceShape shape = SequenceShape::padded(5, 3);
   const core::Schedule s = core::make_schedule(shape);
   const core::CudnnBatch batch = core::cudnn_batch(shape, s, lstm);
   const std::string key =
-      core::cudnn_autotune_key(lstm, MathMode::fp32, batch, "NVIDIA H200", 91900);
-  EXPECT_EQ(key, core::cudnn_autotune_key(lstm, MathMode::fp32, batch, "NVIDIA H200", 91900));
+      core::cudnn_autotune_key(lstm, MathMode::fp32, batch, kTrain, "NVIDIA H200", 91900);
+  EXPECT_EQ(key,
+            core::cudnn_autotune_key(lstm, MathMode::fp32, batch, kTrain, "NVIDIA H200", 91900));
   std::set<std::string> keys = {key};
-  keys.insert(
-      core::cudnn_autotune_key(lstm, MathMode::allow_conversion, batch, "NVIDIA H200", 91900));
-  keys.insert(core::cudnn_autotune_key(lstm, MathMode::fp32, batch, "NVIDIA H100", 91900));
-  keys.insert(core::cudnn_autotune_key(lstm, MathMode::fp32, batch, "NVIDIA H200", 90100));
+  keys.insert(core::cudnn_autotune_key(lstm, MathMode::allow_conversion, batch, kTrain,
+                                       "NVIDIA H200", 91900));
+  keys.insert(core::cudnn_autotune_key(lstm, MathMode::fp32, batch, kTrain, "NVIDIA H100", 91900));
+  keys.insert(core::cudnn_autotune_key(lstm, MathMode::fp32, batch, kTrain, "NVIDIA H200", 90100));
   Config other = lstm;
   other.hidden_size = 65;
-  keys.insert(core::cudnn_autotune_key(other, MathMode::fp32, batch, "NVIDIA H200", 91900));
+  keys.insert(core::cudnn_autotune_key(other, MathMode::fp32, batch, kTrain, "NVIDIA H200", 91900));
   other = lstm;
   other.dropout = 0.5;  // one cuDNN call per layer
-  keys.insert(core::cudnn_autotune_key(other, MathMode::fp32, batch, "NVIDIA H200", 91900));
+  keys.insert(core::cudnn_autotune_key(other, MathMode::fp32, batch, kTrain, "NVIDIA H200", 91900));
   const SequenceShape shorter = SequenceShape::padded(4, 3);
   const core::Schedule s4 = core::make_schedule(shorter);
   keys.insert(core::cudnn_autotune_key(lstm, MathMode::fp32, core::cudnn_batch(shorter, s4, lstm),
+                                       kTrain, "NVIDIA H200", 91900));
+  keys.insert(core::cudnn_autotune_key(lstm, MathMode::fp32, batch, PlanPurpose::inference,
                                        "NVIDIA H200", 91900));
-  EXPECT_EQ(keys.size(), 7u);
-  const std::string odd = core::cudnn_autotune_key(lstm, MathMode::fp32, batch, "a\tb\nc", 1);
+  EXPECT_EQ(keys.size(), 8u);
+  const std::string odd =
+      core::cudnn_autotune_key(lstm, MathMode::fp32, batch, kTrain, "a\tb\nc", 1);
   EXPECT_EQ(odd.find_first_of("\t\n"), std::string::npos) << odd;
 }
 

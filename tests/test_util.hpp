@@ -512,6 +512,8 @@ struct RunOptions {
   double sentinel = kNaN;
   bool want_hy = true, want_cy = true;
   bool want_dx = true, want_dh0 = true, want_dc0 = true, want_dw = true;
+  int backward_runs =
+      1;  // backwards from the one reserve, one after the other (the last's results)
   // A device backend's plan: its tensors, workspace and reserve live in device memory
   // through these (tests/cuda/device_hooks.hpp); null for host backends.
   const struct DeviceHooks* device = nullptr;
@@ -648,7 +650,7 @@ inline Results run(Plan& plan, const Tensors& in, const RunOptions& o = {}) {
       a.workspace_size = plan.backward_workspace_size();
       a.workspace = at.scratch(a.workspace_size, o.workspace_fill);
     }
-    plan.backward(a);
+    for (int k = 0; k < o.backward_runs; ++k) plan.backward(a);
   }
   at.read_back();
   return r;

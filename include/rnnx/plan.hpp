@@ -7,7 +7,9 @@
 //   h0, hy  [L*D, B, P']   c0, cy [L*D, B, H]   (original batch order)
 //   weights the flat buffer of weights.hpp
 // Workspace is scratch for one call; reserve is written by a training forward and read
-// by the backward of the same batch. With a caller-provided workspace, execution
+// by the backward of the same batch, as often as wanted, one backward after another (on
+// cuda a backward writes scratch into cuDNN's part of it, so two must not overlap).
+// With a caller-provided workspace, execution
 // allocates nothing; with workspace == nullptr the plan uses (and keeps) its own (on a
 // device backend such a call then waits for its stream before it returns, so that the next
 // call may reuse that workspace; pass a workspace to stay asynchronous).
@@ -43,9 +45,18 @@ enum class Backend { reference, cpu, cuda };
 const char* to_string(Backend backend);
 Backend backend_from_string(const std::string& name);  // throws invalid_argument
 
+// What a plan is built for, as oneDNN's propagation kinds say it: the algorithm search (cpu
+// and cuda) measures that. A training plan runs training forwards, their backwards and
+// inference forwards; an inference plan runs inference forwards only and refuses the others
+// (its search never ran them), so its search costs a forward, not a training step.
+enum class PlanPurpose { training, inference };
+const char* to_string(PlanPurpose purpose);
+PlanPurpose plan_purpose_from_string(const std::string& name);  // throws invalid_argument
+
 struct PlanOptions {
   Backend backend = Backend::cpu;
   int num_threads = 0;  // 0 = the OpenMP default
+  PlanPurpose purpose = PlanPurpose::training;
 };
 
 struct ForwardArgs {
@@ -103,6 +114,7 @@ class Plan {
   const Config& config() const;
   const SequenceShape& shape() const;
   const WeightLayout& weight_layout() const;
+  const PlanOptions& options() const;
 
   int64_t max_seq_len() const;  // T of the padded tensors (for packed: batch_sizes.size())
   int64_t batch() const;        // B

@@ -109,6 +109,12 @@ typedef enum rnnx_backend {
   RNNX_BACKEND_CUDA = 2       /* NVIDIA GPUs; RNNX_STATUS_UNSUPPORTED in a build without it */
 } rnnx_backend_t;
 
+/* What a plan is built for (rnnx::PlanPurpose): its algorithm search measures that. */
+typedef enum rnnx_plan_purpose {
+  RNNX_PLAN_PURPOSE_TRAINING = 0, /* training forwards, their backwards, inference forwards */
+  RNNX_PLAN_PURPOSE_INFERENCE = 1 /* inference forwards only (the others are refused) */
+} rnnx_plan_purpose_t;
+
 /* Which call a workspace is for. */
 typedef enum rnnx_phase {
   RNNX_PHASE_FORWARD_INFERENCE = 0,
@@ -395,6 +401,30 @@ typedef struct rnnx_plan* rnnx_plan_t;
 RNNX_API rnnx_status_t rnnx_plan_create(rnnx_plan_t* plan, rnnx_config_t config,
                                         const rnnx_sequence_desc_t* shape, rnnx_backend_t backend,
                                         int num_threads);
+/* rnnx_plan_create with every option of rnnx::PlanOptions. struct_size rules: those of
+ * rnnx_forward_args_t; rnnx_plan_options_init() gives the defaults (cpu, the OpenMP
+ * default thread count, built for training). */
+typedef struct rnnx_plan_options {
+  size_t struct_size;
+  rnnx_backend_t backend;
+  int32_t num_threads; /* 0 = the OpenMP default */
+  rnnx_plan_purpose_t purpose;
+  int32_t reserved0; /* must be 0 */
+} rnnx_plan_options_t;
+
+static inline rnnx_plan_options_t rnnx_plan_options_init(void) {
+  rnnx_plan_options_t o;
+  o.struct_size = sizeof(o);
+  o.backend = RNNX_BACKEND_CPU;
+  o.num_threads = 0;
+  o.purpose = RNNX_PLAN_PURPOSE_TRAINING;
+  o.reserved0 = 0;
+  return o;
+}
+
+RNNX_API rnnx_status_t rnnx_plan_create_with_options(rnnx_plan_t* plan, rnnx_config_t config,
+                                                     const rnnx_sequence_desc_t* shape,
+                                                     const rnnx_plan_options_t* options);
 /* Destroying NULL is a no-op that succeeds. */
 RNNX_API rnnx_status_t rnnx_plan_destroy(rnnx_plan_t plan);
 

@@ -190,10 +190,12 @@ class Engine:
             self._configs[key] = cfg
         return cfg, key
 
-    def plan(self, config, config_key, shape_key):
+    def plan(self, config, config_key, shape_key, purpose="training"):
         """shape_key: ('padded', T, B, lengths tuple or None, batch_first) or
-        ('packed', batch_sizes tuple, sorted_indices tuple or None)."""
-        key = (config_key, shape_key)
+        ('packed', batch_sizes tuple, sorted_indices tuple or None). purpose: 'training'
+        (training steps and inference) or 'inference' (inference forwards only, whose
+        algorithm search times a forward, not a training step)."""
+        key = (config_key, shape_key, purpose)
         plan = self._plans.get(key)  # one C call under the GIL: no lock needed to read
         if plan is not None:
             try:
@@ -210,12 +212,12 @@ class Engine:
                 _, T, B, lengths, batch_first = shape_key
                 plan = _rnnx.Plan.padded(config, T, B,
                                          None if lengths is None else list(lengths),
-                                         batch_first, self.backend, self.num_threads)
+                                         batch_first, self.backend, self.num_threads, purpose)
             else:
                 _, batch_sizes, sorted_indices = shape_key
                 plan = _rnnx.Plan.packed(config, list(batch_sizes),
                                          None if sorted_indices is None else list(sorted_indices),
-                                         self.backend, self.num_threads)
+                                         self.backend, self.num_threads, purpose)
             self.plans_built += 1
             self.plan_build_seconds.append(time.perf_counter() - start)
             self._plans[key] = plan

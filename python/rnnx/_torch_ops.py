@@ -157,7 +157,7 @@ def config_text(key):
 
 
 def _plan_and_config(engines, device, text, x, lengths, batch_sizes, sorted_indices,
-                     batch_first):
+                     batch_first, purpose="training"):
     engine = engines.for_device(device)
     info = config_info(text)
     cfg = info.cfg
@@ -179,10 +179,10 @@ def _plan_and_config(engines, device, text, x, lengths, batch_sizes, sorted_indi
         lens = None if lengths is None else _runtime.as_index_list(lengths, "lengths")
         shape_key = _runtime.shape_key_padded(T, batch, lens, batch_first)
     if device.type == "cpu":
-        plan = engine.plan(cfg, text, shape_key)
+        plan = engine.plan(cfg, text, shape_key, purpose)
     else:
         with torch.cuda.device(device):  # a cuda plan is bound to the current device
-            plan = engine.plan(cfg, text, shape_key)
+            plan = engine.plan(cfg, text, shape_key, purpose)
     return engine, cfg, plan, batch
 
 
@@ -236,7 +236,8 @@ def forward_kernel(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, con
     info = config_info(config)
     device = x.device
     eng, cfg, plan, batch = _plan_and_config(engines, device, config, x, lengths, batch_sizes,
-                                             sorted_indices, batch_first)
+                                             sorted_indices, batch_first,
+                                             "training" if training else "inference")
     flat = _flat_weights(plan, info, weights, x.dtype, device)
     y_shape = ((x.shape[0], info.D * info.P) if batch_sizes is not None
                else (x.shape[0], x.shape[1], info.D * info.P))

@@ -315,8 +315,9 @@ class _Recurrent:
                           f"[num_layers * num_directions, batch, {width}]")
         return arr
 
-    def _prepare(self, x, lengths, batch_first, batch_sizes, sorted_indices):
-        """x as a dense array of the module's dtype, the plan, and the output shape."""
+    def _prepare(self, x, lengths, batch_first, batch_sizes, sorted_indices, purpose):
+        """x as a dense array of the module's dtype, the plan (built for `purpose`), and the
+        output shape."""
         c = self.config
         x = _runtime.as_real_array(x, "x", self.dtype)
         if batch_sizes is not None:
@@ -346,7 +347,7 @@ class _Recurrent:
         if x.shape[-1] != c.input_size:
             raise invalid(f"x dim {x.ndim - 1} (= {x.shape[-1]}) must equal input_size "
                           f"(= {c.input_size})")
-        plan = self._engine.plan(self.config, self._config_key, key)
+        plan = self._engine.plan(self.config, self._config_key, key, purpose)
         return x, plan, batch, y_shape
 
     # ---- execution -------------------------------------------------------------------------
@@ -365,7 +366,8 @@ class _Recurrent:
         c = self.config
         lstm = c.cell == "lstm"
         batch_first = self.batch_first if batch_first is None else bool(batch_first)
-        x, plan, batch, y_shape = self._prepare(x, lengths, batch_first, batch_sizes, sorted_indices)
+        x, plan, batch, y_shape = self._prepare(x, lengths, batch_first, batch_sizes, sorted_indices,
+                                                "training" if training else "inference")
         h0, c0 = self._split_hx(hx)
         h0 = self._check_state(h0, "h0", batch, c.output_size)
         c0 = self._check_state(c0, "c0", batch, c.hidden_size) if lstm else None
@@ -448,8 +450,10 @@ class _Recurrent:
         """The plan of the last training forward (impl_name, problem_name, sizes)."""
         return None if self._saved is None else self._saved["plan"]
 
-    def plan_for(self, x_shape, lengths=None, batch_first=None):
-        """The cached plan for a padded x of this shape (built if needed)."""
+    def plan_for(self, x_shape, lengths=None, batch_first=None, purpose="training"):
+        """The cached plan for a padded x of this shape (built if needed): forward(...,
+        training=True) runs the one built for 'training', forward(...) the one for
+        'inference'."""
         batch_first = self.batch_first if batch_first is None else bool(batch_first)
         if len(x_shape) != 3:
             raise invalid(f"x_shape must be 3-D [T, B, input_size] (or [B, T, input_size] with "
@@ -457,7 +461,7 @@ class _Recurrent:
         T, B = (x_shape[1], x_shape[0]) if batch_first else (x_shape[0], x_shape[1])
         lens = None if lengths is None else _runtime.as_index_list(lengths, "lengths")
         return self._engine.plan(self.config, self._config_key,
-                                 _runtime.shape_key_padded(T, B, lens, batch_first))
+                                 _runtime.shape_key_padded(T, B, lens, batch_first), purpose)
 
     @property
     def plans_built(self):

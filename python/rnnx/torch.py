@@ -494,11 +494,14 @@ class _RnnxModule:
         call = _Call()
         call.device = None if device.type == "cpu" else device
         call.engine = self._rnnx_engine if call.device is None else self._rnnx_cuda_engine(device)
+        # A call that keeps no reserve runs on a plan built for inference (its search times a
+        # forward, not a training step).
+        purpose = "training" if (needs_grad or apply_dropout) else "inference"
         if call.device is None:
-            call.plan = call.engine.plan(cfg, cfg_key, shape_key)
+            call.plan = call.engine.plan(cfg, cfg_key, shape_key, purpose)
         else:
             with torch.cuda.device(device):  # a cuda plan is bound to the current device
-                call.plan = call.engine.plan(cfg, cfg_key, shape_key)
+                call.plan = call.engine.plan(cfg, cfg_key, shape_key, purpose)
         # The counter advances only for a call that gets this far: a refused one (bad
         # lengths, a bad parameter) leaves the masks of later calls as they were.
         counter = 0

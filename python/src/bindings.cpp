@@ -461,10 +461,12 @@ struct PyPlan {
   rnnx::Plan plan;
 };
 
-rnnx::PlanOptions make_options(const std::string& backend, int num_threads) {
+rnnx::PlanOptions make_options(const std::string& backend, int num_threads,
+                               const std::string& purpose) {
   rnnx::PlanOptions o;
   o.backend = rnnx::backend_from_string(backend);
   o.num_threads = num_threads;
+  o.purpose = rnnx::plan_purpose_from_string(purpose);
   return o;
 }
 
@@ -758,32 +760,36 @@ PYBIND11_MODULE(_rnnx, m) {
           "padded",
           [](const rnnx::Config& c, int64_t max_seq_len, int64_t batch,
              std::optional<std::vector<int64_t>> lengths, bool batch_first,
-             const std::string& backend, int num_threads) {
+             const std::string& backend, int num_threads, const std::string& purpose) {
             return std::make_unique<PyPlan>(
                 c,
                 rnnx::SequenceShape::padded(max_seq_len, batch,
                                             lengths.value_or(std::vector<int64_t>{}), batch_first),
-                make_options(backend, num_threads));
+                make_options(backend, num_threads, purpose));
           },
           "config"_a, "max_seq_len"_a, "batch"_a, "lengths"_a = py::none(), "batch_first"_a = false,
-          "backend"_a = "cpu", "num_threads"_a = 0,
-          "A plan for padded x [T, B, I] (or [B, T, I] batch-first) with optional lengths [B].")
+          "backend"_a = "cpu", "num_threads"_a = 0, "purpose"_a = "training",
+          "A plan for padded x [T, B, I] (or [B, T, I] batch-first) with optional lengths [B]. "
+          "purpose: 'training' (training steps and inference) or 'inference' (inference "
+          "forwards only; its algorithm search times a forward).")
       .def_static(
           "packed",
           [](const rnnx::Config& c, std::vector<int64_t> batch_sizes,
              std::optional<std::vector<int64_t>> sorted_indices, const std::string& backend,
-             int num_threads) {
+             int num_threads, const std::string& purpose) {
             return std::make_unique<PyPlan>(
                 c,
                 rnnx::SequenceShape::packed(std::move(batch_sizes),
                                             sorted_indices.value_or(std::vector<int64_t>{})),
-                make_options(backend, num_threads));
+                make_options(backend, num_threads, purpose));
           },
           "config"_a, "batch_sizes"_a, "sorted_indices"_a = py::none(), "backend"_a = "cpu",
-          "num_threads"_a = 0,
+          "num_threads"_a = 0, "purpose"_a = "training",
           "A plan for packed x [N, I] (PyTorch's PackedSequence data, batch_sizes, "
           "sorted_indices).")
       .def_property_readonly("config", [](const PyPlan& p) { return p.plan.config(); })
+      .def_property_readonly(
+          "purpose", [](const PyPlan& p) { return rnnx::to_string(p.plan.options().purpose); })
       .def_property_readonly("layout",
                              [](const PyPlan& p) { return rnnx::to_string(p.plan.shape().layout); })
       .def_property_readonly("max_seq_len", [](const PyPlan& p) { return p.plan.max_seq_len(); })

@@ -121,9 +121,18 @@ def test_plans_are_cached_and_buffers_reused():
     assert m._saved["reserve"].buffer is reserve, "reserve reused"
     m.forward(x, lengths=[5, 3])
     assert m.plans_built == 2
-    plan = m.plan_for(x.shape, lengths=[5, 3])
-    assert m.plans_built == 2 and plan.tokens == 8
+    plan = m.plan_for(x.shape, lengths=[5, 3], purpose="inference")
+    assert m.plans_built == 2 and plan.tokens == 8 and plan.purpose == "inference"
     assert plan.impl_name.startswith("cpu") and "lstm_l2" in plan.problem_name
+    # A training forward of that shape needs a plan built for training (an inference plan
+    # refuses it: its algorithm search timed a forward only).
+    m.forward(x, lengths=[5, 3], training=True)
+    assert m.plans_built == 3 and m.plan_for(x.shape, lengths=[5, 3]).purpose == "training"
+    with pytest.raises(rnnx.InvalidArgumentError, match="built for inference"):
+        plan.forward(x, m.weights, np.empty((5, 2, 4), np.float32), training=True,
+                     reserve=np.empty(plan.reserve_size, np.uint8))
+    with pytest.raises(rnnx.InvalidArgumentError, match="purpose 'eval' is not one of"):
+        m.plan_for(x.shape, purpose="eval")
 
 
 def test_reference_backend_agrees():

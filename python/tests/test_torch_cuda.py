@@ -76,11 +76,14 @@ def test_runs_on_the_current_stream():
     m = rt.GRU(3, 5).cuda()
     x = torch.randn(4, 2, 3, device="cuda")
     want, _ = m(x)
-    s = torch.cuda.Stream()
+    s = torch.cuda.Stream()  # non-blocking, as PyTorch's streams are
+    s.wait_stream(torch.cuda.current_stream())  # x and the parameters were made on the current one
     with torch.cuda.stream(s):
         got, _ = m(x)
     s.synchronize()
-    assert torch.equal(got, want)
+    # Within rounding: another stream gets another pooled cuDNN handle and workspace, and
+    # cuDNN promises no bit-equality between them.
+    torch.testing.assert_close(got, want)
 
 
 def test_mixed_devices_are_refused():

@@ -261,7 +261,8 @@ def test_a_cached_call_takes_no_lock():
         result = {}
 
         def run():
-            result["y"] = ours(x)[0]
+            with torch.no_grad():  # grad mode is per thread: the same (inference) plan
+                result["y"] = ours(x)[0]
 
         with ours._rnnx_engine.lock:
             t = threading.Thread(target=run)
@@ -311,3 +312,26 @@ def test_setting_an_attribute_after_a_call_changes_the_config():
     assert float(after.abs().max()) <= 0.05 < float(before.abs().max())
     ours.cell_clip = None
     assert_near(ours(x)[1][1], before, 0.0, "c_n with the clip removed again")
+
+
+def test_inference_calls_run_on_plans_built_for_inference():
+    """A call that keeps nothing for a backward (no autograd, no dropout) runs on a plan built
+    for inference, whose algorithm search timed a forward; a training call of the same shape
+    builds and caches a training plan beside it. Both give torch.nn's results."""
+    ref, ours = pair()
+    x = torch.randn(4, 3, 5, dtype=torch.float64)
+    with torch.no_grad():
+        y_infer, _ = ours(x)
+    purposes = {key[-1] for key in ours._rnnx_engine._plans}
+    assert purposes == {"inference"}, purposes
+    assert all(p.purpose == "inference" for p in ours._rnnx_engine._plans.values())
+    y_train, _ = ours(x)  # parameters require grad: a training forward
+    assert {key[-1] for key in ours._rnnx_engine._plans} == {"inference", "training"}
+    built = ours.rnnx_plans_built
+    with torch.no_grad():
+        ours(x)
+    ours(x)[0].sum().backward()
+    assert ours.rnnx_plans_built == built, "both plans are cached"
+    want, _ = ref(x)
+    assert_near(y_infer, want.detach(), tol(backward=False), "y (inference plan)")
+    assert_near(y_train.detach(), want.detach(), tol(backward=False), "y (training plan)")

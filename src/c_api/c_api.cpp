@@ -116,6 +116,7 @@ T* need(T* p, const char* fn, const char* name) {
 // structs appended `stream`.
 constexpr size_t kSequenceDescV1 = sizeof(rnnx_sequence_desc_t);
 constexpr size_t kForwardArgsV1 = offsetof(rnnx_forward_args_t, stream);
+constexpr size_t kPlanOptionsV1 = sizeof(rnnx_plan_options_t);
 constexpr size_t kBackwardArgsV1 = offsetof(rnnx_backward_args_t, stream);
 
 // Reads a caller struct that starts with struct_size: a smaller (older) one has its
@@ -675,6 +676,36 @@ rnnx_status_t rnnx_plan_create(rnnx_plan_t* plan, rnnx_config_t config,
     options.backend = to_cpp_backend(raw(backend), fn);
     options.num_threads = num_threads;
     auto p = std::make_unique<rnnx_plan>(rnnx::Plan(c, to_cpp_shape(desc, fn), options));
+    *plan = p.release();
+  });
+}
+
+rnnx_status_t rnnx_plan_create_with_options(rnnx_plan_t* plan, rnnx_config_t config,
+                                            const rnnx_sequence_desc_t* shape,
+                                            const rnnx_plan_options_t* options) {
+  return guarded(__func__, [&](const char* fn) {
+    need(plan, fn, "plan");
+    *plan = nullptr;
+    const rnnx::Config& c = need(config, fn, "config")->value;
+    const rnnx_sequence_desc_t desc =
+        read_struct(need(shape, fn, "shape"), kSequenceDescV1, fn, "shape");
+    const rnnx_plan_options_t o =
+        read_struct(need(options, fn, "options"), kPlanOptionsV1, fn, "options");
+    require_reserved_zero(o.reserved0, fn, "options->reserved0");
+    rnnx::PlanOptions options_cpp;
+    options_cpp.backend = to_cpp_backend(raw(o.backend), fn);
+    options_cpp.num_threads = o.num_threads;
+    switch (raw(o.purpose)) {
+      case RNNX_PLAN_PURPOSE_TRAINING:
+        options_cpp.purpose = rnnx::PlanPurpose::training;
+        break;
+      case RNNX_PLAN_PURPOSE_INFERENCE:
+        options_cpp.purpose = rnnx::PlanPurpose::inference;
+        break;
+      default:
+        invalid(fn, bad_enum("options->purpose", raw(o.purpose), "rnnx_plan_purpose_t"));
+    }
+    auto p = std::make_unique<rnnx_plan>(rnnx::Plan(c, to_cpp_shape(desc, fn), options_cpp));
     *plan = p.release();
   });
 }

@@ -278,6 +278,23 @@ Backend backend_from_string(const std::string& name) {
   invalid("backend '" + name + "' is not one of: reference, cpu, cuda");
 }
 
+const char* to_string(PlanPurpose purpose) {
+  switch (purpose) {
+    case PlanPurpose::training:
+      return "training";
+    case PlanPurpose::inference:
+      return "inference";
+  }
+  return "unknown";
+}
+
+PlanPurpose plan_purpose_from_string(const std::string& name) {
+  for (PlanPurpose p : {PlanPurpose::training, PlanPurpose::inference}) {
+    if (name == to_string(p)) return p;
+  }
+  invalid("purpose '" + name + "' is not one of: training, inference");
+}
+
 void validate(const Config& c) {
   if (c.cell != CellType::rnn_tanh && c.cell != CellType::rnn_relu && c.cell != CellType::lstm &&
       c.cell != CellType::gru) {

@@ -10,6 +10,7 @@
 
 #include "core/cudnn_layout.hpp"
 #include "rnnx/config.hpp"
+#include "rnnx/plan.hpp"
 
 namespace rnnx::core {
 
@@ -31,8 +32,9 @@ std::vector<CudnnAlgo> cudnn_algorithm_candidates(const Config& config, const Cu
 
 // The key of a search: everything that changes which algorithm is fastest (cell, sizes,
 // layers, directions, bias, clip, dropout's per-layer split, dtype and math, the batch and
-// its one length, the GPU's name, cuDNN's version, rnnx's version).
+// its one length, what the plan is for (a training step or an inference forward), the GPU's
+// name, cuDNN's version, rnnx's version).
 std::string cudnn_autotune_key(const Config& config, MathMode math, const CudnnBatch& batch,
-                               const std::string& device, int cudnn_version);
+                               PlanPurpose purpose, const std::string& device, int cudnn_version);
 
 }  // namespace rnnx::core

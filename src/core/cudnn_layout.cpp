@@ -13,6 +13,10 @@ std::string cudnn_refusal(const Config& c) {
   if (c.cell == CellType::gru && !c.gru_linear_before_reset)
     return "the original GRU (gru_linear_before_reset = false)";
   if (c.proj_clip.enabled) return "proj_clip";
+  // cuDNN documents neither its NaN rule for NOT_PROPAGATE_NAN (the contract's `replace`
+  // makes NaN the upper bound) nor what its backward does through the clip: until a GPU run
+  // shows both equal to the contract, the own kernels, which implement it, run clipping.
+  if (c.cell_clip.enabled) return "cell_clip";
   if (c.peephole) return "peephole";
   if (c.gate_clip > 0) return "gate_clip";
   if (c.input_forget) return "input_forget";

@@ -42,6 +42,9 @@ class Memory {
   // Returns when everything queued on `stream` is done: before a call gives its pooled
   // workspace back, since another call on another stream may take it next.
   virtual void wait(void* stream) const { (void)stream; }
+  // Whether the bytes live on a device, where reading them back is a synchronising copy
+  // (the plan then keeps what it needs on the host: core/reserve_ledger.hpp).
+  virtual bool on_device() const { return false; }
 };
 
 // Host memory. Its allocations fail when RNNX_TEST_FAIL_ALLOC_AFTER=N is set and N

@@ -1,6 +1,7 @@
 // Plan: validation of the config, the shape and the buffers, backend dispatch, and the
-// reserve header that ties a backward to its training forward. Device-neutral: every byte
-// of the caller's buffers it touches goes through the backend's Memory (memory.hpp).
+// reserve header that ties a backward to its training forward (core/reserve_ledger.hpp).
+// Device-neutral: every byte of the caller's buffers it touches goes through the backend's
+// Memory (memory.hpp).
 #include "rnnx/plan.hpp"
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "core/backend_registry.hpp"
 #include "core/checked.hpp"
 #include "core/memory.hpp"
+#include "core/reserve_ledger.hpp"
 #include "rnnx/error.hpp"
 
 namespace rnnx {
@@ -24,14 +26,9 @@ namespace {
   throw Error(Status::invalid_argument, msg);
 }
 
-constexpr uint64_t kReserveMagic = 0x72726e7852535631ull;  // "rrnxRSV1"
-struct ReserveHeader {
-  uint64_t magic;
-  uint64_t plan_id;
-  uint64_t dropout_counter;
-  uint64_t pad[5];
-};
-static_assert(sizeof(ReserveHeader) == 64, "header keeps the body 64-byte aligned");
+using core::kReserveMagic;
+using core::ReserveHeader;
+using core::ReserveLedger;
 
 // FNV-1a over the bytes of every value that shapes the reserve: a backward refuses a
 // reserve written by a plan that differs in anything (sizes, lengths and their order,
@@ -137,6 +134,10 @@ Plan::Plan(const Config& config, const SequenceShape& shape, const PlanOptions& 
   if (options.num_threads < 0) {
     invalid("num_threads (= " + std::to_string(options.num_threads) + ") must be >= 0");
   }
+  if (options.purpose != PlanPurpose::training && options.purpose != PlanPurpose::inference) {
+    invalid("purpose (= " + std::to_string(static_cast<int>(options.purpose)) +
+            ") is not training or inference");
+  }
   if (shape.layout != Layout::packed) {
     // Before the schedule allocates [B] and [T] vectors: x alone must be addressable.
     core::checked_mul(core::checked_mul(core::checked_mul(std::max<int64_t>(shape.max_seq_len, 0),
@@ -191,6 +192,9 @@ const SequenceShape& Plan::shape() const {
 }
 const WeightLayout& Plan::weight_layout() const {
   return state_->ctx.weights;
+}
+const PlanOptions& Plan::options() const {
+  return state_->ctx.options;
 }
 int64_t Plan::max_seq_len() const {
   return state_->ctx.schedule.T;
@@ -264,6 +268,11 @@ void Plan::forward(const ForwardArgs& in) try {
   require_aligned(in.hy, elem, "forward: hy");
   require_aligned(in.cy, elem, "forward: cy");
   require_aligned(in.workspace, kBufferAlignment, "forward: workspace");
+  if (in.training && state_->ctx.options.purpose == PlanPurpose::inference) {
+    invalid(
+        "forward: training is true, but the plan was built for inference (PlanOptions::purpose);"
+        " build it for training to run training forwards and their backwards");
+  }
   if (in.training) {
     require_aligned(in.reserve, kBufferAlignment, "forward: reserve");
     require(in.reserve, "forward (training): reserve");
@@ -281,6 +290,7 @@ void Plan::forward(const ForwardArgs& in) try {
   if (in.training) {
     // Marked valid only once the forward has succeeded.
     memory.zero(in.reserve, sizeof(ReserveHeader), in.stream);
+    if (memory.on_device()) ReserveLedger::instance().forget(in.reserve, reserve_size());
     args.reserve = static_cast<char*>(in.reserve) + sizeof(ReserveHeader);
     args.reserve_size = in.reserve_size - sizeof(ReserveHeader);
   } else {
@@ -294,6 +304,10 @@ void Plan::forward(const ForwardArgs& in) try {
     header.plan_id = state_->plan_id;
     header.dropout_counter = in.dropout_counter;
     memory.copy_from_host(in.reserve, &header, sizeof(header), in.stream);
+    if (memory.on_device()) {
+      ReserveLedger::instance().record(in.reserve, reserve_size(), state_->plan_id,
+                                       in.dropout_counter);
+    }
   }
   if (lease) memory.wait(in.stream);  // the plan's workspace is free again only when done
 } catch (const std::bad_alloc&) {
@@ -303,6 +317,11 @@ void Plan::forward(const ForwardArgs& in) try {
 }
 
 void Plan::backward(const BackwardArgs& in) try {
+  if (state_->ctx.options.purpose == PlanPurpose::inference) {
+    invalid(
+        "backward: the plan was built for inference (PlanOptions::purpose), which runs no "
+        "backward; build it for training");
+  }
   const bool lstm = config().cell == CellType::lstm;
   require(in.x, x_numel(), "backward: x");
   require(in.weights, "backward: weights");
@@ -332,8 +351,17 @@ void Plan::backward(const BackwardArgs& in) try {
   }
   require_stream_use(*state_->impl, in.stream, "backward");
   const core::Memory& memory = state_->impl->memory();
-  ReserveHeader header;
-  memory.copy_to_host(&header, in.reserve, sizeof(header), in.stream);
+  // On a device the ledger knows the reserves written at their own address, which spares a
+  // synchronising read of the header; a reserve it does not know (copied) is read.
+  ReserveHeader header{};
+  const auto known = memory.on_device() ? ReserveLedger::instance().find(in.reserve) : std::nullopt;
+  if (known) {
+    header.magic = kReserveMagic;
+    header.plan_id = known->plan_id;
+    header.dropout_counter = known->dropout_counter;
+  } else {
+    memory.copy_to_host(&header, in.reserve, sizeof(header), in.stream);
+  }
   if (header.magic != kReserveMagic || header.plan_id != state_->plan_id) {
     invalid("backward: reserve was not written by a training forward of this plan");
   }

@@ -65,6 +65,7 @@ template <typename T>
 struct SearchData {
   std::vector<T> x, w, y, dy, dx, dw;
   AlignedBytes reserve, workspace;
+  bool training;  // what the plan is built for (PlanOptions::purpose): what is measured
   SearchData(const PlanContext& ctx, size_t reserve_bytes, size_t workspace_bytes)
       : x(synthetic<T>(ctx.x_numel(), 1.0, 1)),
         w(synthetic<T>(ctx.weights.numel(), 1.0 / std::sqrt(double(ctx.config.hidden_size)), 2)),
@@ -73,21 +74,23 @@ struct SearchData {
         dx(static_cast<size_t>(ctx.x_numel())),
         dw(static_cast<size_t>(ctx.weights.numel())),
         reserve(reserve_bytes),
-        workspace(workspace_bytes) {}
+        workspace(workspace_bytes),
+        training(ctx.options.purpose == PlanPurpose::training) {}
 };
 
-// Seconds of one training forward + backward, best of `runs`.
+// Seconds of one training forward + backward (an inference forward for a plan built for
+// inference), best of `runs`.
 template <typename T>
 double measure(const Sized<T>& c, SearchData<T>& d, int runs) {
   ForwardArgs f;
   f.x = d.x.data();
   f.weights = d.w.data();
   f.y = d.y.data();
-  f.training = true;
+  f.training = d.training;
   f.workspace = d.workspace.get();
   f.workspace_size = c.workspace;
-  f.reserve = d.reserve.get();
-  f.reserve_size = c.reserve;
+  f.reserve = d.training ? d.reserve.get() : nullptr;
+  f.reserve_size = d.training ? c.reserve : 0;
   BackwardArgs b;
   b.x = d.x.data();
   b.weights = d.w.data();
@@ -102,7 +105,7 @@ double measure(const Sized<T>& c, SearchData<T>& d, int runs) {
   for (int r = 0; r < runs; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
     run_forward<T>(c.problem, f, d.workspace.get());
-    run_backward<T>(c.problem, b, d.workspace.get(), 0);
+    if (d.training) run_backward<T>(c.problem, b, d.workspace.get(), 0);
     best = std::min(best,
                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
@@ -262,7 +265,8 @@ std::string key_of(const PlanContext& probe, Isa isa) {
     << " L=" << c.num_layers << " D=" << c.num_directions() << " bias=" << c.bias
     << " onnx=" << uses_onnx_options(c) << " bf16=" << (probe.math == MathMode::allow_conversion)
     << " B=" << s.B << " T~" << quarter_octave(s.T_eff) << " tokens~" << quarter_octave(s.tokens)
-    << " threads=" << plan_threads(probe) << " isa=" << isa_name(isa);
+    << " threads=" << plan_threads(probe) << " isa=" << isa_name(isa)
+    << " for=" << to_string(probe.options.purpose);
   return k.str();
 }
 

@@ -113,6 +113,7 @@ class DeviceMemory final : public core::Memory {
     check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync to host");
     check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
   }
+  bool on_device() const override { return true; }
 };
 
 }  // namespace
@@ -122,8 +123,18 @@ const core::Memory& device_memory() {
   return memory;
 }
 
+// cudaMemcpy from pageable memory returns once the bytes are staged, before they reach the
+// device, and CUDA's rules promise nothing about when a non-blocking stream (PyTorch's, a
+// framework's) then sees them. So the copy runs on a stream of its own and the host waits
+// for it: the plan's data is on the device before the plan is returned, whatever stream its
+// calls use, and no other stream's work is waited for.
 void upload(void* dst, const void* src, size_t bytes) {
-  check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy (plan data)");
+  cudaStream_t stream = nullptr;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  const Owned<cudaStream_t, &cudaStreamDestroy> owner(stream);
+  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream),
+        "cudaMemcpyAsync (plan data)");
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (plan data)");
 }
 
 void attach_stream(cudnnHandle_t handle, cudaStream_t stream) {

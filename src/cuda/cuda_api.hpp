@@ -82,8 +82,9 @@ class DeviceScope {
 // stream and are finished when they return.
 const core::Memory& device_memory();
 
-// A plan's own constant data to the device, finished when it returns (cudaMemcpy): calls
-// on any stream, non-blocking ones included, then see it.
+// A plan's own constant data to the device, on the device when it returns (copied on a
+// stream of its own and waited for): calls on any stream, non-blocking ones included, then
+// see it.
 void upload(void* dst, const void* src, size_t bytes);
 
 // Library handles (cuDNN's, cuBLAS's) for the calls of one plan: a call takes one (a handle

@@ -8,6 +8,8 @@
 // layer is its own cuDNN call and rnnx's own masks (philox.hpp) go between them, the same as
 // on the CPU. What cuDNN cannot express (core::cudnn_refusal) runs on rnnx's own kernels
 // instead (core/step_backend.hpp, step_engine.hpp).
+#include "cuda/cuda_backend.hpp"
+
 #include <cuda_runtime_api.h>
 
 #include <memory>
@@ -105,7 +107,6 @@ class CudaBackend final : public BackendImpl {
     void* dcy = nullptr;
     void* dhx = nullptr;
     void* dcx = nullptr;
-    void* reserve = nullptr;  // cuDNN's reserve, copied: its backward writes into it
     void* dw = nullptr;
     void* cudnn = nullptr;
     size_t used = 0;
@@ -164,9 +165,6 @@ class CudaBackend final : public BackendImpl {
         for (void** p : {&b.cx, &b.dcy, &b.dcx}) *p = k.take<char>(bytes(LD_ * Bp * H_));
       }
     }
-    size_t reserve = 0;
-    for (const CudnnGroup& g : rnn_->groups()) reserve = std::max(reserve, g.reserve_training);
-    b.reserve = k.take<char>(reserve);
     b.dw = k.take<char>(rnn_->max_weight_bytes());
     b.cudnn = k.take<char>(rnn_->max_workspace(true));
     b.used = k.used();
@@ -365,9 +363,11 @@ void CudaBackend::backward(const BackwardArgs& a, void* workspace, uint64_t drop
     void* dx = nullptr;
     for (size_t gi = groups.size(); gi-- > 0;) {
       const CudnnGroup& g = groups[gi];
-      check(cudaMemcpyAsync(w.reserve, reserve[gi].cudnn, g.reserve_training,
-                            cudaMemcpyDeviceToDevice, stream),
-            "cudaMemcpyAsync (reserve)");
+      // cuDNN's backward writes its scratch (the gates' gradients) into its reserve and keeps
+      // the forward's part, so it works on the reserve itself, as PyTorch's does: a second
+      // backward from one reserve gives the first's results (tests/cuda checks it), two
+      // backwards of one reserve must not run at once.
+      void* cudnn_reserve = reserve[gi].cudnn;
       const void* x = x0;
       if (gi > 0) {
         x = reserve[gi - 1].y;
@@ -380,19 +380,20 @@ void CudaBackend::backward(const BackwardArgs& a, void* workspace, uint64_t drop
       }
       dx = (gi == 0 && batch_.rows_in_place && a.dx) ? a.dx : w.dx[gi % 2];
       const int64_t slab = g.first_layer * D_ * Bp;
-      check(cudnnRNNBackwardData_v8(handle.get(), g.rnn.get(), nullptr, g.y.get(), reserve[gi].y,
-                                    dy, g.x.get(), dx, g.h.get(), at(hx, slab * P_, elem_),
-                                    at(dhy, slab * P_, elem_), at(dhx, slab * P_, elem_), g.c.get(),
-                                    at(cx, slab * H_, elem_), at(dcy, slab * H_, elem_),
-                                    at(dcx, slab * H_, elem_), g.weight_bytes, reserve[gi].weights,
-                                    g.workspace_training, w.cudnn, g.reserve_training, w.reserve),
-            "cudnnRNNBackwardData_v8");
+      check(
+          cudnnRNNBackwardData_v8(handle.get(), g.rnn.get(), nullptr, g.y.get(), reserve[gi].y, dy,
+                                  g.x.get(), dx, g.h.get(), at(hx, slab * P_, elem_),
+                                  at(dhy, slab * P_, elem_), at(dhx, slab * P_, elem_), g.c.get(),
+                                  at(cx, slab * H_, elem_), at(dcy, slab * H_, elem_),
+                                  at(dcx, slab * H_, elem_), g.weight_bytes, reserve[gi].weights,
+                                  g.workspace_training, w.cudnn, g.reserve_training, cudnn_reserve),
+          "cudnnRNNBackwardData_v8");
       if (a.dweights) {
         check(cudaMemsetAsync(w.dw, 0, g.weight_bytes, stream), "cudaMemsetAsync");
         check(cudnnRNNBackwardWeights_v8(
                   handle.get(), g.rnn.get(), CUDNN_WGRAD_MODE_ADD, nullptr, g.x.get(), x, g.h.get(),
                   at(hx, slab * P_, elem_), g.y.get(), reserve[gi].y, g.weight_bytes, w.dw,
-                  g.workspace_training, w.cudnn, g.reserve_training, w.reserve),
+                  g.workspace_training, w.cudnn, g.reserve_training, cudnn_reserve),
               "cudnnRNNBackwardWeights_v8");
         weights_to_flat(dt, static_cast<const core::WeightSegment*>(g.segments.get()),
                         g.segment_count, g.longest_segment, w.dw, a.dweights, g.flat_base,
@@ -424,6 +425,12 @@ void CudaBackend::backward(const BackwardArgs& a, void* workspace, uint64_t drop
 }
 
 }  // namespace
+
+std::unique_ptr<BackendImpl> make_cudnn_backend_unrouted(const PlanContext& ctx,
+                                                         core::CudnnAlgo algo) {
+  return std::make_unique<CudaBackend>(ctx, algo);
+}
+
 }  // namespace cuda
 
 std::unique_ptr<BackendImpl> make_cuda_backend(const PlanContext& ctx) {

@@ -1,6 +1,7 @@
-// The cuDNN algorithm search (cudnn_search.hpp). Each candidate runs what a training step
-// runs (training forward, then backward with weight gradients) through the backend itself,
-// so that the search measures, and checks, exactly the calls the plan will make.
+// The cuDNN algorithm search (cudnn_search.hpp). Each candidate runs what the plan is built
+// for (PlanOptions::purpose: a training step, i.e. training forward then backward with weight
+// gradients, or an inference forward) through the backend itself, so that the search
+// measures, and checks, exactly the calls the plan will make.
 #include "cuda/cudnn_search.hpp"
 
 #include <algorithm>
@@ -37,25 +38,32 @@ EventOwner make_event() {
 
 class Search {
  public:
-  explicit Search(const PlanContext& ctx) : ctx_(ctx), elem_(dtype_size(ctx.config.dtype)) {
+  explicit Search(const PlanContext& ctx)
+      : ctx_(ctx),
+        elem_(dtype_size(ctx.config.dtype)),
+        training_(ctx.options.purpose == PlanPurpose::training) {
     const DataType dt = ctx.config.dtype;
     d_.x = device_bytes(bytes(ctx.x_numel()));
     d_.w = device_bytes(bytes(ctx.weights.numel()));
     d_.y = device_bytes(bytes(ctx.y_numel()));
-    d_.dy = device_bytes(bytes(ctx.y_numel()));
-    d_.dx = device_bytes(bytes(ctx.x_numel()));
-    d_.dw = device_bytes(bytes(ctx.weights.numel()));
+    if (training_) {
+      d_.dy = device_bytes(bytes(ctx.y_numel()));
+      d_.dx = device_bytes(bytes(ctx.x_numel()));
+      d_.dw = device_bytes(bytes(ctx.weights.numel()));
+      fill_pattern(dt, d_.dy.get(), ctx.y_numel(), 3, 1.0, nullptr);
+    }
     fill_pattern(dt, d_.x.get(), ctx.x_numel(), 1, 1.0, nullptr);
     fill_pattern(dt, d_.w.get(), ctx.weights.numel(), 2,
                  1.0 / std::sqrt(static_cast<double>(ctx.config.hidden_size)), nullptr);
-    fill_pattern(dt, d_.dy.get(), ctx.y_numel(), 3, 1.0, nullptr);
   }
 
-  // The median time of one training step of `b`, and its y in `y` (host, as doubles).
+  // The median time of one step of `b` (training step or inference forward), and its y in
+  // `y` (host, as doubles).
   double measure(BackendImpl& b, std::vector<double>* y) {
-    d_.reserve = device_bytes(b.reserve_size());
-    d_.workspace =
-        device_bytes(std::max(b.forward_workspace_size(true), b.backward_workspace_size()));
+    if (training_) d_.reserve = device_bytes(b.reserve_size());
+    d_.workspace = device_bytes(
+        training_ ? std::max(b.forward_workspace_size(true), b.backward_workspace_size())
+                  : b.forward_workspace_size(false));
     EventOwner start = make_event(), stop = make_event();
     std::vector<float> times;
     for (int run = 0; run <= kRuns; ++run) {
@@ -79,10 +87,13 @@ class Search {
     f.x = d_.x.get();
     f.weights = d_.w.get();
     f.y = d_.y.get();
-    f.training = true;
-    f.reserve = d_.reserve.get();
-    f.reserve_size = b.reserve_size();
+    f.training = training_;
+    if (training_) {
+      f.reserve = d_.reserve.get();
+      f.reserve_size = b.reserve_size();
+    }
     b.forward(f, d_.workspace.get());
+    if (!training_) return;
     BackwardArgs k;
     k.x = d_.x.get();
     k.weights = d_.w.get();
@@ -105,6 +116,7 @@ class Search {
 
   const PlanContext& ctx_;
   int64_t elem_;
+  bool training_;  // what the plan is for (PlanOptions::purpose): what a step runs
   Device d_;
 };
 
@@ -132,8 +144,8 @@ std::unique_ptr<BackendImpl> with_fastest_cudnn_algorithm(const PlanContext& ctx
 
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, current_device()), "cudaGetDeviceProperties");
-  const std::string key = core::cudnn_autotune_key(ctx.config, ctx.math, batch, prop.name,
-                                                   static_cast<int>(cudnnGetVersion()));
+  const std::string key = core::cudnn_autotune_key(ctx.config, ctx.math, batch, ctx.options.purpose,
+                                                   prop.name, static_cast<int>(cudnnGetVersion()));
   if (const auto text = core::autotune_lookup(key)) {
     const auto algo = core::cudnn_algo_from_string(*text);
     if (algo == core::CudnnAlgo::standard) return standard;

@@ -665,6 +665,84 @@ static void test_math_mode(void) {
   rnnx_config_destroy(c);
 }
 
+/* ---- Plan options: purpose, and the refusals of a bad options struct ------------------- */
+
+static void test_plan_options(void) {
+  static const int64_t lengths[2] = {3, 1};
+  rnnx_config_t c = lstmp_config(RNNX_DTYPE_FLOAT32);
+  rnnx_sequence_desc_t d = rnnx_sequence_desc_padded(3, 2, lengths, 0);
+  rnnx_plan_options_t o = rnnx_plan_options_init();
+  rnnx_plan_t p = NULL;
+  int64_t x_n, y_n, w_n;
+  size_t reserve_size;
+  float *x, *y, *w;
+  char* reserve;
+  rnnx_forward_args_t fa = rnnx_forward_args_init();
+  rnnx_backward_args_t ba = rnnx_backward_args_init();
+
+  /* The defaults are rnnx_plan_create's: a training plan that runs a training step. */
+  CHECK_OK(rnnx_plan_create_with_options(&p, c, &d, &o));
+  rnnx_plan_destroy(p);
+  o.purpose = RNNX_PLAN_PURPOSE_INFERENCE;
+  o.num_threads = 1;
+  CHECK_OK(rnnx_plan_create_with_options(&p, c, &d, &o));
+  if (p == NULL) {
+    rnnx_config_destroy(c);
+    return;
+  }
+  rnnx_plan_get_x_numel(p, &x_n);
+  rnnx_plan_get_y_numel(p, &y_n);
+  rnnx_plan_get_weights_numel(p, &w_n);
+  rnnx_plan_get_reserve_size(p, &reserve_size);
+  x = (float*)calloc((size_t)x_n, sizeof(float));
+  y = (float*)malloc((size_t)y_n * sizeof(float));
+  w = (float*)calloc((size_t)w_n, sizeof(float));
+  reserve = (char*)malloc(reserve_size);
+  fa.x = x;
+  fa.weights = w;
+  fa.y = y;
+  CHECK_OK(rnnx_plan_forward(p, &fa));
+  fa.training = 1;
+  fa.reserve = reserve;
+  fa.reserve_size = reserve_size;
+  CHECK(rnnx_plan_forward(p, &fa), RNNX_STATUS_INVALID_ARGUMENT, "built for inference");
+  ba.x = x;
+  ba.weights = w;
+  ba.reserve = reserve;
+  ba.reserve_size = reserve_size;
+  CHECK(rnnx_plan_backward(p, &ba), RNNX_STATUS_INVALID_ARGUMENT, "built for inference");
+  rnnx_plan_destroy(p);
+  free(x);
+  free(y);
+  free(w);
+  free(reserve);
+
+  /* Each argument and field refused by name. */
+  o = rnnx_plan_options_init();
+  CHECK_NULL_ARG(rnnx_plan_create_with_options(&p, c, &d, NULL),
+                 "rnnx_plan_create_with_options: options is null");
+  CHECK_TRUE(p == NULL, "refused plan is NULL");
+  o.purpose = (rnnx_plan_purpose_t)7;
+  CHECK(rnnx_plan_create_with_options(&p, c, &d, &o), RNNX_STATUS_INVALID_ARGUMENT,
+        "options->purpose (= 7)");
+  o = rnnx_plan_options_init();
+  o.backend = (rnnx_backend_t)9;
+  CHECK(rnnx_plan_create_with_options(&p, c, &d, &o), RNNX_STATUS_INVALID_ARGUMENT, "(= 9)");
+  o = rnnx_plan_options_init();
+  o.num_threads = -2;
+  CHECK(rnnx_plan_create_with_options(&p, c, &d, &o), RNNX_STATUS_INVALID_ARGUMENT,
+        "num_threads (= -2)");
+  o = rnnx_plan_options_init();
+  o.reserved0 = 1;
+  CHECK(rnnx_plan_create_with_options(&p, c, &d, &o), RNNX_STATUS_UNSUPPORTED,
+        "options->reserved0");
+  o = rnnx_plan_options_init();
+  o.struct_size = 8;
+  CHECK(rnnx_plan_create_with_options(&p, c, &d, &o), RNNX_STATUS_INVALID_ARGUMENT,
+        "options->struct_size (= 8)");
+  rnnx_config_destroy(c);
+}
+
 /* ---- Version, status, config round trip -------------------------------------------------- */
 
 static void test_version_and_status(void) {
@@ -1753,6 +1831,7 @@ int main(void) {
   test_invalid_config();
   test_bad_shapes();
   test_execution_errors();
+  test_plan_options();
   test_empty_batch();
   test_lstm_only_tensors();
   test_last_error();

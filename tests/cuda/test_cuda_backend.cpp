@@ -11,7 +11,9 @@
 #include "core/backend.hpp"
 #include "core/cudnn_layout.hpp"
 #include "core/dropout.hpp"
+#include "core/reserve_ledger.hpp"
 #include "cuda/cublas_loader.hpp"
+#include "cuda/cuda_backend.hpp"
 #include "cuda/cudnn_rnn.hpp"
 #include "cuda/kernels.hpp"
 #include "device_hooks.hpp"
@@ -177,7 +179,11 @@ TEST(Cuda, DropoutMasksEqualTheCpuBitForBit) {
   }
 }
 
-// A call on the caller's stream gives what the default stream gives.
+// A call on the caller's stream, a non-blocking one (as PyTorch's and most frameworks' are),
+// gives what the default stream gives, within rounding (the pooled cuDNN handle and the
+// workspace differ, and cuDNN promises no bit-equality between them). The streamed run's
+// copies are queued on that stream too, so nothing runs before its inputs are there.
+cudaStream_t g_stream = nullptr;
 TEST(Cuda, RunsOnTheCallersStream) {
   RNNX_SKIP_WITHOUT_GPU();
   Config c = make_config(CellType::lstm, 5, 8, 2, true, DataType::f32, 3);
@@ -188,14 +194,172 @@ TEST(Cuda, RunsOnTheCallersStream) {
   RunOptions o;
   o.backward = true;
   const Results plain = run(plan, in, on_gpu(o));
-  cudaStream_t stream = nullptr;
-  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking), cudaSuccess);
   DeviceHooks hooks = cuda_hooks();
-  hooks.stream = stream;
+  hooks.to_device = [](void* dst, const void* src, size_t n) {
+    cuda_or_throw(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, g_stream), "to device");
+  };
+  hooks.to_host = [](void* dst, const void* src, size_t n) {
+    cuda_or_throw(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, g_stream), "to host");
+    cuda_or_throw(cudaStreamSynchronize(g_stream), "cudaStreamSynchronize");
+  };
+  hooks.stream = g_stream;
   o.device = &hooks;
   const Results streamed = run(plan, in, o);
-  cudaStreamDestroy(stream);
-  expect_results_near(streamed, plain, 0.0, 0.0);
+  cudaStreamDestroy(g_stream);
+  g_stream = nullptr;
+  expect_results_near(streamed, plain, tolerance(c, 6, 4, false), tolerance(c, 6, 4, true));
+}
+
+// cuDNN's backward writes scratch into its part of the reserve, which rnnx no longer copies
+// first (issue 27): a second backward from the same reserve must give the first's results,
+// on cuDNN (every cell, a multi-layer dropout plan with its per-layer calls) and on the own
+// kernels.
+TEST(Cuda, SecondBackwardFromOneReserveGivesTheFirstsResults) {
+  RNNX_SKIP_WITHOUT_GPU();
+  Config dropped = make_config(CellType::lstm, 5, 8, 3, true, DataType::f32);
+  dropped.dropout = 0.3;
+  Config original_gru = make_config(CellType::gru, 5, 8, 2, false, DataType::f32);
+  original_gru.gru_linear_before_reset = false;
+  for (const Config& c :
+       {make_config(CellType::lstm, 5, 8, 2, true, DataType::f32, 3),
+        make_config(CellType::gru, 5, 8, 2, true, DataType::f32),
+        make_config(CellType::rnn_tanh, 5, 8, 1, false, DataType::f64), dropped, original_gru}) {
+    const std::vector<int64_t> lengths = {6, 0, 3, 5};
+    Plan plan(c, SequenceShape::padded(6, 4, lengths), backend_options(Backend::cuda));
+    const Tensors in = make_tensors(plan, make_data(c, lengths, 12, {}));
+    RunOptions o = on_gpu({});
+    o.backward = true;
+    o.dropout_counter = 7;
+    const Results once = run(plan, in, o);
+    o.backward_runs = 2;
+    const Results twice = run(plan, in, o);
+    expect_results_near(twice, once, tolerance(c, 6, 4, false), tolerance(c, 6, 4, true),
+                        plan.impl_name() + ": ");
+  }
+}
+
+// A backward on the GPU checks its reserve without reading it back (a synchronising copy):
+// the host's ledger knows the reserves written at their own address; a copy of a reserve at
+// another address is checked by reading its header; a reserve that another plan's forward
+// wrote over is refused either way.
+TEST(Cuda, ReserveIsCheckedWithoutAReadBack) {
+  RNNX_SKIP_WITHOUT_GPU();
+  const Config c = make_config(CellType::gru, 4, 6, 1, false, DataType::f32);
+  Plan mine(c, SequenceShape::padded(5, 3), backend_options(Backend::cuda));
+  Plan other(c, SequenceShape::padded(4, 3), backend_options(Backend::cuda));
+  std::vector<void*> owned;
+  auto zeros = [&](size_t bytes) {
+    void* p = cuda_hooks().allocate(bytes);
+    cuda_or_throw(cudaMemset(p, 0, bytes), "cudaMemset");
+    owned.push_back(p);
+    return p;
+  };
+  const size_t reserve_size = std::max(mine.reserve_size(), other.reserve_size());
+  void* reserve = zeros(reserve_size);
+  void* copy = zeros(reserve_size);
+  void* x = zeros(4 * mine.x_numel());
+  void* w = zeros(4 * mine.weights_numel());
+  void* y = zeros(4 * mine.y_numel());
+  void* dw = zeros(4 * mine.weights_numel());
+  auto train = [&](Plan& p, uint64_t counter) {
+    ForwardArgs f;
+    f.x = x, f.weights = w, f.y = y, f.training = true, f.dropout_counter = counter;
+    f.reserve = reserve, f.reserve_size = reserve_size;
+    p.forward(f);
+  };
+  auto backward = [&](const void* r) {
+    BackwardArgs b;
+    b.x = x, b.weights = w, b.dweights = dw, b.reserve = r, b.reserve_size = reserve_size;
+    mine.backward(b);
+    cuda_or_throw(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  };
+  train(mine, 5);
+  const auto known = core::ReserveLedger::instance().find(reserve);
+  ASSERT_TRUE(known) << "the forward recorded its reserve on the host";
+  EXPECT_EQ(known->dropout_counter, 5u);
+  EXPECT_NO_THROW(backward(reserve));
+  cuda_or_throw(cudaMemcpy(copy, reserve, reserve_size, cudaMemcpyDeviceToDevice), "copy");
+  EXPECT_FALSE(core::ReserveLedger::instance().find(copy));
+  EXPECT_NO_THROW(backward(copy)) << "a copy is checked by its header";
+  train(other, 5);
+  expect_error([&] { backward(reserve); }, Status::invalid_argument,
+               {"backward: reserve was not written by a training forward of this plan"});
+  for (void* p : owned) cuda_hooks().release(p);
+}
+
+// cuDNN's cell clipping against the contract, for the record of the first GPU runs. rnnx runs
+// clipping on its own kernels (core::cudnn_refusal) because cuDNN documents neither the NaN
+// rule of CUDNN_NOT_PROPAGATE_NAN (the contract's `replace`: NaN becomes the upper bound) nor
+// its backward through the clip. This probe runs cuDNN itself on a clipped LSTM with a NaN
+// in one sequence, under both NaN policies, forward and backward, against the reference, and
+// prints where they agree: when every line says so, the refusal can go.
+TEST(Cuda, CudnnCellClipAgainstTheContract) {
+  RNNX_SKIP_WITHOUT_GPU();
+  const DeviceHooks& h = cuda_hooks();
+  for (NanPolicy policy : {NanPolicy::propagate, NanPolicy::replace}) {
+    Config c = make_config(CellType::lstm, 4, 6, 1, false, DataType::f32);
+    c.math = MathMode::fp32;
+    c.cell_clip = {true, -0.3, 0.3};
+    c.clip_nan = policy;
+    const std::vector<int64_t> lengths = {5, 5, 5};
+    const SequenceShape shape = SequenceShape::padded(5, 3, lengths);
+    Plan ref(c, shape, backend_options(Backend::reference));
+    Tensors in = make_tensors(ref, make_data(c, lengths, 21, {}));
+    for (const bool with_nan : {false, true}) {
+      if (with_nan) in.x.set((2 * 3 + 1) * 4, kNaN);  // t = 2, sequence 1, feature 0
+      RunOptions o;
+      o.backward = true;
+      const Results want = run(ref, in, o);
+      PlanContext ctx{c, shape, core::make_schedule(shape), WeightLayout(c), {}, MathMode::fp32};
+      const std::unique_ptr<BackendImpl> b =
+          cuda::make_cudnn_backend_unrouted(ctx, core::CudnnAlgo::standard);
+      std::vector<void*> owned;
+      auto bytes_of = [](const Buf& buf) { return static_cast<size_t>(buf.size()) * 4; };
+      auto up = [&](const Buf& buf) -> void* {
+        if (!buf.present()) return nullptr;
+        void* p = h.allocate(bytes_of(buf));
+        h.to_device(p, buf.data(), bytes_of(buf));
+        owned.push_back(p);
+        return p;
+      };
+      Results got{Buf(DataType::f32, want.y.size()),   Buf(DataType::f32, want.hy.size()),
+                  Buf(DataType::f32, want.cy.size()),  Buf(DataType::f32, want.dx.size()),
+                  Buf(DataType::f32, want.dh0.size()), Buf(DataType::f32, want.dc0.size()),
+                  Buf(DataType::f32, want.dw.size())};
+      void* reserve = h.allocate(std::max<size_t>(b->reserve_size(), 1));
+      void* ws = h.allocate(
+          std::max({b->forward_workspace_size(true), b->backward_workspace_size(), size_t{1}}));
+      owned.push_back(reserve);
+      owned.push_back(ws);
+      ForwardArgs f;
+      f.x = up(in.x), f.h0 = up(in.h0), f.c0 = up(in.c0), f.weights = up(in.w);
+      f.y = up(got.y), f.hy = up(got.hy), f.cy = up(got.cy);
+      f.training = true, f.reserve = reserve, f.reserve_size = b->reserve_size();
+      b->forward(f, ws);
+      BackwardArgs k;
+      k.x = f.x, k.h0 = f.h0, k.c0 = f.c0, k.weights = f.weights;
+      k.dy = up(in.dy), k.dhy = up(in.dhy), k.dcy = up(in.dcy);
+      k.dx = up(got.dx), k.dh0 = up(got.dh0), k.dc0 = up(got.dc0), k.dweights = up(got.dw);
+      k.reserve = reserve, k.reserve_size = b->reserve_size();
+      b->backward(k, ws, 0);
+      const std::pair<Buf*, void*> outs[] = {
+          {&got.y, f.y},     {&got.hy, f.hy},   {&got.cy, f.cy},      {&got.dx, k.dx},
+          {&got.dh0, k.dh0}, {&got.dc0, k.dc0}, {&got.dw, k.dweights}};
+      for (auto [buf, p] : outs) h.to_host(buf->data(), p, bytes_of(*buf));
+      for (void* p : owned) h.release(p);
+      const double fwd = tolerance(c, 5, 3, false), bwd = tolerance(c, 5, 3, true);
+      const bool forward_ok = near("y", got.y, want.y, fwd) && near("hy", got.hy, want.hy, fwd) &&
+                              near("cy", got.cy, want.cy, fwd);
+      const bool backward_ok =
+          near("dx", got.dx, want.dx, bwd) && near("dh0", got.dh0, want.dh0, bwd) &&
+          near("dc0", got.dc0, want.dc0, bwd) && near("dw", got.dw, want.dw, bwd);
+      std::printf("[   NOTE   ] cuDNN cell clip, %s, %s: forward %s the contract, backward %s\n",
+                  policy == NanPolicy::propagate ? "propagate" : "replace",
+                  with_nan ? "a NaN in one sequence" : "finite data",
+                  forward_ok ? "equals" : "DIFFERS FROM", backward_ok ? "equal" : "DIFFERS");
+    }
+  }
 }
 
 // Where cuDNN puts each weight, against core::cudnn_documented_layout: informative (the
