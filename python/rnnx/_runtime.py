@@ -25,6 +25,18 @@ def aligned_bytes(nbytes):
     return raw[offset:offset + nbytes]
 
 
+class Workspace:
+    """One call's workspace: the aligned array and its address (which the pointer entry
+    points take; reading it from NumPy costs microseconds per call)."""
+
+    __slots__ = ("array", "address", "nbytes")
+
+    def __init__(self, nbytes):
+        self.array = aligned_bytes(nbytes)
+        self.address = self.array.ctypes.data
+        self.nbytes = self.array.nbytes
+
+
 # One parameter of the flat weight buffer (picklable, unlike the bound WeightParam).
 Param = collections.namedtuple("Param", "name offset numel shape")
 
@@ -234,7 +246,7 @@ class Engine:
             ws = None
         if ws is None or ws.nbytes < nbytes:
             ws = None  # let a small one go before touching a new one
-            ws = aligned_bytes(nbytes)
+            ws = Workspace(nbytes)
         return ws
 
     def _give_back_workspace(self, ws):
@@ -246,14 +258,31 @@ class Engine:
         ws = self._take_workspace(plan.forward_workspace_size(training))
         try:
             plan.forward(x, weights, y, h0=h0, c0=c0, hy=hy, cy=cy, training=training,
-                         dropout_counter=dropout_counter, workspace=ws, reserve=reserve)
+                         dropout_counter=dropout_counter,
+                         workspace=None if ws is None else ws.array, reserve=reserve)
+        finally:
+            self._give_back_workspace(ws)
+
+    def forward_ptr(self, plan, x, weights, y, h0, c0, hy, cy, training, dropout_counter,
+                    reserve, reserve_size):
+        """forward on host buffers given by address (0: absent), whose sizes the caller has
+        checked against the plan's: rnnx.torch's CPU kernel, where NumPy views of its
+        tensors would cost more than rnnx's own call on small problems."""
+        ws = self._take_workspace(plan.forward_workspace_size(training))
+        try:
+            plan.forward_ptr(x, weights, y, h0=h0, c0=c0, hy=hy, cy=cy, training=training,
+                             dropout_counter=dropout_counter,
+                             workspace=0 if ws is None else ws.address,
+                             workspace_size=0 if ws is None else ws.nbytes,
+                             reserve=reserve, reserve_size=reserve_size)
         finally:
             self._give_back_workspace(ws)
 
     def backward(self, plan, x, weights, reserve, **kwargs):
         ws = self._take_workspace(plan.backward_workspace_size)
         try:
-            plan.backward(x, weights, reserve, workspace=ws, **kwargs)
+            plan.backward(x, weights, reserve, workspace=None if ws is None else ws.array,
+                          **kwargs)
         finally:
             self._give_back_workspace(ws)
 

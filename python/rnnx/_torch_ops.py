@@ -112,7 +112,7 @@ _foreign = {}
 class ConfigInfo:
     """What the kernels need to know of a config, parsed once per JSON text."""
 
-    __slots__ = ("kwargs", "lstm", "D", "H", "P", "L", "params", "cfg")
+    __slots__ = ("kwargs", "lstm", "D", "H", "P", "L", "params", "cfg", "dtype")
 
     def __init__(self, text):
         self.params = None  # the layout's parameters, once a config has been built
@@ -125,6 +125,11 @@ class ConfigInfo:
         self.H = int(k["hidden_size"])
         self.P = int(k.get("proj_size") or 0) or self.H
         self.L = int(k.get("num_layers", 1))
+        self.dtype = _TORCH_DTYPES[k.get("dtype", "float32")]
+
+
+_TORCH_DTYPES = {"float32": torch.float32, "float64": torch.float64,
+                 "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 _infos = {}
@@ -231,7 +236,10 @@ def _flat_weights(plan, info, weights, dtype, device):
 
 def forward_kernel(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, config, engine,
                    backend, num_threads, batch_first, training, dropout_counter,
-                   static_reserve):
+                   static_reserve, eager_inference=False):
+    """The operator's CPU and CUDA kernel. eager_inference (never from the dispatcher): the
+    module's own eager inference call, which discards the reserve and a non-LSTM's cy, so
+    they are not allocated (None in their place)."""
     engines = EngineSet.get(engine, backend, num_threads)
     info = config_info(config)
     device = x.device
@@ -243,8 +251,11 @@ def forward_kernel(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, con
                else (x.shape[0], x.shape[1], info.D * info.P))
     y = torch.empty(y_shape, dtype=x.dtype, device=device)
     hy = torch.empty((info.L * info.D, batch, info.P), dtype=x.dtype, device=device)
-    cy = torch.empty((info.L * info.D, batch, info.H) if info.lstm else (0,), dtype=x.dtype,
-                     device=device)
+    cy = (None if eager_inference and not info.lstm
+          else torch.empty((info.L * info.D, batch, info.H) if info.lstm else (0,),
+                           dtype=x.dtype, device=device))
+    if eager_inference:
+        training = static_reserve = False
     reserve_size = plan.reserve_size if training else 0
     if training and static_reserve:
         reserve_size = _static_reserve_size(engines, device, config, x, batch_sizes,
@@ -253,7 +264,7 @@ def forward_kernel(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, con
             raise _rnnx.InternalError(
                 f"rnnx.torch: the reserve bound from the shapes ({reserve_size} bytes) is "
                 f"smaller than the plan's reserve ({plan.reserve_size}); please report it")
-    reserve = _reserve_tensor(eng, reserve_size, device)
+    reserve = None if eager_inference else _reserve_tensor(eng, reserve_size, device)
     if static_reserve:
         # Zero-filled when compiling: bytes rnnx leaves unwritten (alignment gaps, the
         # bound's tail) would make the output differ run to run, which PyTorch's compilers
@@ -261,10 +272,16 @@ def forward_kernel(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, con
         reserve.zero_()
     x = dense(x)
     if device.type == "cpu":
-        eng.forward(plan, np_view(x), np_view(flat), np_view(y), h0=np_view(hx),
-                    c0=np_view(cx), hy=np_view(hy), cy=np_view(cy) if info.lstm else None,
-                    training=training, dropout_counter=dropout_counter,
-                    reserve=reserve.numpy() if training else None)
+        # By address (NumPy views of seven tensors cost more than rnnx's own call on small
+        # problems), each operand checked against the plan first, as the NumPy entry would.
+        hx, cx = dense(hx), dense(cx)
+        _require_operand(x, plan.x_numel, info.dtype, device, "x")
+        _require_operand(hx, plan.h_numel, info.dtype, device, "hx")
+        _require_operand(cx, plan.c_numel, info.dtype, device, "cx")
+        eng.forward_ptr(plan, x.data_ptr(), flat.data_ptr(), y.data_ptr(), ptr(hx), ptr(cx),
+                        hy.data_ptr(), cy.data_ptr() if info.lstm else 0, training,
+                        dropout_counter, reserve.data_ptr() if training else 0,
+                        reserve.numel() if training else 0)
     else:
         ws_size = plan.forward_workspace_size(training)
         ws = torch.empty(ws_size, dtype=torch.uint8, device=device) if ws_size else None
@@ -277,6 +294,15 @@ def forward_kernel(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, con
                              reserve_size=plan.reserve_size if training else 0,
                              stream=stream(device))
     return y, hy, cy, reserve
+
+
+def _require_operand(t, numel, dtype, device, name):
+    if t is None:
+        return
+    if t.numel() != numel or t.dtype != dtype or t.device != device:
+        raise _runtime.invalid(f"rnnx forward: {name} is {tuple(t.shape)} {t.dtype} on "
+                               f"{t.device}; the plan needs {numel} elements of {dtype} on "
+                               f"{device}")
 
 
 def _backward(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, config, engine,

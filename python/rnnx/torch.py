@@ -44,10 +44,12 @@ def onnx_translation_table():
     return _torch_onnx.translation_table()
 
 
+_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+
+
 def _compiling():
     """Whether torch.compile / torch.export is tracing this call."""
-    compiler = getattr(torch, "compiler", None)
-    return compiler is not None and hasattr(compiler, "is_compiling") and compiler.is_compiling()
+    return _is_compiling is not None and _is_compiling()
 
 
 def _constant_when_compiling(fn):
@@ -76,13 +78,16 @@ _DTYPES = {torch.float32: "float32", torch.float64: "float64", torch.bfloat16: "
            torch.float16: "float16"}
 
 
+_get_autocast_dtype = getattr(torch, "get_autocast_dtype", None)
+
+
 def _autocast_dtype(device_type):
     """The dtype torch.autocast(device_type) casts to when it is on here, else None. The
     functions were renamed in PyTorch 2.4 (the old ones warn there); both spellings are
     taken."""
-    get = getattr(torch, "get_autocast_dtype", None)
-    if get is not None:
-        return get(device_type) if torch.is_autocast_enabled(device_type) else None
+    if _get_autocast_dtype is not None:
+        return (_get_autocast_dtype(device_type) if torch.is_autocast_enabled(device_type)
+                else None)
     if device_type == "cpu":
         return torch.get_autocast_cpu_dtype() if torch.is_autocast_cpu_enabled() else None
     return torch.get_autocast_gpu_dtype() if torch.is_autocast_enabled() else None
@@ -458,14 +463,14 @@ class _RnnxModule:
             # Eager inference with nothing watching the dispatcher (no compiler, no mode)
             # calls the operator's kernel itself: the dispatcher's autograd and redispatch
             # layers would add nothing there but per-call time.
-            op = (_torch_ops.forward_kernel
-                  if not (needs_grad or compiling or _dispatch_modes_active())
-                  else torch.ops.rnnx.forward)
+            direct = not (needs_grad or compiling or _dispatch_modes_active())
+            op = _torch_ops.forward_kernel if direct else torch.ops.rnnx.forward
+            extra = {"eager_inference": True} if direct and not apply_dropout else {}
             y, hy, cy, _ = op(
                 _dense(x), h0, c0, weights, op_lengths, op_bs, op_si,
                 self._rnnx_op_config(dtype, self.dropout if apply_dropout else 0.0),
                 self._rnnx_engines.id, self._rnnx_backend, self._rnnx_num_threads,
-                batch_first, bool(needs_grad or apply_dropout), counter, compiling)
+                batch_first, bool(needs_grad or apply_dropout), counter, compiling, **extra)
             if apply_dropout:
                 self.dropout_calls += 1
             if not lstm:

@@ -205,3 +205,27 @@ def test_operator_argument_errors_name_the_argument():
                                            torch.ones_like(y), None, None,
                                            [True, False, False, True])
     assert dx.shape == x.shape and dw.numel() == sum(w.numel() for w in weights)
+
+
+def test_operator_checks_each_operand_against_the_plan():
+    """The CPU kernel hands rnnx its tensors by address: an x, h_0 or c_0 whose size, dtype
+    or device disagrees with the plan the config and x's shape make is refused by name
+    before rnnx reads it."""
+    m = rt.LSTM(4, 5)
+    x = torch.randn(3, 2, 4)
+    weights = [getattr(m, n).detach() for n in m._flat_weights_names]
+    text = m._rnnx_op_config(torch.float32, 0.0)
+
+    def forward(x, hx=None, cx=None):
+        return torch.ops.rnnx.forward(x, hx, cx, weights, None, None, None, text,
+                                      m._rnnx_engines.id, "cpu", 0, False, False, 0, False)
+
+    forward(x, torch.zeros(1, 2, 5), torch.zeros(1, 2, 5))
+    with pytest.raises(rnnx.InvalidArgumentError, match=r"hx is \(1, 3, 5\).*needs 10 elements"):
+        forward(x, torch.zeros(1, 3, 5))
+    with pytest.raises(rnnx.InvalidArgumentError, match=r"cx is \(1, 2, 4\)"):
+        forward(x, None, torch.zeros(1, 2, 4))
+    with pytest.raises(rnnx.InvalidArgumentError, match=r"hx .*torch.float64"):
+        forward(x, torch.zeros(1, 2, 5, dtype=torch.float64))
+    with pytest.raises(rnnx.InvalidArgumentError, match=r"x is \(3, 2, 4\) torch.float64"):
+        forward(x.double())
