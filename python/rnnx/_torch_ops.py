@@ -296,6 +296,19 @@ def forward_kernel(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, con
     return y, hy, cy, reserve
 
 
+def plan_and_flat_address(engines, config, x, weights, batch_first):
+    """(engine, plan, address of the flat weights) of an eager CPU inference call on a padded
+    x without lengths whose weights lie in one buffer in rnnx's layout; None when they do
+    not (a gathered copy would be needed at every call)."""
+    info = config_info(config)
+    engine, _, plan, _ = _plan_and_config(engines, x.device, config, x, None, None, None,
+                                          batch_first, "inference")
+    flat = _flat_weights(plan, info, weights, x.dtype, x.device)
+    if flat.data_ptr() != weights[0].data_ptr() - info.params[0].offset * x.element_size():
+        return None
+    return engine, plan, flat.data_ptr()
+
+
 def _require_operand(t, numel, dtype, device, name):
     if t is None:
         return

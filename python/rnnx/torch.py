@@ -196,6 +196,9 @@ class _RnnxModule:
     def __setattr__(self, name, value):
         if name in _RnnxModule._RNNX_CONFIG_ATTRS:
             self.__dict__.pop("_rnnx_config_memo", None)
+        # Any attribute set (a parameter replaced, batch_first, the engines, training's
+        # dropout) ends the cached inference call (_rnnx_fast_inference).
+        self.__dict__.pop("_rnnx_fast", None)
         super().__setattr__(name, value)
 
     def _rnnx_config(self, dtype, dropout):
@@ -309,6 +312,7 @@ class _RnnxModule:
         state.pop("_rnnx_engine", None)  # plans and buffers are rebuilt, not pickled
         state.pop("_rnnx_engines", None)
         state.pop("_rnnx_config_memo", None)  # holds configs, which are rebuilt too
+        state.pop("_rnnx_fast", None)  # holds a plan
         return state
 
     def __setstate__(self, state):
@@ -327,6 +331,11 @@ class _RnnxModule:
         (list, array or tensor) in any order, 0 allowed; outputs at t >= lengths[b] hold
         padding_fill and the final states are each sequence's own. A PackedSequence input
         gives a PackedSequence output."""
+        fast = self.__dict__.get("_rnnx_fast")
+        if fast is not None and lengths is None:
+            out = self._rnnx_fast_inference(fast, input, hx)
+            if out is not None:
+                return out
         if torch.jit.is_tracing():
             # The trace would record the tensor operations around rnnx's call, not the call
             # (which goes through NumPy), and replay them on new inputs: a wrong answer.
@@ -466,11 +475,16 @@ class _RnnxModule:
             direct = not (needs_grad or compiling or _dispatch_modes_active())
             op = _torch_ops.forward_kernel if direct else torch.ops.rnnx.forward
             extra = {"eager_inference": True} if direct and not apply_dropout else {}
+            op_config = self._rnnx_op_config(dtype, self.dropout if apply_dropout else 0.0)
             y, hy, cy, _ = op(
-                _dense(x), h0, c0, weights, op_lengths, op_bs, op_si,
-                self._rnnx_op_config(dtype, self.dropout if apply_dropout else 0.0),
+                _dense(x), h0, c0, weights, op_lengths, op_bs, op_si, op_config,
                 self._rnnx_engines.id, self._rnnx_backend, self._rnnx_num_threads,
                 batch_first, bool(needs_grad or apply_dropout), counter, compiling, **extra)
+            if (extra and device.type == "cpu" and not packed and lengths is None
+                    and not unbatched and dtype == weights[0].dtype
+                    and _autocast_dtype("cpu") is None):
+                self._rnnx_remember_fast(x, weights, op_config, batch_first, h_shape, c_shape,
+                                         y.shape, lstm)
             if apply_dropout:
                 self.dropout_calls += 1
             if not lstm:
@@ -540,6 +554,72 @@ class _RnnxModule:
     def _rnnx_cuda_engine(self, device):
         """The engine of the cuda backend for one GPU (plans are bound to a device)."""
         return self._rnnx_engines.for_device(device)
+
+    # ---- the cached eager inference call (per-call cost, issue 26) --------------------------
+
+    def _rnnx_remember_fast(self, x, weights, op_config, batch_first, h_shape, c_shape,
+                            y_shape, lstm):
+        """After an eager CPU inference call on a padded batch without lengths has passed
+        every check: what the next such call needs to skip them. Kept while the module's
+        attributes stay as they are (__setattr__ drops it) and the parameters are the same
+        tensors at the same addresses, in one buffer in rnnx's layout."""
+        found = _torch_ops.plan_and_flat_address(self._rnnx_engines, op_config, x, weights,
+                                                 batch_first)
+        if found is None:
+            return
+        engine, plan, flat_address = found
+        self.__dict__["_rnnx_fast"] = (
+            self.__dict__.get("_rnnx_config_memo"), self._rnnx_engines, tuple(x.shape),
+            x.dtype, tuple(weights), tuple(w.data_ptr() for w in weights),
+            tuple(w.shape for w in weights), engine, plan, flat_address, h_shape, c_shape,
+            tuple(y_shape), lstm)
+
+    def _rnnx_fast_inference(self, fast, x, hx):
+        """The cached call (_rnnx_remember_fast) when this one is like it: the same input
+        shape, dtype and device, dense; initial states absent or dense of the right shapes;
+        the same parameters at the same addresses; no autograd, dropout, autocast, compiler,
+        tracer, dispatch mode or torch.func transform. None when it is not."""
+        (memo, engines, shape, dtype, weights, addresses, shapes, engine, plan, flat_address,
+         h_shape, c_shape, y_shape, lstm) = fast
+        if (type(x) is not torch.Tensor or tuple(x.shape) != shape or x.dtype != dtype
+                or x.device.type != "cpu" or not x.is_contiguous()
+                or x.is_conj() or x.is_neg()
+                or self.__dict__.get("_rnnx_config_memo") is not memo
+                or self.__dict__.get("_rnnx_engines") is not engines
+                or (self.training and self.dropout > 0 and self.num_layers > 1)):
+            return None
+        current = [getattr(self, n) for n in self._flat_weights_names]
+        if (any(a is not b for a, b in zip(current, weights))
+                or tuple(w.data_ptr() for w in current) != addresses
+                or any(w.shape != s or not w.is_contiguous() for w, s in zip(current, shapes))):
+            return None
+        h0 = c0 = None
+        if hx is not None:
+            if lstm:
+                if type(hx) is not tuple or len(hx) != 2:
+                    return None
+                h0, c0 = hx
+            else:
+                h0 = hx
+            for t, want in ((h0, h_shape), (c0, c_shape)):
+                if t is not None and (type(t) is not torch.Tensor or tuple(t.shape) != want
+                                      or t.dtype != dtype or t.device.type != "cpu"
+                                      or not t.is_contiguous() or t.is_conj() or t.is_neg()):
+                    return None
+        if torch.is_grad_enabled() and (x.requires_grad or any(w.requires_grad for w in current)
+                                        or any(t is not None and t.requires_grad
+                                               for t in (h0, c0))):
+            return None
+        if (_compiling() or _dispatch_modes_active() or torch.jit.is_tracing()
+                or _functorch_active() or torch.is_autocast_enabled("cpu")):
+            return None
+        y = torch.empty(y_shape, dtype=dtype)
+        hy = torch.empty(h_shape, dtype=dtype)
+        cy = torch.empty(c_shape, dtype=dtype) if lstm else None
+        engine.forward_ptr(plan, x.data_ptr(), flat_address, y.data_ptr(),
+                           0 if h0 is None else h0.data_ptr(), 0 if c0 is None else c0.data_ptr(),
+                           hy.data_ptr(), 0 if cy is None else cy.data_ptr(), False, 0, 0, 0)
+        return (y, (hy, cy)) if lstm else (y, hy)
 
     def _rnnx_states(self, hx, lstm, unbatched, h_shape, c_shape, dtype, device):
         if hx is None:

@@ -335,3 +335,72 @@ def test_inference_calls_run_on_plans_built_for_inference():
     want, _ = ref(x)
     assert_near(y_infer, want.detach(), tol(backward=False), "y (inference plan)")
     assert_near(y_train.detach(), want.detach(), tol(backward=False), "y (training plan)")
+
+
+@pytest.mark.skipif(not hasattr(torch.library, "custom_op"), reason="the operator path (PyTorch >= 2.4)")
+@pytest.mark.parametrize("cls", ["LSTM", "GRU"])
+def test_the_cached_inference_call_equals_the_full_one_and_ends_when_it_must(cls):
+    """An eager CPU inference call like the last one skips the checks that cannot have
+    changed (the per-call cost of step-wise generation). It gives the full call's results,
+    states included, and every change that could make it wrong sends the call through the
+    full path again: another shape, dtype, a parameter replaced, moved or reshaped, an
+    attribute set, autograd, training with dropout, autocast."""
+    torch.manual_seed(3)
+    ref, ours = pair((cls,), num_layers=2, dropout=0.3)
+    ref.eval(), ours.eval()
+    x = torch.randn(4, 3, 5, dtype=torch.float64)
+    lstm = cls == "LSTM"
+    h0 = torch.randn(2, 3, 7, dtype=torch.float64)
+    hx = (h0, torch.randn(2, 3, 7, dtype=torch.float64)) if lstm else h0
+
+    def both(*args):
+        with torch.no_grad():
+            return ours(*args), ref(*args)
+
+    def check(got, want, what):
+        y, st = got
+        wy, wst = want
+        assert_near(y, wy, tol(backward=False), f"{what}: y")
+        for a, b in zip(st if lstm else (st,), wst if lstm else (wst,)):
+            assert_near(a, b, tol(backward=False), f"{what}: state")
+
+    check(*both(x), "first call")
+    assert "_rnnx_fast" in ours.__dict__, "an eager inference call is remembered"
+    for args, what in (((x,), "cached"), ((x, hx), "cached with hx")):
+        check(*both(*args), what)
+        assert "_rnnx_fast" in ours.__dict__
+    # In-place changes to the parameters' values are read (same tensors, same addresses).
+    with torch.no_grad():
+        for m in (ref, ours):
+            m.weight_hh_l1.mul_(0.5)
+    check(*both(x, hx), "after an in-place change")
+    # Each of these ends the cached call (or skips it) and stays right.
+    ours.batch_first = False
+    assert "_rnnx_fast" not in ours.__dict__
+    check(*both(x), "after an attribute set")
+    with torch.no_grad():
+        w = ours.weight_ih_l0
+        w.data = w.data.clone() * 1.5  # the same tensor object at a new address
+        ref.weight_ih_l0.data = ref.weight_ih_l0.data * 1.5
+    check(*both(x, hx), "after .data was replaced")
+    ours.double(), ref.double()
+    y, _ = ours(x)  # grad enabled, parameters require grad: the full, training path
+    assert y.requires_grad
+    check(*both(x.float().double()), "grad on then off")
+    ours.train(), ref.train()
+    with torch.no_grad():
+        a, _ = ours(x)
+        b, _ = ours(x)
+    assert not torch.equal(a, b), "dropout masks advance at each call: never cached"
+    ours.eval(), ref.eval()
+    xb = torch.randn(6, 2, 5, dtype=torch.float64)
+    check(*both(xb), "another shape")
+    # Autocast on a float32 module: bfloat16 outputs, not the cached float32 call.
+    ours.float()
+    xf = xb.float()
+    with torch.no_grad():
+        ours(xf)
+        assert "_rnnx_fast" in ours.__dict__
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            assert ours(xf)[0].dtype == torch.bfloat16
+        assert ours(xf)[0].dtype == torch.float32
