@@ -232,6 +232,25 @@ TEST(Errors, BackendFromString) {
                {"'gpu'", "reference, cpu, cuda"});
 }
 
+// Every name core gives is read back by its from_string (the one parser every front end
+// uses); a name outside the set is refused naming the option, the value and the set.
+TEST(Errors, EnumNamesRoundTrip) {
+  for (CellType c : {CellType::rnn_tanh, CellType::rnn_relu, CellType::lstm, CellType::gru})
+    EXPECT_EQ(cell_from_string(to_string(c)), c);
+  for (DataType d : {DataType::f32, DataType::f64, DataType::bf16, DataType::f16})
+    EXPECT_EQ(dtype_from_string(to_string(d)), d);
+  for (NanPolicy p : {NanPolicy::propagate, NanPolicy::replace})
+    EXPECT_EQ(nan_policy_from_string(to_string(p)), p);
+  for (PlanPurpose p : {PlanPurpose::training, PlanPurpose::inference})
+    EXPECT_EQ(plan_purpose_from_string(to_string(p)), p);
+  expect_error([] { cell_from_string("lstmp"); }, Status::invalid_argument,
+               {"cell 'lstmp' is not one of: rnn_tanh, rnn_relu, lstm, gru"});
+  expect_error([] { dtype_from_string("float8"); }, Status::invalid_argument,
+               {"dtype 'float8' is not one of: float32, float64, bfloat16, float16"});
+  expect_error([] { nan_policy_from_string("ignore"); }, Status::invalid_argument,
+               {"clip_nan 'ignore' is not one of: propagate, replace"});
+}
+
 // A backend this build lacks (the registry, src/core/backend_registry.cpp) is refused as
 // unsupported, naming it and the backends the build has; a valid config and shape are
 // checked first, as for every backend.

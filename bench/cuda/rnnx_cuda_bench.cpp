@@ -97,10 +97,7 @@ void run(const std::map<std::string, std::string>& o) {
   const auto lengths = bench::make_lengths(o.at("lengths"), bc.seq, bc.batch, seed);
 
   Config c;
-  c.cell = bc.cell == "lstm"       ? CellType::lstm
-           : bc.cell == "rnn_tanh" ? CellType::rnn_tanh
-           : bc.cell == "rnn_relu" ? CellType::rnn_relu
-                                   : CellType::gru;
+  c.cell = cell_from_string(bc.cell == "gru-orig" ? "gru" : bc.cell);
   c.gru_linear_before_reset = bc.cell != "gru-orig";
   c.input_size = bc.input;
   c.hidden_size = bc.hidden;
@@ -108,9 +105,7 @@ void run(const std::map<std::string, std::string>& o) {
   c.num_layers = bc.layers;
   c.bidirectional = bc.bidirectional;
   c.math = math_mode_from_string(o.at("math"));
-  c.dtype = o.at("dtype") == "bfloat16"  ? DataType::bf16
-            : o.at("dtype") == "float64" ? DataType::f64
-                                         : DataType::f32;
+  c.dtype = dtype_from_string(o.at("dtype"));
   Plan plan(c, SequenceShape::padded(bc.seq, bc.batch, lengths), PlanOptions{Backend::cuda, 0});
   const DataType dt = c.dtype;
   const size_t es = static_cast<size_t>(dtype_size(dt));

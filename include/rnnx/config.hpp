@@ -122,8 +122,15 @@ bool uses_onnx_options(const Config& config);
 // True when an ONNX option changes the cell's equations: all of the above but `reverse`
 // (which only changes the direction in time).
 bool uses_onnx_cell_math(const Config& config);
+// Names and their inverses (the *_from_string throw invalid_argument naming the option, the
+// value and the names allowed): "rnn_tanh", "rnn_relu", "lstm", "gru"; "float32",
+// "float64", "bfloat16", "float16"; "propagate", "replace". Every front end parses with these.
 const char* to_string(CellType cell);
+CellType cell_from_string(const std::string& name);
 const char* to_string(DataType dtype);
+DataType dtype_from_string(const std::string& name);
+const char* to_string(NanPolicy policy);
+NanPolicy nan_policy_from_string(const std::string& name);
 int64_t dtype_size(DataType dtype);
 // "from_environment", "fp32", "allow_conversion"; math_mode_from_string also takes
 // "environment" and "default" for from_environment and throws invalid_argument for others.

@@ -90,32 +90,6 @@ void register_exceptions(py::module_& m) {
 
 // ---- enums as strings -------------------------------------------------------------------
 
-rnnx::CellType parse_cell(const std::string& s) {
-  if (s == "rnn_tanh") return rnnx::CellType::rnn_tanh;
-  if (s == "rnn_relu") return rnnx::CellType::rnn_relu;
-  if (s == "lstm") return rnnx::CellType::lstm;
-  if (s == "gru") return rnnx::CellType::gru;
-  invalid("cell '" + s + "' is not one of: rnn_tanh, rnn_relu, lstm, gru");
-}
-
-rnnx::DataType parse_dtype(const std::string& s) {
-  if (s == "float32") return rnnx::DataType::f32;
-  if (s == "float64") return rnnx::DataType::f64;
-  if (s == "bfloat16") return rnnx::DataType::bf16;
-  if (s == "float16") return rnnx::DataType::f16;
-  invalid("dtype '" + s + "' is not one of: float32, float64, bfloat16, float16");
-}
-
-rnnx::NanPolicy parse_nan(const std::string& s) {
-  if (s == "propagate") return rnnx::NanPolicy::propagate;
-  if (s == "replace") return rnnx::NanPolicy::replace;
-  invalid("clip_nan '" + s + "' is not one of: propagate, replace");
-}
-
-const char* to_string(rnnx::NanPolicy p) {
-  return p == rnnx::NanPolicy::replace ? "replace" : "propagate";
-}
-
 // "weight_ih" for "weight_ih_l1_reverse": the parameter's kind, by PyTorch's naming.
 std::string kind_of(const rnnx::WeightParam& p) {
   return p.name.substr(0, p.name.rfind("_l"));
@@ -229,7 +203,7 @@ rnnx::Config make_config(const std::string& cell, int64_t input_size, int64_t hi
                          double gate_clip, bool input_forget, const py::object& activations,
                          const std::string& math) {
   rnnx::Config c;
-  c.cell = parse_cell(cell);
+  c.cell = rnnx::cell_from_string(cell);
   c.input_size = input_size;
   c.hidden_size = hidden_size;
   c.proj_size = proj_size;
@@ -239,10 +213,10 @@ rnnx::Config make_config(const std::string& cell, int64_t input_size, int64_t hi
   c.gru_linear_before_reset = gru_linear_before_reset;
   c.cell_clip = parse_clip(cell_clip);
   c.proj_clip = parse_clip(proj_clip);
-  c.clip_nan = parse_nan(clip_nan);
+  c.clip_nan = rnnx::nan_policy_from_string(clip_nan);
   c.dropout = dropout;
   c.seed = seed;
-  c.dtype = parse_dtype(dtype);
+  c.dtype = rnnx::dtype_from_string(dtype);
   c.padding_fill = padding_fill;
   c.reverse = reverse;
   c.peephole = peephole;
@@ -274,7 +248,7 @@ std::string config_repr(const rnnx::Config& c) {
          ")";
   }
   if (c.clip_nan != rnnx::NanPolicy::propagate)
-    s += std::string(", clip_nan='") + to_string(c.clip_nan) + "'";
+    s += std::string(", clip_nan='") + rnnx::to_string(c.clip_nan) + "'";
   if (c.dropout != 0.0)
     s += ", dropout=" + std::to_string(c.dropout) + ", seed=" + std::to_string(c.seed);
   if (c.reverse) s += ", reverse=True";
@@ -655,7 +629,7 @@ PYBIND11_MODULE(_rnnx, m) {
       .def_property_readonly("proj_clip",
                              [](const rnnx::Config& c) { return clip_value(c.proj_clip); })
       .def_property_readonly("clip_nan",
-                             [](const rnnx::Config& c) { return to_string(c.clip_nan); })
+                             [](const rnnx::Config& c) { return rnnx::to_string(c.clip_nan); })
       .def_readonly("dropout", &rnnx::Config::dropout)
       .def_readonly("seed", &rnnx::Config::seed)
       .def_property_readonly("dtype",

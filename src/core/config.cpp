@@ -234,6 +234,45 @@ const char* to_string(DataType dtype) {
   return "unknown";
 }
 
+namespace {
+// The value of `names` whose to_string is `name`; else invalid_argument naming `option`.
+template <typename E, size_t N>
+E from_name(const std::string& name, const E (&values)[N], const char* option) {
+  std::string allowed;
+  for (E v : values) {
+    if (name == to_string(v)) return v;
+    allowed += (allowed.empty() ? "" : ", ") + std::string(to_string(v));
+  }
+  invalid(std::string(option) + " '" + name + "' is not one of: " + allowed);
+}
+}  // namespace
+
+CellType cell_from_string(const std::string& name) {
+  static const CellType kAll[] = {CellType::rnn_tanh, CellType::rnn_relu, CellType::lstm,
+                                  CellType::gru};
+  return from_name(name, kAll, "cell");
+}
+
+DataType dtype_from_string(const std::string& name) {
+  static const DataType kAll[] = {DataType::f32, DataType::f64, DataType::bf16, DataType::f16};
+  return from_name(name, kAll, "dtype");
+}
+
+const char* to_string(NanPolicy policy) {
+  switch (policy) {
+    case NanPolicy::propagate:
+      return "propagate";
+    case NanPolicy::replace:
+      return "replace";
+  }
+  return "unknown";
+}
+
+NanPolicy nan_policy_from_string(const std::string& name) {
+  static const NanPolicy kAll[] = {NanPolicy::propagate, NanPolicy::replace};
+  return from_name(name, kAll, "clip_nan");
+}
+
 int64_t dtype_size(DataType dtype) {
   switch (dtype) {
     case DataType::f32:

@@ -208,11 +208,7 @@ CaseSpec parse_case_text(const std::string& path, const std::string& text) {
   }
 
   Config& c = spec.config;
-  static const std::map<std::string, CellType> cells = {{"lstm", CellType::lstm},
-                                                        {"gru", CellType::gru},
-                                                        {"rnn_tanh", CellType::rnn_tanh},
-                                                        {"rnn_relu", CellType::rnn_relu}};
-  c.cell = cells.at(r.choice("cell", {"lstm", "gru", "rnn_tanh", "rnn_relu"}, nullptr));
+  c.cell = cell_from_string(r.choice("cell", {"lstm", "gru", "rnn_tanh", "rnn_relu"}, nullptr));
   c.input_size = r.integer("input_size", r.require("input_size"));
   c.hidden_size = r.integer("hidden_size", r.require("hidden_size"));
   c.proj_size = r.integer("proj_size", int64_t{0});
@@ -238,21 +234,15 @@ CaseSpec parse_case_text(const std::string& path, const std::string& text) {
   c.cell_clip = r.clip("cell_clip");
   c.proj_clip = r.clip("proj_clip");
   const std::string propagate = "propagate";
-  c.clip_nan = r.choice("clip_nan", {"propagate", "replace"}, &propagate) == "replace"
-                   ? NanPolicy::replace
-                   : NanPolicy::propagate;
+  c.clip_nan = nan_policy_from_string(r.choice("clip_nan", {"propagate", "replace"}, &propagate));
   c.dropout = r.number("dropout", 0.0);
   c.seed = r.unsigned_integer("seed", 0);
   spec.dropout_counter = r.unsigned_integer("dropout_counter", 0);
   spec.training = r.boolean("training", false);
   c.padding_fill = r.number_or_special("padding_fill", 0.0);
   const std::string float32 = "float32";
-  const std::string dtype =
-      r.choice("dtype", {"float32", "float64", "bfloat16", "float16"}, &float32);
-  c.dtype = dtype == "float64"    ? DataType::f64
-            : dtype == "bfloat16" ? DataType::bf16
-            : dtype == "float16"  ? DataType::f16
-                                  : DataType::f32;
+  c.dtype =
+      dtype_from_string(r.choice("dtype", {"float32", "float64", "bfloat16", "float16"}, &float32));
   const std::string from_environment = "from_environment";
   c.math = math_mode_from_string(
       r.choice("math", {"from_environment", "fp32", "allow_conversion"}, &from_environment));

@@ -238,10 +238,7 @@ Config make_config(const bench::BenchCase& bc, const BenchOptions& o) {
   c.bidirectional = bc.bidirectional;
   c.dropout = o.dropout;
   c.seed = o.case_flags.seed;
-  c.dtype = o.dtype == "float64"    ? DataType::f64
-            : o.dtype == "bfloat16" ? DataType::bf16
-            : o.dtype == "float16"  ? DataType::f16
-                                    : DataType::f32;
+  c.dtype = dtype_from_string(o.dtype);
   return c;
 }
 
