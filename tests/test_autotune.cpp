@@ -242,6 +242,19 @@ TEST(Autotune, InferencePlansSearchTheirOwnMode) {
   PlanOptions bad = o;
   bad.purpose = static_cast<PlanPurpose>(5);
   expect_error([&] { Plan x(p.cfg, p.shape, bad); }, Status::invalid_argument, {"purpose (= 5)"});
+  // The search of an inference plan runs inference forwards in a workspace of the largest
+  // size any candidate's calls need (an inference forward keeps in its workspace what a
+  // training one keeps in the reserve: a buffer sized for training overflowed, which
+  // AddressSanitizer shows and which crashed a double-precision bidirectional LSTM).
+  for (DataType dt : {DataType::f64, DataType::f32}) {
+    FreshCache again;
+    const Config small = make_config(CellType::lstm, 3, 5, 2, true, dt);
+    const SequenceShape ragged = SequenceShape::padded(4, 3, {4, 0, 2});
+    Plan plan(small, ragged, o);
+    const Tensors t = make_tensors(plan, make_data(small, {4, 0, 2}, 5, {}));
+    Plan reference(small, ragged, backend_options(Backend::reference));
+    EXPECT_TRUE(near("y", run(plan, t).y, run(reference, t).y, tolerance(small, 4, 3, false)));
+  }
   EXPECT_EQ(plan_purpose_from_string("inference"), PlanPurpose::inference);
   expect_error([] { plan_purpose_from_string("eval"); }, Status::invalid_argument,
                {"purpose 'eval'", "training, inference"});

@@ -55,7 +55,9 @@ struct Sized {
   Sized(const PlanContext& ctx, const Algo& algo, Isa isa) : problem(ctx, algo, isa) {
     const BufferSizes s = lay_out_buffers<T>(problem);
     reserve = s.reserve;
-    workspace = std::max(s.forward[1], s.backward);
+    // An inference forward keeps in its workspace what a training one keeps in the reserve,
+    // so its workspace can be the largest of the three.
+    workspace = std::max({s.forward[0], s.forward[1], s.backward});
   }
 };
 
