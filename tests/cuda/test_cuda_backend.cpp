@@ -97,6 +97,22 @@ TEST(Cuda, AlgorithmSearchChoosesACandidateAndRemembersIt) {
   TestCase p =
       make_test_case(c, LayoutKind::time_major, 6, 32, {}, DataOptions{}, GradMode::overwrite);
   check_against_reference(p, DataType::f32, Backend::cuda, &cuda_hooks());
+  // A plan built for inference searches inference forwards, under its own key: the same
+  // candidates, a choice that gives the reference's outputs, and training calls refused.
+  PlanOptions infer = backend_options(Backend::cuda);
+  infer.purpose = PlanPurpose::inference;
+  Plan inference(c, full, infer);
+  std::printf("[   NOTE   ] the same problem, built for inference: the search chose %s\n",
+              inference.impl_name().c_str());
+  EXPECT_NE(inference.impl_name().find("cuda:cudnn-"), std::string::npos);
+  const Tensors t = make_tensors(inference, make_data(c, std::vector<int64_t>(32, 50), 4, {}));
+  Plan reference(c, full, backend_options(Backend::reference));
+  EXPECT_TRUE(
+      near("y", run(inference, t, on_gpu({})).y, run(reference, t).y, tolerance(c, 50, 32, false)));
+  RunOptions training = on_gpu({});
+  training.training = true;
+  expect_error([&] { run(inference, t, training); }, Status::invalid_argument,
+               {"built for inference"});
   core::autotune_clear_memory();
 }
 
