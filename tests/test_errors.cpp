@@ -481,6 +481,18 @@ std::vector<ExecCase> exec_cases() {
          Bytes* r = e.foreign_reserve(oc, SequenceShape::padded(5, 3, {5, 2, 4}));
          a.reserve = r->data(), a.reserve_size = r->size;
        })},
+      // Every field of the config is in the fingerprint (the field table), padding_fill
+      // too, although it changes only y (the fingerprint left it out before the table).
+      {"backward_reserve_of_plan_with_other_padding_fill",
+       lstm,
+       bad,
+       {"reserve", "plan"},
+       bwd([](Exec& e, BackwardArgs& a) {
+         Config oc = e.c;
+         oc.padding_fill = -1.0;
+         Bytes* r = e.foreign_reserve(oc, SequenceShape::padded(5, 3, {5, 2, 4}));
+         a.reserve = r->data(), a.reserve_size = r->size;
+       })},
       // Host backends run on the calling thread: a stream is a mistake, refused by name.
       {"forward_stream_on_host_backend",
        lstm,

@@ -105,11 +105,21 @@ struct Config {
   // or one per direction (forward first). Empty: sigmoid/tanh/tanh, sigmoid/tanh, and
   // tanh or relu for rnn_tanh / rnn_relu.
   std::vector<Activation> activations;
+  // Every field added here gets its line in rnnx/config_fields.hpp (a build check says so).
 
   int64_t num_directions() const { return bidirectional ? 2 : 1; }
   // Size of the recurrent state and of each direction's output (P').
   int64_t output_size() const { return proj_size > 0 ? proj_size : hidden_size; }
 };
+
+// Field by field, from the field table (a NaN padding_fill or clip bound makes two configs
+// unequal). Written out, not defaulted: the CUDA kernels include this header as C++17.
+bool operator==(const Activation& a, const Activation& b);
+bool operator==(const Clip& a, const Clip& b);
+bool operator==(const Config& a, const Config& b);
+inline bool operator!=(const Config& a, const Config& b) {
+  return !(a == b);
+}
 
 int64_t gates_per_cell(CellType cell);  // 1, 1, 4, 3
 // Activations per direction: 3 (LSTM), 2 (GRU), 1 (RNN).

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <set>
 
+#include "rnnx/config_fields.hpp"
 #include "rnnx/cpu.hpp"
 #include "rnnx/error.hpp"
 
@@ -43,6 +44,17 @@ void read_file(Store& s, const std::string& path) {
 }
 
 }  // namespace
+
+std::string config_search_key(const Config& config) {
+  std::string key;
+  for_each_config_field([&](const char* name, auto) {
+    const std::string field = name;
+    if (field == "seed" || field == "padding_fill" || field == "math") return;
+    if (!key.empty()) key += ' ';
+    key += field + "=" + config_field_text(config, field);
+  });
+  return key;
+}
 
 std::string cache_file() {
   const char* path = std::getenv("RNNX_AUTOTUNE_CACHE");

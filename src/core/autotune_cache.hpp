@@ -6,7 +6,15 @@
 #include <optional>
 #include <string>
 
+#include "rnnx/config.hpp"
+
 namespace rnnx::core {
+
+// The config's part of a search key, for the cpu and the cuDNN search alike: every field of
+// the table (rnnx/config_fields.hpp) as name=value, but those that cannot change which
+// algorithm is fastest: the dropout key (seed) and the value written at padded positions
+// (padding_fill). `math` is left out too: the keys carry the resolved mode, what runs.
+std::string config_search_key(const Config& config);
 
 // RNNX_AUTOTUNE: unset or "1" searches, "0" takes the heuristic. Throws
 // Error(invalid_argument) naming the variable for any other value.

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "core/autotune_cache.hpp"
 #include "rnnx/version.hpp"
 
 namespace rnnx::core {
@@ -44,13 +45,9 @@ std::vector<CudnnAlgo> cudnn_algorithm_candidates(const Config& c, const CudnnBa
 std::string cudnn_autotune_key(const Config& c, MathMode math, const CudnnBatch& batch,
                                PlanPurpose purpose, const std::string& device, int cudnn_version) {
   std::ostringstream k;
-  k << "rnnx-" << build_info().version << " cuda " << to_string(c.dtype)
-    << " math=" << to_string(math) << " cell=" << to_string(c.cell) << " I=" << c.input_size
-    << " H=" << c.hidden_size << " P=" << c.proj_size << " L=" << c.num_layers
-    << " D=" << c.num_directions() << " bias=" << c.bias << " clip=" << c.cell_clip.enabled
-    << " per-layer=" << (c.dropout > 0 && c.num_layers > 1) << " B=" << batch.batch
-    << " T=" << batch.max_seq_len << " for=" << to_string(purpose) << " gpu=" << device
-    << " cudnn=" << cudnn_version;
+  k << "rnnx-" << build_info().version << " cuda " << config_search_key(c)
+    << " resolved_math=" << to_string(math) << " B=" << batch.batch << " T=" << batch.max_seq_len
+    << " for=" << to_string(purpose) << " gpu=" << device << " cudnn=" << cudnn_version;
   std::string key = k.str();
   std::replace(key.begin(), key.end(), '\t', ' ');  // the cache's separator
   std::replace(key.begin(), key.end(), '\n', ' ');

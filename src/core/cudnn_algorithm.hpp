@@ -30,9 +30,9 @@ std::optional<CudnnAlgo> cudnn_algo_from_string(const std::string& name);
 // error, or a result that differs from STANDARD's), and it is dropped then.
 std::vector<CudnnAlgo> cudnn_algorithm_candidates(const Config& config, const CudnnBatch& batch);
 
-// The key of a search: everything that changes which algorithm is fastest (cell, sizes,
-// layers, directions, bias, clip, dropout's per-layer split, dtype and math, the batch and
-// its one length, what the plan is for (a training step or an inference forward), the GPU's
+// The key of a search: everything that can change which algorithm is fastest (the config's
+// fields as core::config_search_key gives them, the resolved math mode, the batch and its
+// one length, what the plan is for (a training step or an inference forward), the GPU's
 // name, cuDNN's version, rnnx's version).
 std::string cudnn_autotune_key(const Config& config, MathMode math, const CudnnBatch& batch,
                                PlanPurpose purpose, const std::string& device, int cudnn_version);

@@ -17,6 +17,7 @@
 #include "core/checked.hpp"
 #include "core/memory.hpp"
 #include "core/reserve_ledger.hpp"
+#include "rnnx/config_fields.hpp"
 #include "rnnx/error.hpp"
 
 namespace rnnx {
@@ -31,8 +32,10 @@ using core::ReserveHeader;
 using core::ReserveLedger;
 
 // FNV-1a over the bytes of every value that shapes the reserve: a backward refuses a
-// reserve written by a plan that differs in anything (sizes, lengths and their order,
-// layout, dtype, options, backend).
+// reserve written by a plan that differs in anything (every field of the config, sizes,
+// lengths and their order, layout, backend, resolved math mode). The plan options are not
+// in it: the thread count changes no bit of a reserve (docs/robustness.md), and a plan built
+// for inference writes none.
 class Fingerprint {
  public:
   template <typename V>
@@ -60,14 +63,8 @@ class Fingerprint {
 uint64_t plan_fingerprint(const Config& c, const SequenceShape& s, const std::string& impl,
                           MathMode math) {
   Fingerprint f;
-  f.add(c.cell).add(c.input_size).add(c.hidden_size).add(c.proj_size).add(c.num_layers);
-  f.add(c.bidirectional).add(c.bias).add(c.gru_linear_before_reset);
-  f.add(c.cell_clip.enabled).add(c.cell_clip.lo).add(c.cell_clip.hi);
-  f.add(c.proj_clip.enabled).add(c.proj_clip.lo).add(c.proj_clip.hi);
-  f.add(c.clip_nan).add(c.dropout).add(c.seed).add(c.dtype);
+  f.add(to_string(c));  // every field of the table (rnnx/config_fields.hpp), exactly
   f.add(s.layout).add(s.max_seq_len).add(s.batch).add(s.lengths).add(s.batch_sizes);
-  f.add(c.reverse).add(c.peephole).add(c.gate_clip).add(c.input_forget);
-  for (const auto& a : c.activations) f.add(a.kind).add(a.alpha).add(a.beta);
   f.add(s.sorted_indices).add(impl).add(math);  // the resolved mode: what ran
   return f.value();
 }

@@ -261,12 +261,9 @@ std::string key_of(const PlanContext& probe, Isa isa) {
   const Config& c = probe.config;
   const core::Schedule& s = probe.schedule;
   std::ostringstream k;
-  k << "rnnx-" << build_info().version << " cpu " << (c.dtype == DataType::f32 ? "f32" : "f64")
-    << " cell=" << static_cast<int>(c.cell) << " lbr=" << c.gru_linear_before_reset
-    << " I=" << c.input_size << " H=" << c.hidden_size << " P=" << c.proj_size
-    << " L=" << c.num_layers << " D=" << c.num_directions() << " bias=" << c.bias
-    << " onnx=" << uses_onnx_options(c) << " bf16=" << (probe.math == MathMode::allow_conversion)
-    << " B=" << s.B << " T~" << quarter_octave(s.T_eff) << " tokens~" << quarter_octave(s.tokens)
+  k << "rnnx-" << build_info().version << " cpu " << core::config_search_key(c)
+    << " bf16=" << (probe.math == MathMode::allow_conversion) << " B=" << s.B << " T~"
+    << quarter_octave(s.T_eff) << " tokens~" << quarter_octave(s.tokens)
     << " threads=" << plan_threads(probe) << " isa=" << isa_name(isa)
     << " for=" << to_string(probe.options.purpose);
   return k.str();
