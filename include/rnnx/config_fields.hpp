@@ -43,6 +43,10 @@ constexpr void for_each_config_field(Visit&& visit) {
   visit("activations", &Config::activations);
 }
 
+// The fields that front ends (Python's Config, case files) require, having no meaningful
+// default for a problem; C++'s Config{} and the C API's config start from lstm, 0, 0.
+inline constexpr const char* kRequiredConfigFields[] = {"cell", "input_size", "hidden_size"};
+
 // The text of one field's value, and its inverse. Enums by their names (to_string), bools
 // "true"/"false", integers in decimal, reals in the shortest form that reads back to the
 // same double ("nan", "inf", "-inf" too), a clip "off" or "lo:hi", activations "default"

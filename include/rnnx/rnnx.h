@@ -209,6 +209,20 @@ RNNX_API rnnx_status_t rnnx_config_get_gate_clip(rnnx_config_t config, double* g
 RNNX_API rnnx_status_t rnnx_config_set_input_forget(rnnx_config_t config, int input_forget);
 RNNX_API rnnx_status_t rnnx_config_get_input_forget(rnnx_config_t config, int* input_forget);
 
+/* Any field by its name, as text (the field table of rnnx/config_fields.hpp: every field of
+ * the config, those added after this version of the header too): enums by name ("lstm",
+ * "float64", "replace", "fp32"), "true"/"false", integers, reals in their shortest exact form
+ * (and "nan", "inf", "-inf"), a clip "off" or "lo:hi", activations "default" or
+ * "Sigmoid(0,0),Tanh(0,0),...". A bad name or value is refused naming both; the config is
+ * then unchanged. get writes the text with its terminating NUL into value (size bytes);
+ * field NULL gives the whole config, "cell=lstm input_size=... activations=default". *length
+ * (may be NULL) receives the text's length without the NUL; value may be NULL with size 0 to
+ * ask for it; a size that is too small is refused naming the size needed. */
+RNNX_API rnnx_status_t rnnx_config_set_field(rnnx_config_t config, const char* field,
+                                             const char* value);
+RNNX_API rnnx_status_t rnnx_config_get_field(rnnx_config_t config, const char* field, char* value,
+                                             size_t size, size_t* length);
+
 /* ONNX's activation functions, with alpha/beta as in ONNX. */
 typedef enum rnnx_activation {
   RNNX_ACTIVATION_SIGMOID = 0,

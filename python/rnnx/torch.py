@@ -187,11 +187,11 @@ class _RnnxModule:
             f"its parameters are {dtype}{where} (convert the module with .float(), .double(), "
             f".bfloat16() or .half())")
 
-    # The attributes a config is made of: setting one forgets the configs made so far.
-    _RNNX_CONFIG_ATTRS = frozenset((
-        "mode", "input_size", "hidden_size", "proj_size", "num_layers", "bidirectional", "bias",
-        "gru_linear_before_reset", "cell_clip", "proj_clip", "clip_nan", "seed", "padding_fill",
-        "reverse", "peephole", "gate_clip", "input_forget", "activations", "math"))
+    # The attributes a config is made of: setting one forgets the configs made so far. They
+    # are the config's fields (from rnnx's field table) under the module's own names: `mode`
+    # for the cell; the dtype follows the parameters and dropout is read at each call.
+    _RNNX_CONFIG_ATTRS = frozenset(("mode",)) | (
+        frozenset(_rnnx.Config.fields) - {"cell", "dtype", "dropout"})
 
     def __setattr__(self, name, value):
         if name in _RnnxModule._RNNX_CONFIG_ATTRS:

@@ -7,12 +7,14 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "rnnx/config_fields.hpp"
 #include "rnnx/rnnx.hpp"
 
 namespace py = pybind11;
@@ -93,16 +95,6 @@ void register_exceptions(py::module_& m) {
 // "weight_ih" for "weight_ih_l1_reverse": the parameter's kind, by PyTorch's naming.
 std::string kind_of(const rnnx::WeightParam& p) {
   return p.name.substr(0, p.name.rfind("_l"));
-}
-
-rnnx::Clip parse_clip(const std::optional<std::pair<double, double>>& c) {
-  rnnx::Clip clip;
-  if (c) {
-    clip.enabled = true;
-    clip.lo = c->first;
-    clip.hi = c->second;
-  }
-  return clip;
 }
 
 py::object clip_value(const rnnx::Clip& c) {
@@ -193,76 +185,157 @@ py::list activation_list(const std::vector<rnnx::Activation>& acts) {
   return out;
 }
 
-rnnx::Config make_config(const std::string& cell, int64_t input_size, int64_t hidden_size,
-                         int64_t proj_size, int64_t num_layers, bool bidirectional, bool bias,
-                         bool gru_linear_before_reset,
-                         const std::optional<std::pair<double, double>>& cell_clip,
-                         const std::optional<std::pair<double, double>>& proj_clip,
-                         const std::string& clip_nan, double dropout, uint64_t seed,
-                         const std::string& dtype, double padding_fill, bool reverse, bool peephole,
-                         double gate_clip, bool input_forget, const py::object& activations,
-                         const std::string& math) {
+// ---- Config from the field table (rnnx/config_fields.hpp) ----------------------------------
+
+// One conversion each way per value type of a field: a new field of an existing type needs
+// no code here.
+[[noreturn]] void wrong_type(const char* field, const char* takes, const py::handle& v) {
+  throw py::type_error(std::string(field) + " must be " + takes + ", got " +
+                       std::string(py::repr(v)));
+}
+
+template <typename T>
+T cast_field(const py::handle& v, const char* field, const char* takes) {
+  try {
+    return v.cast<T>();
+  } catch (const py::cast_error&) {
+    wrong_type(field, takes, v);
+  }
+}
+
+std::string string_field(const py::handle& v, const char* field) {
+  if (!py::isinstance<py::str>(v)) wrong_type(field, "a string", v);
+  return v.cast<std::string>();
+}
+
+void from_py(rnnx::CellType* out, const char* f, const py::handle& v) {
+  *out = rnnx::cell_from_string(string_field(v, f));
+}
+void from_py(rnnx::DataType* out, const char* f, const py::handle& v) {
+  *out = rnnx::dtype_from_string(string_field(v, f));
+}
+void from_py(rnnx::NanPolicy* out, const char* f, const py::handle& v) {
+  *out = rnnx::nan_policy_from_string(string_field(v, f));
+}
+void from_py(rnnx::MathMode* out, const char* f, const py::handle& v) {
+  *out = rnnx::math_mode_from_string(string_field(v, f));
+}
+void from_py(bool* out, const char* f, const py::handle& v) {
+  *out = cast_field<bool>(v, f, "True or False");
+}
+void from_py(int64_t* out, const char* f, const py::handle& v) {
+  if (py::isinstance<py::float_>(v)) wrong_type(f, "an integer", v);
+  *out = cast_field<int64_t>(v, f, "an integer");
+}
+void from_py(uint64_t* out, const char* f, const py::handle& v) {
+  if (py::isinstance<py::float_>(v)) wrong_type(f, "an integer", v);
+  if (py::isinstance<py::int_>(v) && v.cast<py::int_>() < py::int_(0)) {
+    invalid(std::string(f) + " (= " + std::string(py::str(v)) + ") must be in [0, 2**64)");
+  }
+  *out = cast_field<uint64_t>(v, f, "an integer in [0, 2**64)");
+}
+void from_py(double* out, const char* f, const py::handle& v) {
+  *out = cast_field<double>(v, f, "a real number");
+}
+void from_py(rnnx::Clip* out, const char* f, const py::handle& v) {
+  if (v.is_none()) {
+    *out = rnnx::Clip{};
+    return;
+  }
+  if (!py::isinstance<py::sequence>(v) || py::isinstance<py::str>(v) || py::len(v) != 2) {
+    wrong_type(f, "None or a pair (lo, hi)", v);
+  }
+  const std::string name(f);
+  *out =
+      rnnx::Clip{true, cast_field<double>(v[py::int_(0)], (name + " lo").c_str(), "a real number"),
+                 cast_field<double>(v[py::int_(1)], (name + " hi").c_str(), "a real number")};
+}
+void from_py(std::vector<rnnx::Activation>* out, const char*, const py::handle& v) {
+  *out = parse_activations(py::reinterpret_borrow<py::object>(v));
+}
+
+py::object to_py(rnnx::CellType v) {
+  return py::str(rnnx::to_string(v));
+}
+py::object to_py(rnnx::DataType v) {
+  return py::str(rnnx::to_string(v));
+}
+py::object to_py(rnnx::NanPolicy v) {
+  return py::str(rnnx::to_string(v));
+}
+py::object to_py(rnnx::MathMode v) {
+  return py::str(rnnx::to_string(v));
+}
+py::object to_py(bool v) {
+  return py::bool_(v);
+}
+py::object to_py(int64_t v) {
+  return py::int_(v);
+}
+py::object to_py(uint64_t v) {
+  return py::int_(v);
+}
+py::object to_py(double v) {
+  return py::float_(v);
+}
+py::object to_py(const rnnx::Clip& v) {
+  return clip_value(v);
+}
+py::object to_py(const std::vector<rnnx::Activation>& v) {
+  return activation_list(v);
+}
+
+rnnx::Config config_from_kwargs(const py::kwargs& kwargs) {
+  for (const auto& item : kwargs) {  // first, so that a misspelt field is named as such
+    const std::string key = py::str(item.first);
+    if (!rnnx::is_config_field(key)) {
+      std::string fields;
+      rnnx::for_each_config_field([&](const char* name, auto) {
+        if (!fields.empty()) fields += ", ";
+        fields += name;
+      });
+      throw py::type_error("rnnx.Config: unexpected keyword argument '" + key +
+                           "' (the fields: " + fields + ")");
+    }
+  }
+  for (const char* required : rnnx::kRequiredConfigFields) {
+    if (!kwargs.contains(required)) {
+      throw py::type_error(std::string("rnnx.Config: the keyword argument ") + required +
+                           " is required (cell, input_size and hidden_size always are)");
+    }
+  }
   rnnx::Config c;
-  c.cell = rnnx::cell_from_string(cell);
-  c.input_size = input_size;
-  c.hidden_size = hidden_size;
-  c.proj_size = proj_size;
-  c.num_layers = num_layers;
-  c.bidirectional = bidirectional;
-  c.bias = bias;
-  c.gru_linear_before_reset = gru_linear_before_reset;
-  c.cell_clip = parse_clip(cell_clip);
-  c.proj_clip = parse_clip(proj_clip);
-  c.clip_nan = rnnx::nan_policy_from_string(clip_nan);
-  c.dropout = dropout;
-  c.seed = seed;
-  c.dtype = rnnx::dtype_from_string(dtype);
-  c.padding_fill = padding_fill;
-  c.reverse = reverse;
-  c.peephole = peephole;
-  c.gate_clip = gate_clip;
-  c.input_forget = input_forget;
-  c.activations = parse_activations(activations);
-  c.math = rnnx::math_mode_from_string(math);
+  rnnx::for_each_config_field([&](const char* name, auto member) {
+    if (kwargs.contains(name)) from_py(&(c.*member), name, kwargs[name]);
+  });
   rnnx::validate(c);
   return c;
 }
 
+py::dict config_dict(const rnnx::Config& c) {
+  py::dict d;
+  rnnx::for_each_config_field([&](const char* name, auto member) { d[name] = to_py(c.*member); });
+  return d;
+}
+
+// The required fields, then every field that differs from its default, as keyword
+// arguments that rebuild the config.
 std::string config_repr(const rnnx::Config& c) {
-  std::string s = std::string("rnnx.Config(cell='") + rnnx::to_string(c.cell) +
-                  "', input_size=" + std::to_string(c.input_size) +
-                  ", hidden_size=" + std::to_string(c.hidden_size);
-  if (c.proj_size) s += ", proj_size=" + std::to_string(c.proj_size);
-  s += ", num_layers=" + std::to_string(c.num_layers);
-  if (c.bidirectional) s += ", bidirectional=True";
-  if (!c.bias) s += ", bias=False";
-  if (c.cell == rnnx::CellType::gru && !c.gru_linear_before_reset) {
-    s += ", gru_linear_before_reset=False";
-  }
-  if (c.cell_clip.enabled) {
-    s += ", cell_clip=(" + std::to_string(c.cell_clip.lo) + ", " + std::to_string(c.cell_clip.hi) +
-         ")";
-  }
-  if (c.proj_clip.enabled) {
-    s += ", proj_clip=(" + std::to_string(c.proj_clip.lo) + ", " + std::to_string(c.proj_clip.hi) +
-         ")";
-  }
-  if (c.clip_nan != rnnx::NanPolicy::propagate)
-    s += std::string(", clip_nan='") + rnnx::to_string(c.clip_nan) + "'";
-  if (c.dropout != 0.0)
-    s += ", dropout=" + std::to_string(c.dropout) + ", seed=" + std::to_string(c.seed);
-  if (c.reverse) s += ", reverse=True";
-  if (c.peephole) s += ", peephole=True";
-  if (c.gate_clip != 0.0) s += ", gate_clip=" + std::to_string(c.gate_clip);
-  if (c.input_forget) s += ", input_forget=True";
-  if (!c.activations.empty()) {
-    s += ", activations=" + std::string(py::repr(activation_list(c.activations)));
-  }
-  if (c.math != rnnx::MathMode::from_environment) {
-    s += std::string(", math='") + rnnx::to_string(c.math) + "'";
-  }
-  s += std::string(", dtype='") + rnnx::to_string(c.dtype) + "')";
-  return s;
+  const rnnx::Config defaults;
+  std::string s = "rnnx.Config(";
+  rnnx::for_each_config_field([&](const char* name, auto member) {
+    bool required = false;
+    for (const char* r : rnnx::kRequiredConfigFields) required = required || std::string(r) == name;
+    if (!required && c.*member == defaults.*member) return;
+    if (s.back() != '(') s += ", ";
+    const py::object value = to_py(c.*member);
+    std::string text = py::repr(value);
+    if (py::isinstance<py::float_>(value) && !std::isfinite(value.cast<double>())) {
+      text = "float('" + text + "')";  // nan, inf and -inf have no literal
+    }
+    s += std::string(name) + "=" + text;
+  });
+  return s + ")";
 }
 
 // ---- buffers ----------------------------------------------------------------------------
@@ -599,55 +672,54 @@ PYBIND11_MODULE(_rnnx, m) {
                ", rows=" + std::to_string(p.rows) + ", cols=" + std::to_string(p.cols) + ")";
       });
 
-  py::class_<rnnx::Config>(m, "Config")
-      .def(py::init(&make_config), py::kw_only(), "cell"_a, "input_size"_a, "hidden_size"_a,
-           "proj_size"_a = 0, "num_layers"_a = 1, "bidirectional"_a = false, "bias"_a = true,
-           "gru_linear_before_reset"_a = true, "cell_clip"_a = py::none(),
-           "proj_clip"_a = py::none(), "clip_nan"_a = "propagate", "dropout"_a = 0.0, "seed"_a = 0,
-           "dtype"_a = "float32", "padding_fill"_a = 0.0, "reverse"_a = false, "peephole"_a = false,
-           "gate_clip"_a = 0.0, "input_forget"_a = false, "activations"_a = py::none(),
-           "math"_a = "from_environment",
-           "Validated problem description; raises rnnx.InvalidArgumentError naming the field.\n"
+  py::class_<rnnx::Config> config_class(m, "Config");
+  config_class
+      .def(py::init(&config_from_kwargs),
+           "Config(*, cell, input_size, hidden_size, **fields): a validated problem description; "
+           "raises rnnx.InvalidArgumentError naming the field. The fields and their defaults are "
+           "rnnx.Config.fields and Config.defaults(); Config(**c.to_dict()) == c.\n"
            "math: 'from_environment' (RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION, read when a plan is "
            "built), 'fp32', or 'allow_conversion' (float32 GEMMs in bf16 with float32 "
            "accumulation where the CPU has AVX512-BF16; float64 ignores it).\n"
+           "cell_clip, proj_clip: None or (lo, hi); clip_nan: 'propagate' or 'replace'.\n"
            "ONNX's cell options (docs/math.md): reverse, peephole (LSTM), gate_clip (ONNX clip), "
            "input_forget (LSTM) and activations, a list of ONNX names or (name, alpha, beta) "
            "tuples or {'name', 'alpha', 'beta'} dicts (alpha/beta None: ONNX's defaults), per "
            "direction LSTM f, g, h; GRU f, g; RNN f, once for every direction or once per "
            "direction.")
-      .def_property_readonly("cell", [](const rnnx::Config& c) { return rnnx::to_string(c.cell); })
-      .def_readonly("input_size", &rnnx::Config::input_size)
-      .def_readonly("hidden_size", &rnnx::Config::hidden_size)
-      .def_readonly("proj_size", &rnnx::Config::proj_size)
-      .def_readonly("num_layers", &rnnx::Config::num_layers)
-      .def_readonly("bidirectional", &rnnx::Config::bidirectional)
-      .def_readonly("bias", &rnnx::Config::bias)
-      .def_readonly("gru_linear_before_reset", &rnnx::Config::gru_linear_before_reset)
-      .def_property_readonly("cell_clip",
-                             [](const rnnx::Config& c) { return clip_value(c.cell_clip); })
-      .def_property_readonly("proj_clip",
-                             [](const rnnx::Config& c) { return clip_value(c.proj_clip); })
-      .def_property_readonly("clip_nan",
-                             [](const rnnx::Config& c) { return rnnx::to_string(c.clip_nan); })
-      .def_readonly("dropout", &rnnx::Config::dropout)
-      .def_readonly("seed", &rnnx::Config::seed)
-      .def_property_readonly("dtype",
-                             [](const rnnx::Config& c) { return rnnx::to_string(c.dtype); })
-      .def_readonly("padding_fill", &rnnx::Config::padding_fill)
-      .def_property_readonly("math", [](const rnnx::Config& c) { return rnnx::to_string(c.math); })
+      .def("to_dict", &config_dict, "Every field by name, as Config(**d) takes them.")
+      .def_static(
+          "defaults", []() { return config_dict(rnnx::Config{}); },
+          "Every field's default (cell, input_size and hidden_size have none in Python: they "
+          "are required).")
+      .def(
+          "__eq__", [](const rnnx::Config& a, const rnnx::Config& b) { return a == b; },
+          py::is_operator())
+      .def("__hash__", [](const rnnx::Config& c) { return py::hash(py::str(rnnx::to_string(c))); })
+      .def(
+          "__str__", [](const rnnx::Config& c) { return rnnx::to_string(c); },
+          "The text form, field=value for every field (rnnx::to_string(Config)).")
+      .def(py::pickle([](const rnnx::Config& c) { return rnnx::to_string(c); },
+                      [](const std::string& text) {
+                        const rnnx::Config c = rnnx::config_from_string(text);
+                        rnnx::validate(c);
+                        return c;
+                      }));
+  {
+    py::list fields;
+    rnnx::for_each_config_field([&](const char* name, auto member) {
+      fields.append(name);
+      config_class.def_property_readonly(
+          name, [member](const rnnx::Config& c) { return to_py(c.*member); });
+    });
+    config_class.attr("fields") = py::tuple(fields);
+  }
+  config_class
       .def_property_readonly(
           "resolved_math",
           [](const rnnx::Config& c) { return rnnx::to_string(rnnx::resolved_math_mode(c)); },
           "'fp32' or 'allow_conversion': the mode a plan built now runs in (the environment "
           "variable read for 'from_environment').")
-      .def_readonly("reverse", &rnnx::Config::reverse)
-      .def_readonly("peephole", &rnnx::Config::peephole)
-      .def_readonly("gate_clip", &rnnx::Config::gate_clip)
-      .def_readonly("input_forget", &rnnx::Config::input_forget)
-      .def_property_readonly(
-          "activations", [](const rnnx::Config& c) { return activation_list(c.activations); },
-          "The activations as given, (name, alpha, beta) each; [] means the cell's defaults.")
       .def(
           "direction_activations",
           [](const rnnx::Config& c, int64_t d) {

@@ -267,3 +267,39 @@ def test_error_bound_is_exposed_with_the_library_formula():
     assert rnnx.norm_error_bound(c32, 10, 4, backward=True) == pytest.approx(
         2 / 256 * 5 + rnnx.error_bound(c32, 10, 4, backward=True), rel=1e-12)
     assert rnnx.norm_error_bound(c64, 10, 4) == rnnx.error_bound(c64, 10, 4)
+
+
+def test_config_fields_round_trip_through_dict_repr_text_and_pickle():
+    """rnnx.Config comes from the field table: every field by name, read back exactly."""
+    import pickle
+    fields = rnnx.Config.fields
+    assert len(fields) == len(set(fields)) == 21
+    assert set(rnnx.Config.defaults()) == set(fields)
+    c = rnnx.Config(cell="lstm", input_size=3, hidden_size=5, proj_size=2, num_layers=2,
+                    bidirectional=True, cell_clip=(-0.1, 1e300), proj_clip=(-1.5, 0.30000000000000004),
+                    clip_nan="replace", dropout=0.25, seed=2 ** 64 - 1, dtype="float64",
+                    padding_fill=float("-inf"), math="fp32", peephole=True, gate_clip=3.0,
+                    input_forget=True,
+                    activations=[("HardSigmoid", 0.2, 0.5), "Tanh", ("Elu", 1.0, None)])
+    d = c.to_dict()
+    assert list(d) == list(fields)
+    assert all(getattr(c, name) == value for name, value in d.items())
+    assert rnnx.Config(**d) == c
+    assert eval(repr(c), {"rnnx": rnnx}) == c  # repr: the fields that differ from defaults
+    assert pickle.loads(pickle.dumps(c)) == c
+    assert hash(rnnx.Config(**d)) == hash(c)
+    assert "cell_clip=-0.1:1e+300" in str(c) and str(c).startswith("cell=lstm ")
+    assert c != rnnx.Config(**dict(d, padding_fill=0.0))
+    assert (c == 3) is False
+    assert repr(rnnx.Config(cell="gru", input_size=1, hidden_size=2)) == \
+        "rnnx.Config(cell='gru', input_size=1, hidden_size=2)"
+    with pytest.raises(TypeError, match="unexpected keyword argument 'hidden'.*hidden_size"):
+        rnnx.Config(cell="lstm", input_size=1, hidden=2)
+    with pytest.raises(TypeError, match="keyword argument hidden_size is required"):
+        rnnx.Config(cell="lstm", input_size=1)
+    with pytest.raises(TypeError, match="input_size must be an integer, got 2.5"):
+        rnnx.Config(cell="lstm", input_size=2.5, hidden_size=1)
+    with pytest.raises(TypeError, match="cell_clip must be None or a pair"):
+        rnnx.Config(cell="lstm", input_size=1, hidden_size=1, cell_clip=5)
+    with pytest.raises(rnnx.InvalidArgumentError, match=r"seed \(= -1\)"):
+        rnnx.Config(cell="lstm", input_size=1, hidden_size=1, seed=-1)

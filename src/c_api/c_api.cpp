@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "rnnx/config_fields.hpp"
 #include "rnnx/rnnx.h"
 #include "rnnx/rnnx.hpp"
 
@@ -579,6 +580,33 @@ rnnx_status_t rnnx_config_set_math_mode(rnnx_config_t config, rnnx_math_mode_t m
 rnnx_status_t rnnx_config_get_math_mode(rnnx_config_t config, rnnx_math_mode_t* math) {
   return config_get(__func__, config, math, "math",
                     [](const rnnx::Config& c) { return to_c(c.math); });
+}
+
+rnnx_status_t rnnx_config_set_field(rnnx_config_t config, const char* field, const char* value) {
+  return config_set(__func__, config, [&](rnnx::Config& c, const char* fn) {
+    need(field, fn, "field");
+    need(value, fn, "value");
+    rnnx::Config changed = c;  // all or nothing
+    rnnx::set_config_field(changed, field, value);
+    c = changed;
+  });
+}
+
+rnnx_status_t rnnx_config_get_field(rnnx_config_t config, const char* field, char* value,
+                                    size_t size, size_t* length) {
+  return guarded(__func__, [&](const char* fn) {
+    const rnnx::Config& c = need(config, fn, "config")->value;
+    const std::string text = field ? rnnx::config_field_text(c, field) : rnnx::to_string(c);
+    if (length) *length = text.size();
+    if (value == nullptr && size == 0) return;
+    need(value, fn, "value");
+    if (size <= text.size()) {
+      invalid(fn, "size (= " + std::to_string(size) + ") must be at least " +
+                      std::to_string(text.size() + 1) + " for the text of " +
+                      (field ? std::string(field) : std::string("the config")));
+    }
+    std::memcpy(value, text.c_str(), text.size() + 1);
+  });
 }
 
 rnnx_status_t rnnx_config_set_padding_fill(rnnx_config_t config, double padding_fill) {

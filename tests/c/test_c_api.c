@@ -843,6 +843,42 @@ static void test_config_round_trip(void) {
   CHECK_OK(rnnx_config_set_padding_fill(c, -7.25));
   CHECK_OK(rnnx_config_get_padding_fill(c, &dv));
   CHECK_TRUE(dv == -7.25, "padding_fill round trip");
+
+  /* Any field by name, as text: the typed setters' values read back, and the other way. */
+  {
+    char text[1024];
+    size_t n = 0;
+    CHECK_OK(rnnx_config_get_field(c, "padding_fill", text, sizeof text, &n));
+    CHECK_TRUE(strcmp(text, "-7.25") == 0 && n == 5, "padding_fill as text");
+    CHECK_OK(rnnx_config_get_field(c, "cell_clip", text, sizeof text, NULL));
+    CHECK_TRUE(strcmp(text, "-2.5:3.5") == 0, "cell_clip as text");
+    CHECK_OK(rnnx_config_get_field(c, "seed", text, sizeof text, NULL));
+    CHECK_TRUE(strcmp(text, "18369614221190020847") == 0, "seed as text (all 64 bits)");
+    CHECK_OK(rnnx_config_set_field(c, "hidden_size", "41"));
+    CHECK_OK(rnnx_config_get_hidden_size(c, &v));
+    CHECK_TRUE(v == 41, "hidden_size set by name");
+    CHECK_OK(rnnx_config_set_field(c, "input_forget", "true"));
+    CHECK_OK(rnnx_config_get_input_forget(c, &b));
+    CHECK_TRUE(b == 1, "input_forget set by name");
+    CHECK_OK(rnnx_config_set_field(c, "activations", "Sigmoid(0,0),Tanh(0,0),Tanh(0,0)"));
+    CHECK_OK(rnnx_config_get_field(c, "activations", text, sizeof text, NULL));
+    CHECK_TRUE(strcmp(text, "Sigmoid(0,0),Tanh(0,0),Tanh(0,0)") == 0, "activations by name");
+    /* The whole config; its length alone first. */
+    CHECK_OK(rnnx_config_get_field(c, NULL, NULL, 0, &n));
+    CHECK_OK(rnnx_config_get_field(c, NULL, text, sizeof text, NULL));
+    CHECK_TRUE(
+        strlen(text) == n && strncmp(text, "cell=gru input_size=17 hidden_size=41 ", 38) == 0,
+        "the whole config as text");
+    CHECK(rnnx_config_get_field(c, NULL, text, n, NULL), RNNX_STATUS_INVALID_ARGUMENT,
+          "must be at least");
+    CHECK(rnnx_config_set_field(c, "hiden_size", "4"), RNNX_STATUS_INVALID_ARGUMENT,
+          "\"hiden_size\" is not a field of rnnx::Config");
+    CHECK(rnnx_config_set_field(c, "hidden_size", "4.5"), RNNX_STATUS_INVALID_ARGUMENT,
+          "hidden_size (= \"4.5\") must be a 64-bit integer");
+    CHECK(rnnx_config_set_field(c, NULL, "4"), RNNX_STATUS_INVALID_ARGUMENT, "field is null");
+    CHECK_OK(rnnx_config_get_hidden_size(c, &v));
+    CHECK_TRUE(v == 41, "a refused set leaves the field as it was");
+  }
   CHECK_OK(rnnx_config_destroy(c));
 }
 

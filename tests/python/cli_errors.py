@@ -127,6 +127,11 @@ CHECKS = [
     ("bad_clip_nan", edit_json(clip_nan="ignore"), 2, ['key "clip_nan" must be one of propagate, replace']),
     ("bad_math", edit_json(math="bf16"), 2, ['key "math" must be one of from_environment, fp32, allow_conversion']),
     ("math_allow_conversion", edit_json(math="allow_conversion"), 0, []),
+    # Every field of the config is a key (the field table), reverse too, beside ONNX's direction.
+    ("reverse_key", edit_json(reverse=True), 0, []),
+    ("reverse_not_a_bool", edit_json(reverse="yes"), 2, ['key "reverse" must be true or false']),
+    ("reverse_contradicts_direction", edit_json(direction="forward", reverse=True), 2,
+     ['key "direction" (= "forward") contradicts "reverse"']),
     ("x_input_dim", save("x", np.zeros((T, B, I + 2))), 2, ["x.npy: dim 2 (= 5) must equal input_size (= 3)"]),
     ("x_2d", save("x", np.zeros((T, I))), 2, ["x.npy: shape (5, 3) must have 3 dimensions"]),
     ("x_int", save("x", np.zeros((T, B, I), dtype=np.int32)), 2, ["x.npy: dtype is int32, expected float32 or float64"]),

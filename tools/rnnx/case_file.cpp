@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "rnnx/config_fields.hpp"
 #include "rnnx/convert.hpp"
 #include "rnnx/error.hpp"
 
@@ -18,34 +19,11 @@ namespace {
 
 using nlohmann::json;
 
-// Every key case.json may hold; anything else must be listed in "ignore".
-const std::vector<std::string> kKnownKeys = {"cell",
-                                             "input_size",
-                                             "hidden_size",
-                                             "proj_size",
-                                             "num_layers",
-                                             "bidirectional",
-                                             "bias",
-                                             "batch_first",
-                                             "gru_linear_before_reset",
-                                             "cell_clip",
-                                             "proj_clip",
-                                             "clip_nan",
-                                             "dropout",
-                                             "seed",
-                                             "dropout_counter",
-                                             "training",
-                                             "padding_fill",
-                                             "dtype",
-                                             "ignore",
-                                             "direction",
-                                             "peephole",
-                                             "gate_clip",
-                                             "input_forget",
-                                             "activations",
-                                             "activation_alpha",
-                                             "activation_beta",
-                                             "math"};
+// The keys of case.json besides Config's fields (rnnx/config_fields.hpp); anything else must
+// be listed in "ignore".
+const std::vector<std::string> kCaseKeys = {"batch_first",    "dropout_counter", "training",
+                                            "ignore",         "direction",       "activation_alpha",
+                                            "activation_beta"};
 
 class Reader {
  public:
@@ -169,6 +147,44 @@ class Reader {
   const json& root_;
 };
 
+// One reader per value type of Config's fields: a key of case.json holds the field of the
+// same name, in JSON's own kinds (enums as their names, clips as null or [lo, hi], reals
+// also as "nan", "inf", "-inf").
+void read_field(const Reader& r, const std::string& key, CellType* out) {
+  *out = cell_from_string(r.choice(key, {"lstm", "gru", "rnn_tanh", "rnn_relu"}, nullptr));
+}
+void read_field(const Reader& r, const std::string& key, DataType* out) {
+  const std::string dflt = to_string(*out);
+  *out = dtype_from_string(r.choice(key, {"float32", "float64", "bfloat16", "float16"}, &dflt));
+}
+void read_field(const Reader& r, const std::string& key, NanPolicy* out) {
+  const std::string dflt = to_string(*out);
+  *out = nan_policy_from_string(r.choice(key, {"propagate", "replace"}, &dflt));
+}
+void read_field(const Reader& r, const std::string& key, MathMode* out) {
+  const std::string dflt = to_string(*out);
+  *out =
+      math_mode_from_string(r.choice(key, {"from_environment", "fp32", "allow_conversion"}, &dflt));
+}
+void read_field(const Reader& r, const std::string& key, bool* out) {
+  *out = r.boolean(key, *out);
+}
+void read_field(const Reader& r, const std::string& key, int64_t* out) {
+  *out = r.integer(key, r.require(key));
+}
+void read_field(const Reader& r, const std::string& key, uint64_t* out) {
+  *out = r.unsigned_integer(key, *out);
+}
+void read_field(const Reader& r, const std::string& key, double* out) {
+  if (const json* v = r.get(key); v && !v->is_null()) *out = r.number_or_special(key, *out);
+}
+void read_field(const Reader& r, const std::string& key, Clip* out) {
+  *out = r.clip(key);
+}
+void read_field(const Reader& r, const std::string&, std::vector<Activation>* out) {
+  *out = r.activations();
+}
+
 }  // namespace
 
 bool CaseSpec::ignores(const std::string& name) const {
@@ -199,7 +215,8 @@ CaseSpec parse_case_text(const std::string& path, const std::string& text) {
   }
   for (const auto& item : root.items()) {
     const std::string& key = item.key();
-    if (std::find(kKnownKeys.begin(), kKnownKeys.end(), key) != kKnownKeys.end()) continue;
+    if (is_config_field(key)) continue;
+    if (std::find(kCaseKeys.begin(), kCaseKeys.end(), key) != kCaseKeys.end()) continue;
     if (spec.ignores(key)) continue;
     throw Error(
         Status::invalid_argument,
@@ -207,45 +224,29 @@ CaseSpec parse_case_text(const std::string& path, const std::string& text) {
             "\" (list it in \"ignore\" to have it passed over; known keys are in docs/cli.md)");
   }
 
+  // Every field of the config, from the table; the required ones must be present.
   Config& c = spec.config;
-  c.cell = cell_from_string(r.choice("cell", {"lstm", "gru", "rnn_tanh", "rnn_relu"}, nullptr));
-  c.input_size = r.integer("input_size", r.require("input_size"));
-  c.hidden_size = r.integer("hidden_size", r.require("hidden_size"));
-  c.proj_size = r.integer("proj_size", int64_t{0});
-  c.num_layers = r.integer("num_layers", int64_t{1});
-  c.bidirectional = r.boolean("bidirectional", false);
+  for_each_config_field([&](const char* name, auto member) {
+    const std::string key = name;
+    bool required = false;
+    for (const char* field : kRequiredConfigFields) required = required || key == field;
+    if (required || r.get(key)) read_field(r, key, &(c.*member));
+  });
   if (r.get("direction")) {
     // ONNX's spelling; must agree with "bidirectional" when both are given.
     const std::string dir = r.choice("direction", {"forward", "reverse", "bidirectional"}, nullptr);
     if (r.get("bidirectional") && c.bidirectional != (dir == "bidirectional")) {
       r.fail("direction", "(= \"" + dir + "\") contradicts \"bidirectional\"");
     }
+    if (r.get("reverse") && c.reverse != (dir == "reverse")) {
+      r.fail("direction", "(= \"" + dir + "\") contradicts \"reverse\"");
+    }
     c.bidirectional = dir == "bidirectional";
     c.reverse = dir == "reverse";
   }
-  c.peephole = r.boolean("peephole", false);
-  c.input_forget = r.boolean("input_forget", false);
-  if (const json* gc = r.get("gate_clip"); gc && !gc->is_null())
-    c.gate_clip = r.number("gate_clip", *gc);
-  c.activations = r.activations();
-  c.bias = r.boolean("bias", true);
   spec.batch_first = r.boolean("batch_first", false);
-  c.gru_linear_before_reset = r.boolean("gru_linear_before_reset", true);
-  c.cell_clip = r.clip("cell_clip");
-  c.proj_clip = r.clip("proj_clip");
-  const std::string propagate = "propagate";
-  c.clip_nan = nan_policy_from_string(r.choice("clip_nan", {"propagate", "replace"}, &propagate));
-  c.dropout = r.number("dropout", 0.0);
-  c.seed = r.unsigned_integer("seed", 0);
   spec.dropout_counter = r.unsigned_integer("dropout_counter", 0);
   spec.training = r.boolean("training", false);
-  c.padding_fill = r.number_or_special("padding_fill", 0.0);
-  const std::string float32 = "float32";
-  c.dtype =
-      dtype_from_string(r.choice("dtype", {"float32", "float64", "bfloat16", "float16"}, &float32));
-  const std::string from_environment = "from_environment";
-  c.math = math_mode_from_string(
-      r.choice("math", {"from_environment", "fp32", "allow_conversion"}, &from_environment));
   try {
     validate(c);
   } catch (const Error& e) {
