@@ -216,7 +216,7 @@ TEST_P(Buffers, OptionalOutputsMayBeNull) {
   }
 }
 
-// DESIGN.md: "Executing a plan does no allocation when the caller supplies the workspace"
+// include/rnnx/plan.hpp: "With a caller-provided workspace, execution allocates nothing"
 // (checked for operator new; the cpu backend only -- the reference may allocate).
 TEST_P(Buffers, NoAllocationWithCallerWorkspace) {
   if (GetParam().backend == Backend::reference) GTEST_SKIP() << "the oracle may allocate";

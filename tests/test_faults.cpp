@@ -1,8 +1,8 @@
 // Allocation failure, injected: every allocation of a plan build in turn, and a call's own
 // workspace, fail with Status::out_of_memory through the C++ and C APIs (never a crash or
 // another exception), nothing leaks (the sanitizer pass runs this suite with LeakSanitizer
-// on), and the plan works again once memory is back. RNNX_TEST_FAIL_ALLOC_AFTER, the hook
-// for front ends without a test allocator (C, Python), is checked here too.
+// on), and the plan works again once memory is back. The library has no hook of its own:
+// the test allocator (alloc_counter.cpp) replaces operator new in this binary.
 #include <gtest/gtest.h>
 
 #include <typeinfo>
@@ -128,7 +128,7 @@ TEST(Faults, ExecutionWithoutMemoryFailsAndThePlanStaysUsable) {
     EXPECT_NO_THROW(bookkeeping.forward(a));
     EXPECT_TRUE(allocation_refused());
   }
-  const ScopedEnv no_memory("RNNX_TEST_FAIL_ALLOC_AFTER", "0");
+  FailingAllocations no_memory(0);
   EXPECT_THROW(bookkeeping.forward(a), Error) << "the refused buffer was kept";
 }
 
@@ -160,50 +160,33 @@ TEST(Faults, CApiReportsOutOfMemory) {
   rnnx_config_destroy(config);
 }
 
-// The environment hook: the library's own buffers (a call's workspace, the search's data)
-// fail after N of them; the value must be a count. A plan reuses its workspaces.
-TEST(Faults, EnvironmentHookFailsTheLibrarysBuffers) {
+// A call's own workspace refused: out_of_memory naming it and its size; a plan reuses its
+// workspaces, so once it has one, later calls need no allocation for it.
+TEST(Faults, ACallsWorkspaceRefusedIsOutOfMemoryAndReused) {
   const Config c = make_config(CellType::rnn_tanh, 3, 4, 1, false, DataType::f32);
   const SequenceShape shape = SequenceShape::padded(3, 2);
   Plan plan(c, shape, backend_options(Backend::cpu, 1));
   const Tensors in = make_tensors(plan, make_data(c, {3, 3}, 2));
-  {
-    const ScopedEnv hook("RNNX_TEST_FAIL_ALLOC_AFTER", "0");
-    try {
-      run(plan, in);
-      FAIL() << "the workspace was allocated although RNNX_TEST_FAIL_ALLOC_AFTER=0";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), Status::out_of_memory);
-      EXPECT_STREQ(e.what(), ("forward: workspace: cannot allocate " +
-                              std::to_string(plan.forward_workspace_size(false)) + " bytes")
-                                 .c_str());
-    }
+  std::vector<float> y(static_cast<size_t>(plan.y_numel()));
+  ForwardArgs a;
+  a.x = in.x.data();
+  a.weights = in.w.data();
+  a.y = y.data();
+  try {
+    FailingAllocations fail(0);  // the first allocation of the call: its workspace
+    plan.forward(a);
+    FAIL() << "the workspace was allocated although allocations fail";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Status::out_of_memory);
+    EXPECT_STREQ(e.what(), ("forward: workspace: cannot allocate " +
+                            std::to_string(plan.forward_workspace_size(false)) + " bytes")
+                               .c_str());
   }
-  {
-    // After N = 1: the first workspace is allocated and then reused by the plan's later
-    // calls (its pool), however many; the next plan's workspace is the second and fails.
-    Plan next(c, shape, backend_options(Backend::cpu, 1));
-    const ScopedEnv hook("RNNX_TEST_FAIL_ALLOC_AFTER", "1");
-    EXPECT_NO_THROW(run(plan, in));
-    EXPECT_NO_THROW(run(plan, in));
-    EXPECT_NO_THROW(run(plan, in));
-    EXPECT_THROW(run(next, in), Error);
-  }
-  {
-    const ScopedEnv hook("RNNX_TEST_FAIL_ALLOC_AFTER", "many");
-    try {
-      // The build refuses it if it searches (its data is the library's own), else the call.
-      Plan other(c, shape, backend_options(Backend::cpu, 1));
-      run(other, in);
-      FAIL() << "RNNX_TEST_FAIL_ALLOC_AFTER=many was accepted";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), Status::invalid_argument);
-      EXPECT_NE(std::string(e.what()).find("RNNX_TEST_FAIL_ALLOC_AFTER (= \"many\")"),
-                std::string::npos)
-          << e.what();
-    }
-  }
-  EXPECT_NO_THROW(run(plan, in));
+  plan.forward(a);  // memory is back: the plan gets and keeps its workspace
+  start_counting_allocations();
+  plan.forward(a);
+  plan.forward(a);
+  EXPECT_EQ(stop_counting_allocations(), 0) << "a plan's later calls reuse its workspace";
 }
 
 // Infinities and NaN in the input, the initial state and the weights: forward and backward

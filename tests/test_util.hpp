@@ -248,7 +248,7 @@ struct Bytes {
 };
 
 // ---------------------------------------------------------------------------------------
-// The caller's sequence layouts, written from DESIGN.md / sequence.hpp (not from
+// The caller's sequence layouts, written from include/rnnx/sequence.hpp (not from
 // src/core): where row (t, b) of x, y, dx, dy lives.
 struct Geometry {
   Layout layout = Layout::time_major;

@@ -53,10 +53,32 @@ enum class PlanPurpose { training, inference };
 const char* to_string(PlanPurpose purpose);
 PlanPurpose plan_purpose_from_string(const std::string& name);  // throws invalid_argument
 
+// The cpu backend's choices for one plan (docs/cpu.md), each overriding the environment
+// variable that otherwise supplies it: "" takes the variable's value (unset: automatic),
+// "auto" is automatic whatever the variable says, anything else forces that value. A plan
+// on another backend refuses any of them. Building a cpu plan refuses an unknown value,
+// naming the option, the value and the allowed ones. impl_name() shows what runs.
+struct CpuChoices {
+  // The instruction-set cap: "scalar" < "avx2" < "avx512" < "avx512-bf16" (a level above the
+  // machine's means the machine's); "" = set_cpu_isa_limit(), else RNNX_CPU_ISA.
+  std::string isa;
+  std::string gemm;              // float32 GEMM engine: "packed", "sgemm", "plain" (RNNX_CPU_GEMM)
+  std::string time_loop;         // "team", "per-step" (RNNX_CPU_TIME_LOOP)
+  std::string directions;        // "concurrent", "sequential" (RNNX_CPU_DIRECTIONS)
+  std::string input_projection;  // "split", "bulk", "steps" (RNNX_CPU_INPUT_PROJECTION)
+  std::string search;            // the algorithm search: "on", "off" (RNNX_AUTOTUNE 1, 0)
+  bool empty() const;
+};
+// "isa=avx2 gemm=packed", the choices that are set; and back (any subset, in any order;
+// throws invalid_argument naming an unknown choice). Values are checked when a plan is built.
+std::string to_string(const CpuChoices& choices);
+CpuChoices cpu_choices_from_string(const std::string& text);
+
 struct PlanOptions {
   Backend backend = Backend::cpu;
   int num_threads = 0;  // 0 = the OpenMP default
   PlanPurpose purpose = PlanPurpose::training;
+  CpuChoices cpu = {};  // backend cpu only
 };
 
 struct ForwardArgs {

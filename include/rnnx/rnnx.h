@@ -424,6 +424,11 @@ typedef struct rnnx_plan_options {
   int32_t num_threads; /* 0 = the OpenMP default */
   rnnx_plan_purpose_t purpose;
   int32_t reserved0; /* must be 0 */
+  /* Version 2: the cpu backend's choices for this plan as text, "isa=avx2 gemm=packed"
+   * (rnnx::CpuChoices: isa, gemm, time_loop, directions, input_projection, search; each
+   * overrides its environment variable, "auto" = automatic); NULL or "" = none. Any choice on
+   * another backend is refused. */
+  const char* cpu_choices;
 } rnnx_plan_options_t;
 
 static inline rnnx_plan_options_t rnnx_plan_options_init(void) {
@@ -433,6 +438,7 @@ static inline rnnx_plan_options_t rnnx_plan_options_init(void) {
   o.num_threads = 0;
   o.purpose = RNNX_PLAN_PURPOSE_TRAINING;
   o.reserved0 = 0;
+  o.cpu_choices = NULL;
   return o;
 }
 

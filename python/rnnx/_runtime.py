@@ -172,7 +172,7 @@ class Engine:
     """Plans cached per (config, shape) in LRU order, plus the buffers they run with.
 
     Calls from several threads run side by side: a plan serves concurrent executions
-    (DESIGN.md), each call takes a workspace of its own from a small pool, and a call whose
+    (include/rnnx/plan.hpp, "Threads"), each call takes a workspace of its own from a small pool, and a call whose
     plan is cached takes no lock at all. The lock guards only building and caching a plan."""
 
     def __init__(self, backend="cpu", num_threads=0, cache_size=32):

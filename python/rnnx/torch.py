@@ -687,7 +687,12 @@ class _RnnxModule:
 
     @property
     def rnnx_backend(self):
-        """The backend this module runs on ('cpu' or 'reference')."""
+        """The backend this module's calls run on now: 'cuda' while its parameters are on a
+        GPU, else the host backend chosen for its config ('cpu', or 'reference' when asked
+        for)."""
+        first = next(self.parameters(), None)
+        if first is not None and first.device.type == "cuda":
+            return "cuda"
         return self._rnnx_backend
 
     @property

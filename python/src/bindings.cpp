@@ -508,12 +508,36 @@ struct PyPlan {
   rnnx::Plan plan;
 };
 
+// The cpu backend's choices: None, their text ("isa=avx2 gemm=packed") or a dict of strings.
+rnnx::CpuChoices parse_cpu_choices(const py::object& cpu) {
+  if (cpu.is_none()) return {};
+  if (py::isinstance<py::str>(cpu)) return rnnx::cpu_choices_from_string(cpu.cast<std::string>());
+  if (!py::isinstance<py::dict>(cpu)) wrong_type("cpu", "None, a string or a dict", cpu);
+  std::string text;
+  for (const auto& [key, value] : cpu.cast<py::dict>()) {
+    if (!py::isinstance<py::str>(key) || !py::isinstance<py::str>(value)) {
+      wrong_type("cpu", "a dict of strings", cpu);
+    }
+    const std::string v = value.cast<std::string>();
+    if (v.empty() || v.find_first_of(" =") != std::string::npos) {
+      invalid("cpu choice " + key.cast<std::string>() + " (= '" + v +
+              "') must be a non-empty name without spaces");
+    }
+    if (!text.empty()) text += ' ';
+    text += key.cast<std::string>();
+    text += '=';
+    text += v;
+  }
+  return rnnx::cpu_choices_from_string(text);
+}
+
 rnnx::PlanOptions make_options(const std::string& backend, int num_threads,
-                               const std::string& purpose) {
+                               const std::string& purpose, const py::object& cpu) {
   rnnx::PlanOptions o;
   o.backend = rnnx::backend_from_string(backend);
   o.num_threads = num_threads;
   o.purpose = rnnx::plan_purpose_from_string(purpose);
+  o.cpu = parse_cpu_choices(cpu);
   return o;
 }
 
@@ -806,36 +830,45 @@ PYBIND11_MODULE(_rnnx, m) {
           "padded",
           [](const rnnx::Config& c, int64_t max_seq_len, int64_t batch,
              std::optional<std::vector<int64_t>> lengths, bool batch_first,
-             const std::string& backend, int num_threads, const std::string& purpose) {
+             const std::string& backend, int num_threads, const std::string& purpose,
+             const py::object& cpu) {
             return std::make_unique<PyPlan>(
                 c,
                 rnnx::SequenceShape::padded(max_seq_len, batch,
                                             lengths.value_or(std::vector<int64_t>{}), batch_first),
-                make_options(backend, num_threads, purpose));
+                make_options(backend, num_threads, purpose, cpu));
           },
           "config"_a, "max_seq_len"_a, "batch"_a, "lengths"_a = py::none(), "batch_first"_a = false,
-          "backend"_a = "cpu", "num_threads"_a = 0, "purpose"_a = "training",
+          "backend"_a = "cpu", "num_threads"_a = 0, "purpose"_a = "training", "cpu"_a = py::none(),
           "A plan for padded x [T, B, I] (or [B, T, I] batch-first) with optional lengths [B]. "
           "purpose: 'training' (training steps and inference) or 'inference' (inference "
-          "forwards only; its algorithm search times a forward).")
+          "forwards only; its algorithm search times a forward). cpu: the cpu backend's "
+          "choices for this plan, overriding their environment variables (docs/cpu.md): a dict "
+          "or text of isa, gemm, time_loop, directions, input_projection, search, e.g. "
+          "{'gemm': 'packed', 'time_loop': 'team'}; 'auto' is automatic whatever the "
+          "environment says.")
       .def_static(
           "packed",
           [](const rnnx::Config& c, std::vector<int64_t> batch_sizes,
              std::optional<std::vector<int64_t>> sorted_indices, const std::string& backend,
-             int num_threads, const std::string& purpose) {
+             int num_threads, const std::string& purpose, const py::object& cpu) {
             return std::make_unique<PyPlan>(
                 c,
                 rnnx::SequenceShape::packed(std::move(batch_sizes),
                                             sorted_indices.value_or(std::vector<int64_t>{})),
-                make_options(backend, num_threads, purpose));
+                make_options(backend, num_threads, purpose, cpu));
           },
           "config"_a, "batch_sizes"_a, "sorted_indices"_a = py::none(), "backend"_a = "cpu",
-          "num_threads"_a = 0, "purpose"_a = "training",
+          "num_threads"_a = 0, "purpose"_a = "training", "cpu"_a = py::none(),
           "A plan for packed x [N, I] (PyTorch's PackedSequence data, batch_sizes, "
           "sorted_indices).")
       .def_property_readonly("config", [](const PyPlan& p) { return p.plan.config(); })
       .def_property_readonly(
           "purpose", [](const PyPlan& p) { return rnnx::to_string(p.plan.options().purpose); })
+      .def_property_readonly(
+          "cpu_choices", [](const PyPlan& p) { return rnnx::to_string(p.plan.options().cpu); },
+          "The cpu choices the plan was built with, as text ('' for none); impl_name shows what "
+          "runs.")
       .def_property_readonly("layout",
                              [](const PyPlan& p) { return rnnx::to_string(p.plan.shape().layout); })
       .def_property_readonly("max_seq_len", [](const PyPlan& p) { return p.plan.max_seq_len(); })

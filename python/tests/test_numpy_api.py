@@ -303,3 +303,24 @@ def test_config_fields_round_trip_through_dict_repr_text_and_pickle():
         rnnx.Config(cell="lstm", input_size=1, hidden_size=1, cell_clip=5)
     with pytest.raises(rnnx.InvalidArgumentError, match=r"seed \(= -1\)"):
         rnnx.Config(cell="lstm", input_size=1, hidden_size=1, seed=-1)
+
+
+def test_plan_cpu_choices_force_what_runs_and_are_checked():
+    """Plan.padded/packed(cpu=...): the cpu backend's choices per plan, beside the environment."""
+    cfg = rnnx.Config(cell="gru", input_size=3, hidden_size=4, bidirectional=True)
+    plan = rnnx.Plan.padded(cfg, 5, 2, num_threads=2,
+                            cpu={"isa": "scalar", "gemm": "plain", "directions": "sequential"})
+    assert plan.impl_name.startswith("cpu:scalar/plain"), plan.impl_name
+    assert "dirs-concurrent" not in plan.impl_name
+    assert plan.cpu_choices == "isa=scalar gemm=plain directions=sequential"
+    same = rnnx.Plan.packed(cfg, [2, 2, 1], cpu="gemm=plain isa=scalar")
+    assert same.impl_name.startswith("cpu:scalar/plain"), same.impl_name
+    assert rnnx.Plan.padded(cfg, 5, 2).cpu_choices == ""
+    with pytest.raises(rnnx.InvalidArgumentError, match=r"cpu choice gemm \(= \"fast\"\)"):
+        rnnx.Plan.padded(cfg, 5, 2, cpu={"gemm": "fast"})
+    with pytest.raises(rnnx.InvalidArgumentError, match="\"loop\" is not a choice"):
+        rnnx.Plan.padded(cfg, 5, 2, cpu={"loop": "team"})
+    with pytest.raises(rnnx.InvalidArgumentError, match="for backend cpu, not reference"):
+        rnnx.Plan.padded(cfg, 5, 2, backend="reference", cpu={"gemm": "plain"})
+    with pytest.raises(TypeError, match="cpu must be None, a string or a dict"):
+        rnnx.Plan.padded(cfg, 5, 2, cpu=3)

@@ -52,6 +52,7 @@ def test_cuda_matches_cpu(cls, kw, dtype):
     want = run(cpu, x, lengths)
     got = run(gpu, x.cuda(), lengths)
     assert next(gpu.parameters()).is_cuda
+    assert (cpu.rnnx_backend, gpu.rnnx_backend) == ("cpu", "cuda")
     tol = tolerance(cpu.config, T, len(lengths), backward=True)
     for k in want:
         assert_near(got[k], want[k], tol, k)

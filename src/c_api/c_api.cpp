@@ -117,7 +117,7 @@ T* need(T* p, const char* fn, const char* name) {
 // structs appended `stream`.
 constexpr size_t kSequenceDescV1 = sizeof(rnnx_sequence_desc_t);
 constexpr size_t kForwardArgsV1 = offsetof(rnnx_forward_args_t, stream);
-constexpr size_t kPlanOptionsV1 = sizeof(rnnx_plan_options_t);
+constexpr size_t kPlanOptionsV1 = offsetof(rnnx_plan_options_t, cpu_choices);
 constexpr size_t kBackwardArgsV1 = offsetof(rnnx_backward_args_t, stream);
 
 // Reads a caller struct that starts with struct_size: a smaller (older) one has its
@@ -733,6 +733,7 @@ rnnx_status_t rnnx_plan_create_with_options(rnnx_plan_t* plan, rnnx_config_t con
       default:
         invalid(fn, bad_enum("options->purpose", raw(o.purpose), "rnnx_plan_purpose_t"));
     }
+    if (o.cpu_choices != nullptr) options_cpp.cpu = rnnx::cpu_choices_from_string(o.cpu_choices);
     auto p = std::make_unique<rnnx_plan>(rnnx::Plan(c, to_cpp_shape(desc, fn), options_cpp));
     *plan = p.release();
   });

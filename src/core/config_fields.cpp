@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/key_value_text.hpp"
 #include "rnnx/error.hpp"
 
 namespace rnnx {
@@ -257,30 +258,8 @@ std::string to_string(const Config& config) {
 
 Config config_from_string(std::string_view text) {
   Config config;
-  std::vector<std::string> seen;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    if (text[pos] == ' ') {
-      ++pos;
-      continue;
-    }
-    size_t end = text.find(' ', pos);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view item = text.substr(pos, end - pos);
-    const size_t eq = item.find('=');
-    if (eq == std::string_view::npos) {
-      throw Error(Status::invalid_argument,
-                  "config text: \"" + std::string(item) + "\" is not of the form field=value");
-    }
-    const std::string field(item.substr(0, eq));
-    for (const std::string& s : seen) {
-      if (s == field) {
-        throw Error(Status::invalid_argument, "config text: " + field + " is given twice");
-      }
-    }
-    seen.push_back(field);
-    set_config_field(config, field, item.substr(eq + 1));
-    pos = end;
+  for (const auto& [field, value] : core::parse_key_values(text, "config text", "field")) {
+    set_config_field(config, field, value);
   }
   return config;
 }

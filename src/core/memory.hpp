@@ -3,9 +3,9 @@
 // passes none), zeroing and small copies to and from the host (a training forward's
 // reserve header, the weight gradients of an empty batch). Host backends use host_memory():
 // 64-byte aligned host buffers and plain memset/memcpy; a device backend supplies its own,
-// running on the call's stream. Every host allocation can be made to fail on purpose
-// (RNNX_TEST_FAIL_ALLOC_AFTER) to test the error paths of its callers. And a pool of
-// workspaces that lets several threads execute one plan at once.
+// running on the call's stream (host allocations are operator new's aligned nothrow form,
+// which the tests replace to make them fail: the library itself has no test hook). And a
+// pool of workspaces that lets several threads execute one plan at once.
 #pragma once
 
 #include <cstddef>
@@ -47,8 +47,7 @@ class Memory {
   virtual bool on_device() const { return false; }
 };
 
-// Host memory. Its allocations fail when RNNX_TEST_FAIL_ALLOC_AFTER=N is set and N
-// allocations have been made since it was set to that value (tests of the fault paths).
+// Host memory: 64-byte aligned, Error(out_of_memory) naming the buffer when refused.
 const Memory& host_memory();
 
 // host_memory().allocate(): for the library's own host data (the algorithm search's).

@@ -135,6 +135,10 @@ Plan::Plan(const Config& config, const SequenceShape& shape, const PlanOptions& 
     invalid("purpose (= " + std::to_string(static_cast<int>(options.purpose)) +
             ") is not training or inference");
   }
+  if (options.backend != Backend::cpu && !options.cpu.empty()) {
+    invalid("cpu choices (\"" + to_string(options.cpu) + "\") are for backend cpu, not " +
+            to_string(options.backend));
+  }
   if (shape.layout != Layout::packed) {
     // Before the schedule allocates [B] and [T] vectors: x alone must be addressable.
     core::checked_mul(core::checked_mul(core::checked_mul(std::max<int64_t>(shape.max_seq_len, 0),

@@ -3,7 +3,7 @@
 // fills, and the program's operations: GEMMs, fused cell steps, dropout); this file does the
 // rest once, device-neutral: the caller's rows and states in and out of the programs' sorted
 // order, padding, weight-gradient overwrite or accumulation. The cuda backend runs it for the
-// configs cuDNN cannot express (src/cuda/step_engine.cu); the tests run it with a host engine
+// configs cuDNN cannot express (src/cuda/step_engine.cpp); the tests run it with a host engine
 // against the reference (tests/test_step_program.cpp).
 #pragma once
 

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <sstream>
+#include <utility>
 
 #include "cpu/library_gemm.hpp"
 #include "cpu/packed_gemm.hpp"
@@ -14,18 +15,23 @@
 namespace rnnx::cpu {
 namespace {
 
-// The value of a choosing variable: "" when unset or "auto", else one of `allowed`.
-std::string forced_value(const char* variable, std::initializer_list<const char*> allowed) {
+// The forced value of one choice: the plan's option when set (PlanOptions::cpu), else the
+// environment variable's; "" when neither forces one (unset or "auto"), else one of `allowed`.
+std::string forced_value(const std::string& option, const char* option_name, const char* variable,
+                         std::initializer_list<const char*> allowed) {
   const char* env = std::getenv(variable);
-  const std::string v = env ? env : "";
+  const bool from_option = !option.empty();
+  const std::string v = from_option ? option : env ? env : "";
   if (v.empty() || v == "auto") return "";
   std::string list;
   for (const char* a : allowed) {
     if (v == a) return v;
     list += std::string(a) + ", ";
   }
-  throw Error(Status::invalid_argument,
-              std::string(variable) + " (= \"" + v + "\") must be " + list + "auto, or unset");
+  const std::string source =
+      from_option ? std::string("cpu choice ") + option_name : std::string(variable);
+  throw Error(Status::invalid_argument, source + " (= \"" + v + "\") must be " + list + "auto" +
+                                            (from_option ? "" : ", or unset"));
 }
 
 // The values of one choice the search may take: the forced one alone, else `all`.
@@ -41,14 +47,17 @@ InputProjection default_input(GemmEngine engine) {
   return is_packed(engine) ? InputProjection::split : InputProjection::bulk;
 }
 
-// RNNX_CPU_GEMM: packed, sgemm (where the build has oneDNN), plain, or nothing forced.
-GemmForce gemm_force() {
-  const std::string v = forced_value("RNNX_CPU_GEMM", {"packed", "sgemm", "plain"});
+// The gemm choice (RNNX_CPU_GEMM): packed, sgemm (where the build has oneDNN), plain, or
+// nothing forced.
+GemmForce gemm_force(const CpuChoices& choices) {
+  const std::string v =
+      forced_value(choices.gemm, "gemm", "RNNX_CPU_GEMM", {"packed", "sgemm", "plain"});
   if (v == "sgemm" && !have_onednn()) {
     throw Error(Status::unsupported,
-                "RNNX_CPU_GEMM (= \"sgemm\") asks for oneDNN's sgemm, but this build has no "
-                "oneDNN (configured with RNNX_WITH_ONEDNN=OFF, or oneDNN was not found): use "
-                "packed, plain, auto, or unset");
+                std::string(choices.gemm.empty() ? "RNNX_CPU_GEMM" : "cpu choice gemm") +
+                    " (= \"sgemm\") asks for oneDNN's sgemm, but this build has no "
+                    "oneDNN (configured with RNNX_WITH_ONEDNN=OFF, or oneDNN was not found): use "
+                    "packed, plain or auto");
   }
   return v == "packed"  ? GemmForce::packed
          : v == "sgemm" ? GemmForce::library
@@ -70,10 +79,14 @@ AlgoSpace algo_space(const PlanContext& ctx) {
   const bool f32 = ctx.config.dtype == DataType::f32;
   const bool two_dirs = ctx.config.num_directions() == 2;
   const bool threads = plan_threads(ctx) >= 2;
-  const GemmForce gemm = gemm_force();
-  const std::string loop = forced_value("RNNX_CPU_TIME_LOOP", {"team", "per-step"});
-  const std::string dirs = forced_value("RNNX_CPU_DIRECTIONS", {"concurrent", "sequential"});
-  const std::string input = forced_value("RNNX_CPU_INPUT_PROJECTION", {"split", "bulk", "steps"});
+  const CpuChoices& choices = ctx.options.cpu;
+  const GemmForce gemm = gemm_force(choices);
+  const std::string loop =
+      forced_value(choices.time_loop, "time_loop", "RNNX_CPU_TIME_LOOP", {"team", "per-step"});
+  const std::string dirs = forced_value(choices.directions, "directions", "RNNX_CPU_DIRECTIONS",
+                                        {"concurrent", "sequential"});
+  const std::string input = forced_value(choices.input_projection, "input_projection",
+                                         "RNNX_CPU_INPUT_PROJECTION", {"split", "bulk", "steps"});
 
   // float64 always runs the BLAS (plain without one). float32: the engine gemm_engine_for()
   // picks (the packed engine on the ISA level's kernels, in bf16 with math mode
@@ -81,7 +94,7 @@ AlgoSpace algo_space(const PlanContext& ctx) {
   // the alternative to the float32 packed one (it wins on tiny problems; the plain loops are
   // no such alternative). The search never changes the math mode: a bf16 engine has no
   // float32 alternative.
-  const Isa isa = isa_for_plan();
+  const Isa isa = isa_for_plan(choices.isa);
   const GemmEngine best_engine =
       gemm_engine_for(f32, ctx.math == MathMode::allow_conversion, gemm, isa);
   std::vector<GemmEngine> engines = {best_engine};
@@ -91,6 +104,20 @@ AlgoSpace algo_space(const PlanContext& ctx) {
 
   AlgoSpace space;
   space.isa = isa;
+  for (const auto& [name, value] :
+       {std::pair<const char*, std::string>{"gemm", gemm == GemmForce::packed    ? "packed"
+                                                    : gemm == GemmForce::library ? "sgemm"
+                                                    : gemm == GemmForce::plain   ? "plain"
+                                                                                 : ""},
+        {"time_loop", loop},
+        {"directions", dirs},
+        {"input_projection", input}}) {
+    if (value.empty()) continue;
+    if (!space.forced.empty()) space.forced += ' ';
+    space.forced += name;
+    space.forced += '=';
+    space.forced += value;
+  }
   for (GemmEngine engine : engines) {
     const bool capable = team_capable(ctx, engine);
     // Team loops on one thread or with another engine only when forced (the forced value

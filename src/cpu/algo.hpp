@@ -47,6 +47,9 @@ struct AlgoSpace {
   // The ISA level every candidate runs at, read once here (isa_for_plan(): refuses an
   // unknown RNNX_CPU_ISA): the engines above depend on it, and the plan keeps it.
   Isa isa = Isa::scalar;
+  // The choices forced (by the plan's options or the environment), "gemm=packed
+  // time_loop=team", "" for none: a search among fewer candidates is stored apart.
+  std::string forced;
 };
 AlgoSpace algo_space(const PlanContext& ctx);
 

@@ -257,31 +257,43 @@ PlanContext search_context(const PlanContext& ctx) {
 }
 
 // The key of a problem as search_context() shortened it.
-std::string key_of(const PlanContext& probe, Isa isa) {
+std::string key_of(const PlanContext& probe, const AlgoSpace& space) {
   const Config& c = probe.config;
   const core::Schedule& s = probe.schedule;
   std::ostringstream k;
   k << "rnnx-" << build_info().version << " cpu " << core::config_search_key(c)
     << " bf16=" << (probe.math == MathMode::allow_conversion) << " B=" << s.B << " T~"
     << quarter_octave(s.T_eff) << " tokens~" << quarter_octave(s.tokens)
-    << " threads=" << plan_threads(probe) << " isa=" << isa_name(isa)
+    << " threads=" << plan_threads(probe) << " isa=" << isa_name(space.isa)
     << " for=" << to_string(probe.options.purpose);
+  if (!space.forced.empty()) k << " forced=" << space.forced;
   return k.str();
 }
 
 }  // namespace
 
 std::string autotune_key(const PlanContext& ctx) {
-  return key_of(search_context(ctx), isa_for_plan());
+  return key_of(search_context(ctx), algo_space(ctx));
+}
+
+bool search_enabled(const PlanContext& ctx) {
+  const std::string& v = ctx.options.cpu.search;
+  if (v.empty()) return core::autotune_enabled();  // RNNX_AUTOTUNE
+  if (v == "on" || v == "auto") return true;
+  if (v == "off") return false;
+  throw Error(Status::invalid_argument,
+              "cpu choice search (= \"" + v + "\") must be on, off, or auto");
 }
 
 template <typename T>
 AlgoChoice choose_algo(const PlanContext& ctx, const AlgoSpace& space) {
-  if (space.candidates.size() < 2 || !core::autotune_enabled() || ctx.schedule.tokens == 0) {
+  // The plan's search choice is checked even where there is nothing to choose from.
+  const bool searching = search_enabled(ctx);
+  if (space.candidates.size() < 2 || !searching || ctx.schedule.tokens == 0) {
     return {space.heuristic, false};
   }
   const PlanContext probe = search_context(ctx);
-  const std::string key = key_of(probe, space.isa);
+  const std::string key = key_of(probe, space);
   Algo cached;
   if (auto text = core::autotune_lookup(key)) {
     if (*text == kDisturbedSearch) return {space.heuristic, false};

@@ -29,9 +29,13 @@ template <typename T>
 AlgoChoice choose_algo(const PlanContext& ctx, const AlgoSpace& space);
 
 // The key a problem's choice is stored under: every value that can change which algorithm
-// is fastest (dimensions, cell, math mode, batch, threads, ISA, rnnx version; steps and
+// is fastest (the config, math mode, batch, threads, ISA, forced choices, rnnx version; steps and
 // real tokens, of the problem the search measures, to a quarter octave), but not the exact
 // lengths, so that the batches of an epoch with different lengths share one search.
 std::string autotune_key(const PlanContext& ctx);
+
+// Whether the plan searches: its cpu choice `search` ("on", "off", "auto" = on), else
+// RNNX_AUTOTUNE. Throws Error(invalid_argument) naming the choice for another value.
+bool search_enabled(const PlanContext& ctx);
 
 }  // namespace rnnx::cpu

@@ -86,11 +86,16 @@ struct Copies {
 template <typename S>
 class HalfDataBackend final : public BackendImpl {
  public:
+  // The float32 plan is built in the body and destroyed first by the destructor: it keeps a
+  // reference to its context, which must outlive it whatever the members' order.
   explicit HalfDataBackend(const PlanContext& ctx)
-      : BackendImpl(ctx),
-        f32_(float32_context(ctx)),
-        inner_(make_cpu_backend(f32_)),
-        kernels_(step_kernels<float>(isa_for_plan())) {}
+      : BackendImpl(ctx), kernels_(step_kernels<float>(isa_for_plan(ctx.options.cpu.isa))) {
+    f32_ = std::make_unique<const PlanContext>(float32_context(ctx));
+    inner_ = make_cpu_backend(*f32_);
+  }
+  ~HalfDataBackend() override { inner_.reset(); }
+  HalfDataBackend(const HalfDataBackend&) = delete;
+  HalfDataBackend& operator=(const HalfDataBackend&) = delete;
 
   std::string name() const override {
     return inner_->name() + (std::is_same_v<S, core::bfloat16> ? "/bf16-data" : "/f16-data");
@@ -198,9 +203,9 @@ class HalfDataBackend final : public BackendImpl {
     return c;
   }
 
-  PlanContext f32_;  // before inner_, which keeps a reference to it
-  std::unique_ptr<BackendImpl> inner_;
-  const StepKernels<float>& kernels_;  // the conversions of the plan's ISA
+  std::unique_ptr<const PlanContext> f32_;
+  std::unique_ptr<BackendImpl> inner_;  // refers to *f32_
+  const StepKernels<float>& kernels_;   // the conversions of the plan's ISA
 };
 
 }  // namespace

@@ -84,8 +84,17 @@ Isa isa_detected() {
   return detected;
 }
 
-Isa isa_for_plan() {
+Isa isa_for_plan(const std::string& plan_cap) {
   const int detected = static_cast<int>(isa_detected());
+  if (plan_cap == "auto") return static_cast<Isa>(detected);
+  if (!plan_cap.empty()) {
+    Isa isa;
+    if (!isa_from_name(plan_cap.c_str(), &isa)) {
+      throw Error(Status::invalid_argument, "cpu choice isa (= \"" + plan_cap +
+                                                "\") must be one of " + kNameList + ", or auto");
+    }
+    return static_cast<Isa>(std::min(detected, static_cast<int>(isa)));
+  }
   const int cap = cap_level();
   if (cap == kUnknownName) {
     throw Error(Status::invalid_argument, "RNNX_CPU_ISA (= \"" + env_cap().value +

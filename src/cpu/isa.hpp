@@ -3,6 +3,8 @@
 // machine at one level runs every lower one.
 #pragma once
 
+#include <string>
+
 namespace rnnx::cpu {
 
 enum class Isa : int {
@@ -21,7 +23,9 @@ bool isa_from_name(const char* name, Isa* out);
 Isa isa_detected();
 // min(detected, cap), refusing an unknown RNNX_CPU_ISA (Error(invalid_argument) naming
 // it): what a cpu plan reads once, when it is built, and keeps (its impl_name() shows it).
-// Thread-safe.
-Isa isa_for_plan();
+// `plan_cap` is the plan's own (PlanOptions::cpu.isa): "" defers to set_cpu_isa_limit() and
+// RNNX_CPU_ISA, "auto" is no cap, a level name caps at it; another value is refused naming
+// the option. Thread-safe.
+Isa isa_for_plan(const std::string& plan_cap = "");
 
 }  // namespace rnnx::cpu

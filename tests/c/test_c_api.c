@@ -740,6 +740,36 @@ static void test_plan_options(void) {
   o.struct_size = 8;
   CHECK(rnnx_plan_create_with_options(&p, c, &d, &o), RNNX_STATUS_INVALID_ARGUMENT,
         "options->struct_size (= 8)");
+
+  /* Version 2: the cpu backend's choices, shown by the plan's impl name; a caller of
+   * version 1 (struct_size without them) gets none. */
+  o = rnnx_plan_options_init();
+  o.cpu_choices = "isa=scalar gemm=plain time_loop=per-step";
+  CHECK_OK(rnnx_plan_create_with_options(&p, c, &d, &o));
+  if (p != NULL) {
+    const char* impl = NULL;
+    CHECK_OK(rnnx_plan_get_impl_name(p, &impl));
+    CHECK_TRUE(impl != NULL && strncmp(impl, "cpu:scalar/plain", 16) == 0,
+               "the cpu choices decide what runs");
+    rnnx_plan_destroy(p);
+    p = NULL;
+  }
+  o.struct_size = offsetof(rnnx_plan_options_t, cpu_choices);
+  CHECK_OK(rnnx_plan_create_with_options(&p, c, &d, &o));
+  rnnx_plan_destroy(p);
+  p = NULL;
+  o = rnnx_plan_options_init();
+  o.cpu_choices = "gemm=fast";
+  CHECK(rnnx_plan_create_with_options(&p, c, &d, &o), RNNX_STATUS_INVALID_ARGUMENT,
+        "cpu choice gemm (= \"fast\")");
+  o.cpu_choices = "loop=team";
+  CHECK(rnnx_plan_create_with_options(&p, c, &d, &o), RNNX_STATUS_INVALID_ARGUMENT,
+        "\"loop\" is not a choice of the cpu backend");
+  o.cpu_choices = "gemm=plain";
+  o.backend = RNNX_BACKEND_REFERENCE;
+  CHECK(rnnx_plan_create_with_options(&p, c, &d, &o), RNNX_STATUS_INVALID_ARGUMENT,
+        "are for backend cpu, not reference");
+  CHECK_TRUE(p == NULL, "refused plan is NULL");
   rnnx_config_destroy(c);
 }
 
