@@ -145,8 +145,8 @@ class _RnnxModule:
         self._rnnx_num_threads = _runtime.count_arg(num_threads, "num_threads")
         self._rnnx_layouts = {}
         self._rnnx_flat = None
-        # The engine needs the backend, and the backend (None: cpu, or reference when cpu
-        # refuses an ONNX option) needs the config; the first config is built without one.
+        # The engine needs the backend, and the backend (None: cpu, which runs every option;
+        # _runtime.resolve_backend) needs the config; the first config is built without one.
         self._rnnx_engine = _runtime.Engine("cpu", num_threads)
         # Refuse a bad configuration now rather than at the first forward. A module built in
         # a dtype rnnx cannot run (dtype=torch.complex64) is checked as float32: like torch.nn,
@@ -712,8 +712,8 @@ class LSTM(_RnnxModule, torch.nn.LSTM):
     clip_nan='propagate'|'replace', padding_fill, seed, backend=None|'cpu'|'reference',
     num_threads, and ONNX's options: reverse, peephole (adds the parameters
     weight_peephole_l{k}[_reverse] [3H], gates i, f, o), gate_clip, input_forget,
-    activations=[f, g, h] (per direction). backend None runs on cpu, or on the reference
-    backend when an option needs it."""
+    activations=[f, g, h] (per direction). backend None runs on cpu, which runs every option
+    (the reference backend only when asked for)."""
 
     def __init__(self, *args, cell_clip=None, proj_clip=None, clip_nan="propagate",
                  padding_fill=0.0, seed=None, backend=None, num_threads=0, reverse=False,

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -40,6 +41,8 @@ class Fingerprint {
  public:
   template <typename V>
   Fingerprint& add(const V& v) {
+    // Values whose bytes are the value; a struct (padding) needs an overload of its own.
+    static_assert(std::is_arithmetic_v<V> || std::is_enum_v<V>);
     const auto* p = reinterpret_cast<const unsigned char*>(&v);
     for (size_t i = 0; i < sizeof(V); ++i) h_ = (h_ ^ p[i]) * 1099511628211ull;
     return *this;
@@ -54,6 +57,13 @@ class Fingerprint {
     for (char ch : s) add(ch);
     return *this;
   }
+  // By member: a struct's padding bytes are not values.
+  Fingerprint& add(const Clip& c) { return add(c.enabled).add(c.lo).add(c.hi); }
+  Fingerprint& add(const std::vector<Activation>& v) {
+    add(v.size());
+    for (const Activation& a : v) add(a.kind).add(a.alpha).add(a.beta);
+    return *this;
+  }
   uint64_t value() const { return h_; }
 
  private:
@@ -63,7 +73,8 @@ class Fingerprint {
 uint64_t plan_fingerprint(const Config& c, const SequenceShape& s, const std::string& impl,
                           MathMode math) {
   Fingerprint f;
-  f.add(to_string(c));  // every field of the table (rnnx/config_fields.hpp), exactly
+  // Every field of the table (rnnx/config_fields.hpp), by value.
+  for_each_config_field([&](const char*, auto member) { f.add(c.*member); });
   f.add(s.layout).add(s.max_seq_len).add(s.batch).add(s.lengths).add(s.batch_sizes);
   f.add(s.sorted_indices).add(impl).add(math);  // the resolved mode: what ran
   return f.value();
