@@ -324,3 +324,7 @@ def test_plan_cpu_choices_force_what_runs_and_are_checked():
         rnnx.Plan.padded(cfg, 5, 2, backend="reference", cpu={"gemm": "plain"})
     with pytest.raises(TypeError, match="cpu must be None, a string or a dict"):
         rnnx.Plan.padded(cfg, 5, 2, cpu=3)
+    with pytest.raises(TypeError, match="cpu must be a dict of strings"):
+        rnnx.Plan.padded(cfg, 5, 2, cpu={"gemm": 1})
+    with pytest.raises(rnnx.InvalidArgumentError, match="must be a non-empty name without spaces"):
+        rnnx.Plan.padded(cfg, 5, 2, cpu={"gemm": "plain isa=scalar"})

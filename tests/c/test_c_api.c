@@ -981,6 +981,13 @@ static void test_null_arguments(void) {
   CHECK_NULL_ARG(rnnx_config_get_dtype(c, NULL), "dtype is null");
   CHECK_NULL_ARG(rnnx_config_get_padding_fill(NULL, &dv), "config is null");
   CHECK_NULL_ARG(rnnx_config_get_padding_fill(c, NULL), "padding_fill is null");
+  {
+    char text[8];
+    CHECK_NULL_ARG(rnnx_config_set_field(NULL, "seed", "1"), "config is null");
+    CHECK_NULL_ARG(rnnx_config_set_field(c, "seed", NULL), "value is null");
+    CHECK_NULL_ARG(rnnx_config_get_field(NULL, "seed", text, sizeof text, NULL), "config is null");
+    CHECK_NULL_ARG(rnnx_config_get_field(c, "seed", NULL, sizeof text, NULL), "value is null");
+  }
 
   CHECK_NULL_ARG(rnnx_plan_create(NULL, c, &d, RNNX_BACKEND_CPU, 0),
                  "rnnx_plan_create: plan is null");
