@@ -8,6 +8,7 @@
 
 #include <cstring>
 
+#include "core/column_sums.hpp"
 #include "core/dropout.hpp"
 #include "core/step_backend.hpp"
 #include "cuda/step_kernels.hpp"
@@ -69,8 +70,11 @@ class HostEngine final : public core::StepEngine {
       if (const auto* g = std::get_if<core::GemmOp>(&op)) {
         if (g->c.buf == Where::dweights && b.dweights == nullptr) continue;
         gemm(*g, ptr(g->a), ptr(g->b), ptr(g->c));
-      } else if (const auto* f = std::get_if<core::FillOp>(&op)) {
-        std::fill_n(ptr(f->dst), f->count, static_cast<T>(f->value));
+      } else if (const auto* s = std::get_if<core::ColumnSumsOp>(&op)) {
+        if (s->dst.buf == Where::dweights && b.dweights == nullptr) continue;
+        std::vector<T> sums(static_cast<size_t>(s->width));
+        core::column_sums(ptr(s->src), s->width, s->rows, s->width, sums.data());
+        for (int64_t j = 0; j < s->width; ++j) ptr(s->dst)[j] += sums[j];
       } else if (const auto* c = std::get_if<core::CopyOp>(&op)) {
         std::copy_n(ptr(c->src), c->count, ptr(c->dst));
       } else if (const auto* d = std::get_if<core::DropoutOp>(&op)) {
@@ -185,6 +189,68 @@ INSTANTIATE_TEST_SUITE_P(Problems, StepProgramVsReference,
                            return std::get<0>(info.param).name + "_" +
                                   to_string(std::get<1>(info.param));
                          });
+
+// core::column_sums, the sum behind every bias and peephole gradient: each column in row
+// order from zero, the same bits however the columns are split (the cpu backend's chunks, a
+// CUDA thread per column). Values where the order shows: 1e8 + 1 rounds back to 1e8 in
+// float32, so any other order of the same terms gives another sum.
+TEST(ColumnSums, AddEachColumnInRowOrderWhateverTheSplit) {
+  const int64_t rows = 6, cols = 7;
+  std::vector<float> a(static_cast<size_t>(rows * cols));
+  for (int64_t j = 0; j < cols; ++j) {
+    const float col[rows] = {1e8f, 1.0f + j, 1.0f, -1e8f, 0.5f, 0.25f * j};
+    for (int64_t r = 0; r < rows; ++r) a[r * cols + j] = col[r];
+  }
+  std::vector<float> in_order(cols), reversed(cols);
+  for (int64_t j = 0; j < cols; ++j) {
+    for (int64_t r = 0; r < rows; ++r) in_order[j] += a[r * cols + j];
+    for (int64_t r = rows; r-- > 0;) reversed[j] += a[r * cols + j];
+  }
+  ASSERT_NE(in_order, reversed) << "the data must tell the orders apart";
+  for (int64_t chunk : {1, 2, 3, 7}) {
+    std::vector<float> sums(cols, -1.0f);
+    for (int64_t j0 = 0; j0 < cols; j0 += chunk)
+      core::column_sums(a.data() + j0, cols, rows, std::min(chunk, cols - j0), sums.data() + j0);
+    EXPECT_EQ(sums, in_order) << "columns split in chunks of " << chunk;
+  }
+  std::vector<float> none(cols, -1.0f);
+  core::column_sums(a.data(), cols, 0, cols, none.data());
+  EXPECT_EQ(none, std::vector<float>(cols, 0.0f)) << "no rows: zeros";
+}
+
+// The backward program takes its bias and peephole gradients as column sums over the tokens
+// (no product with a row of ones, whose order of additions would be the GEMM's), one per
+// bias vector and one for the peepholes of each layer and direction.
+TEST(StepProgram, BiasAndPeepholeGradientsAreColumnSumsOverTheTokens) {
+  Config c;
+  c.cell = CellType::lstm;
+  c.input_size = 3;
+  c.hidden_size = 5;
+  c.num_layers = 2;
+  c.bidirectional = true;
+  c.peephole = true;
+  const SequenceShape shape = SequenceShape::padded(4, 3, {4, 2, 3});
+  const core::Schedule s = core::make_schedule(shape);
+  const core::StepPrograms p = core::build_step_programs(c, s, WeightLayout(c));
+  std::vector<int64_t> widths;
+  for (const core::StepOp& op : p.backward.ops) {
+    if (const auto* g = std::get_if<core::GemmOp>(&op)) {
+      EXPECT_FALSE(g->m == 1 && g->k == s.tokens) << "a gradient summed as a product with ones";
+    } else if (const auto* cs = std::get_if<core::ColumnSumsOp>(&op)) {
+      EXPECT_EQ(cs->rows, s.tokens);
+      EXPECT_EQ(cs->dst.buf, core::Buf::dweights);
+      widths.push_back(cs->width);
+    }
+  }
+  const int64_t GH = 4 * 5, peep = 3 * 5;
+  std::vector<int64_t> expected;
+  for (int ld = 0; ld < 4; ++ld) expected.insert(expected.end(), {GH, GH, peep});
+  EXPECT_EQ(widths, expected);
+  for (const core::StepProgram* f : {&p.forward_training, &p.forward_inference}) {
+    for (const core::StepOp& op : f->ops)
+      EXPECT_FALSE(std::holds_alternative<core::ColumnSumsOp>(op));
+  }
+}
 
 }  // namespace
 }  // namespace rnnx_test

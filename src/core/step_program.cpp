@@ -123,19 +123,9 @@ class Builder {
                .c = c,
                .ldc = ldc});
   }
-  // A bias (or peephole) gradient: v[n] += the column sums of A [tokens, n], as a product
-  // with a row of ones.
-  void column_sums(std::vector<StepOp>& ops, Ref ones, Ref a, int64_t n, Ref v) const {
-    gemm(ops, {.m = 1,
-               .n = n,
-               .k = N_,
-               .a = ones,
-               .lda = N_,
-               .b = a,
-               .ldb = n,
-               .beta = 1,
-               .c = v,
-               .ldc = n});
+  // A bias (or peephole) gradient: v[n] += the column sums of A [tokens, n].
+  void column_sums(std::vector<StepOp>& ops, Ref a, int64_t n, Ref v) const {
+    ops.emplace_back(ColumnSumsOp{.src = a, .rows = N_, .width = n, .dst = v});
   }
 
   const Config& c_;
@@ -253,11 +243,8 @@ StepProgram Builder::backward() {
   const Ref dh = proj_ ? ws.take(B * H) : Ref{};
   const Ref rh = gru_original_ ? ws.take(N_ * H) : Ref{};
   const Ref drh = gru_original_ ? ws.take(B * H) : Ref{};
-  const bool sums = c_.bias || c_.peephole;
-  const Ref ones = sums ? ws.take(N_) : Ref{};
   const bool dropout = c_.dropout > 0 && d_.L > 1;
   const Ref dropped = dropout ? ws.take(N_ * DP) : Ref{};
-  if (sums) p.ops.emplace_back(FillOp{.dst = ones, .count = N_, .value = 1.0});
 
   for (int64_t l = d_.L; l-- > 0;) {
     const int64_t I = layer_input(l);
@@ -331,14 +318,14 @@ StepProgram Builder::backward() {
         over_tokens(p.ops, dgh.plus(2 * H), GH, H, rh, H, H, dw_hh.plus(2 * H * P), P);
       }
       if (c_.bias) {
-        column_sums(p.ops, ones, dgx, GH, dweight(l, d, WeightKind::b_ih));
-        column_sums(p.ops, ones, dgh, GH, dweight(l, d, WeightKind::b_hh));
+        column_sums(p.ops, dgx, GH, dweight(l, d, WeightKind::b_ih));
+        column_sums(p.ops, dgh, GH, dweight(l, d, WeightKind::b_hh));
       }
       if (proj_) {
         over_tokens(p.ops, dhr, P, P, rec.hraw, H, H, dweight(l, d, WeightKind::w_hr), H);
       }
       if (c_.peephole) {
-        column_sums(p.ops, ones, dpeep, 3 * H, dweight(l, d, WeightKind::w_peephole));
+        column_sums(p.ops, dpeep, 3 * H, dweight(l, d, WeightKind::w_peephole));
       }
       multiply(p.ops, N_, I, GH, dgx, GH, weight(l, d, WeightKind::w_ih), I, false,
                d == 0 ? 0.0 : 1.0, din, I);

@@ -1,6 +1,7 @@
 // rnnx's own recurrent algorithm as a program of device-neutral operations, built once per
 // plan: GEMMs (the input projection over all real tokens, the recurrent product on the active
-// rows of each step, the weight gradients over all tokens after the loop) and fused cell steps
+// rows of each step, the weight gradients over all tokens after the loop), column sums (the
+// bias and peephole gradients, summed as the cpu backend sums them) and fused cell steps
 // (gates, clipping and the state update of one step for its active rows). The cuda backend
 // runs the program with cuBLAS and its step kernels (src/cuda/step_kernels.hpp holds the
 // per-element bodies, written once for host and device); the tests run the same program with
@@ -54,17 +55,18 @@ struct GemmOp {
   int64_t ldc = 0;
 };
 
-// dst[count] = value.
-struct FillOp {
-  Ref dst;
-  int64_t count = 0;
-  double value = 0;
-};
-
 // dst[rows, width] = src[rows, width], both contiguous.
 struct CopyOp {
   Ref src, dst;
   int64_t count = 0;
+};
+
+// dst[width] += the column sums of src [rows, width] (dense), each column added up in row order
+// (core/column_sums.hpp): the bias and peephole gradients over the tokens.
+struct ColumnSumsOp {
+  Ref src;
+  int64_t rows = 0, width = 0;
+  Ref dst;
 };
 
 // Multiplies packed sorted rows [tokens, width] by layer `layer`'s dropout mask / (1 - p)
@@ -124,7 +126,7 @@ struct CellOp {
   CellRefs at;
 };
 
-using StepOp = std::variant<GemmOp, FillOp, CopyOp, DropoutOp, CellOp>;
+using StepOp = std::variant<GemmOp, CopyOp, ColumnSumsOp, DropoutOp, CellOp>;
 
 struct StepProgram {
   std::vector<StepOp> ops;

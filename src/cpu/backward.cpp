@@ -8,6 +8,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "core/column_sums.hpp"
 #include "core/dropout.hpp"
 #include "cpu/buffers.hpp"
 #include "cpu/cell_kernels.hpp"
@@ -428,22 +429,16 @@ void peephole_grad(const PlanSpec& p, int64_t d, const ReserveDir<T>& rd, const 
 
 // After the time loop: dh0 and dc0, the weight gradients and the input gradient as GEMMs
 // over all real tokens. dX is overwritten by the first direction and added to by the second.
-// The column sums of A [rows, width] (dense), each column added up in row order whatever
-// the thread count (threads take columns), so that bias gradients, like everything else
-// rnnx computes itself, have the same bits on any number of threads (a GEMM with a row of
-// ones would let the BLAS split the sum between threads).
+// The column sums of A [rows, width] (dense) as core::column_sums adds them up (row order,
+// the same bits on any thread count), threads taking chunks of columns.
 template <typename T>
 void column_sums(int64_t rows, int64_t width, const T* A, T* out) {
   constexpr int64_t kColumns = 64;  // a few cache lines per thread and row
   const int64_t chunks = (width + kColumns - 1) / kColumns;
 #pragma omp parallel for schedule(static) if (!omp_in_parallel() && rows * width >= 65536)
   for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t j0 = c * kColumns, j1 = std::min(width, j0 + kColumns);
-    for (int64_t j = j0; j < j1; ++j) out[j] = T(0);
-    for (int64_t r = 0; r < rows; ++r) {
-      const T* a = A + r * width;
-      for (int64_t j = j0; j < j1; ++j) out[j] += a[j];
-    }
+    const int64_t j0 = c * kColumns;
+    core::column_sums(A + j0, width, rows, std::min(kColumns, width - j0), out + j0);
   }
 }
 

@@ -4,10 +4,13 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <string>
 
+#include "core/column_sums.hpp"
 #include "core/philox.hpp"
 #include "cuda/cuda_api.hpp"
 #include "cuda/kernels.hpp"
+#include "rnnx/error.hpp"
 
 namespace rnnx::cuda {
 namespace {
@@ -43,6 +46,16 @@ __device__ __nv_bfloat16 add<__nv_bfloat16>(__nv_bfloat16 a, __nv_bfloat16 b) {
 template <>
 __device__ __half add<__half>(__half a, __half b) {
   return __float2half(__half2float(a) + __half2float(b));
+}
+
+template <typename T>
+__global__ void column_sums_kernel(const T* src, int64_t rows, int64_t width, T* dst) {
+  for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < width;
+       j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    T sum;
+    core::column_sums(src + j, width, rows, 1, &sum);
+    dst[j] += sum;
+  }
 }
 
 template <typename T>
@@ -196,6 +209,22 @@ void weights_to_flat(DataType dtype, const core::WeightSegment* segments, int64_
                      bool accumulate, cudaStream_t stream) {
   weights_launch(dtype, segments, count, longest, cudnn, flat, flat_base, false, accumulate,
                  stream);
+}
+
+void add_column_sums(DataType dtype, const void* src, int64_t rows, int64_t width, void* dst,
+                     cudaStream_t stream) {
+  if (width <= 0) return;
+  if (dtype == DataType::f32) {
+    column_sums_kernel<float><<<blocks_for(width), kThreads, 0, stream>>>(
+        static_cast<const float*>(src), rows, width, static_cast<float*>(dst));
+  } else if (dtype == DataType::f64) {
+    column_sums_kernel<double><<<blocks_for(width), kThreads, 0, stream>>>(
+        static_cast<const double*>(src), rows, width, static_cast<double*>(dst));
+  } else {
+    throw Error(Status::internal, std::string("add_column_sums: dtype (= ") + to_string(dtype) +
+                                      ") is not float32 or float64");
+  }
+  check_launch("column sums kernel");
 }
 
 void apply_dropout(DataType dtype, void* data, int64_t rows, int64_t width,

@@ -85,8 +85,10 @@ class CudaStepEngine final : public core::StepEngine {
       if (const auto* g = std::get_if<core::GemmOp>(&op)) {
         if (g->c.buf == core::Buf::dweights && b.dweights == nullptr) continue;
         gemm(blas.get(), *g, ptr(g->a), ptr(g->b), ptr(g->c));
-      } else if (const auto* f = std::get_if<core::FillOp>(&op)) {
-        cuda::fill(ctx_.config.dtype, ptr(f->dst), f->count, f->value, stream);
+      } else if (const auto* s = std::get_if<core::ColumnSumsOp>(&op)) {
+        if (s->dst.buf == core::Buf::dweights && b.dweights == nullptr) continue;
+        cuda::add_column_sums(ctx_.config.dtype, ptr(s->src), s->rows, s->width, ptr(s->dst),
+                              stream);
       } else if (const auto* c = std::get_if<core::CopyOp>(&op)) {
         check(cudaMemcpyAsync(ptr(c->dst), ptr(c->src), static_cast<size_t>(c->count * elem),
                               cudaMemcpyDeviceToDevice, stream),
