@@ -25,7 +25,7 @@ class HostEngine final : public core::StepEngine {
  public:
   explicit HostEngine(const PlanContext& ctx) : ctx_(ctx), dims_(core::step_dims(ctx.config)) {
     for (int64_t d = 0; d < ctx.config.num_directions(); ++d)
-      options_[d] = cuda::cell::options_for<T>(ctx.config, direction_activations(ctx.config, d));
+      options_[d] = core::cell::options_for<T>(ctx.config, direction_activations(ctx.config, d));
   }
   std::string name() const override { return "host-steps"; }
   const core::Memory& memory() const override { return core::host_memory(); }
@@ -109,7 +109,7 @@ class HostEngine final : public core::StepEngine {
 
   const PlanContext& ctx_;
   core::StepDims dims_;
-  cuda::cell::Options<T> options_[2];
+  core::cell::Options<T> options_[2];
 };
 
 // The plan's context as Plan builds it, for a backend driven directly.

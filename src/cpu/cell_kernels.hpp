@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "core/cell_math.hpp"
 #include "rnnx/config.hpp"
 
 namespace rnnx::cpu {
@@ -15,21 +16,10 @@ namespace rnnx::cpu {
 template <typename T>
 struct StepKernels;
 
-// A Clip and the NaN policy in the working type.
+// A Clip and the NaN policy in the working type (core/cell_math.hpp's, which the kernels'
+// math takes).
 template <typename T>
-struct Clamp {
-  bool enabled = false;
-  bool replace_nan = false;  // NaN becomes hi (and passes no gradient)
-  T lo = T(0);
-  T hi = T(0);
-
-  Clamp() = default;
-  Clamp(const Clip& c, NanPolicy nan)
-      : enabled(c.enabled),
-        replace_nan(nan == NanPolicy::replace),
-        lo(static_cast<T>(c.lo)),
-        hi(static_cast<T>(c.hi)) {}
-};
+using Clamp = core::cell::Clamp<T>;
 
 // The previous state of a step's rows: rows i < count_a are the step before (row stride
 // lda), the others start their sequence here and read the initial state b (stride ldb).

@@ -22,7 +22,7 @@ __global__ void cell_kernel(const step::CellArgs<T, T> a) {
 
 template <typename T>
 void launch_as(const core::CellOp& op, const Config& c, const core::StepDims& d,
-               const cell::Options<T>* options, void* const* bases, cudaStream_t stream) {
+               const core::cell::Options<T>* options, void* const* bases, cudaStream_t stream) {
   const auto base = [bases](core::Buf b) { return bases[static_cast<int>(b)]; };
   const step::CellArgs<T, T> a = step::resolve<T, T>(op, c, d, options, base);
   const int64_t n = a.rows * a.width();
@@ -37,8 +37,8 @@ void launch_as(const core::CellOp& op, const Config& c, const core::StepDims& d,
 CellLauncher::CellLauncher(const Config& config) : config_(config), dims_(core::step_dims(config)) {
   for (int64_t d = 0; d < config.num_directions(); ++d) {
     const std::vector<Activation> acts = direction_activations(config, d);
-    f32_[d] = cell::options_for<float>(config, acts);
-    f64_[d] = cell::options_for<double>(config, acts);
+    f32_[d] = core::cell::options_for<float>(config, acts);
+    f64_[d] = core::cell::options_for<double>(config, acts);
   }
 }
 

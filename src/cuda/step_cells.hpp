@@ -5,8 +5,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "core/cell_math.hpp"
 #include "core/step_program.hpp"
-#include "cuda/cell_math.hpp"
 #include "rnnx/config.hpp"
 
 namespace rnnx::cuda {
@@ -21,8 +21,8 @@ class CellLauncher {
  private:
   Config config_;
   core::StepDims dims_;
-  cell::Options<float> f32_[2];
-  cell::Options<double> f64_[2];
+  core::cell::Options<float> f32_[2];
+  core::cell::Options<double> f64_[2];
 };
 
 }  // namespace rnnx::cuda

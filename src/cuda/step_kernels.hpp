@@ -2,16 +2,21 @@
 // thread does for one (row, unit) of a step. Written once for host and device: the CUDA
 // kernels call them per thread, the CPU tests call them in plain loops over the same
 // programs and compare with the reference (tests/test_step_program.cpp). Element math from
-// cell_math.hpp. T is the storage type; the math runs in Math (float for bf16 storage).
+// core/cell_math.hpp, the cpu backend's extended cells' math, here one value at a time
+// (core::cell::Scalar). T is the storage type; the math runs in Math.
 #pragma once
 
 #include <cstdint>
 
+#include "core/cell_math.hpp"
 #include "core/host_device.hpp"
 #include "core/step_program.hpp"
-#include "cuda/cell_math.hpp"
 
 namespace rnnx::cuda::step {
+
+namespace cell = core::cell;
+template <typename Math>
+using Unit = cell::Scalar<Math>;
 
 // A CellOp with its refs resolved to pointers, the sizes, and its direction's options.
 template <typename T, typename Math = T>
@@ -74,7 +79,8 @@ RNNX_HOST_DEVICE void lstm_forward(const CellArgs<T, Math>& a, int64_t i, int64_
   if (a.rec_h && j < a.P) a.rec_h[i * a.P + j] = a.hs[i * a.P + j];
   Math p[3];
   peepholes(a, j, p);
-  const cell::LstmForward<Math> f = cell::lstm_forward(a.o, pre, c_prev, p);
+  bool pass[4];
+  const cell::LstmState<Unit<Math>> f = cell::lstm_forward<Unit<Math>>(a.o, pre, c_prev, p, pass);
   a.cs[i * a.H + j] = static_cast<T>(f.c);
   if (a.hraw) {
     a.hraw[i * a.H + j] = static_cast<T>(f.h);
@@ -95,10 +101,30 @@ RNNX_HOST_DEVICE void gru_pre(const CellArgs<T, Math>& a, int64_t i, int64_t j, 
   pre[3] = load<T, Math>(a.r, i * a.GH + k) + load<T, Math>(a.b_hh, k);
 }
 
+// The GRU's step from pre (gru_pre): clipped r, z, n pre-activations in an[3], clip masks in
+// pass[3], the gates and the new state.
+template <typename Math>
+struct GruStep {
+  cell::GruGates<Unit<Math>> rz;
+  cell::GruOutput<Unit<Math>> out;
+};
+template <typename T, typename Math>
+RNNX_HOST_DEVICE GruStep<Math> gru_step(const CellArgs<T, Math>& a, const Math pre[4], Math h_prev,
+                                        Math an[3], bool pass[3]) {
+  an[0] = pre[0], an[1] = pre[1];
+  GruStep<Math> s;
+  s.rz = cell::gru_gates<Unit<Math>>(a.o, an, pass);
+  an[2] = a.linear_before_reset ? cell::gru_lbr_n_input<Unit<Math>>(pre[2], s.rz.r, pre[3])
+                                : pre[2] + pre[3];
+  s.out = cell::gru_output<Unit<Math>>(a.o, an[2], s.rz.z, h_prev, &pass[2]);
+  return s;
+}
+
 template <typename T, typename Math>
 RNNX_HOST_DEVICE void gru_reset_forward(const CellArgs<T, Math>& a, int64_t i, int64_t j) {
   Math pre[2] = {pre_activation(a, i, j, 0), pre_activation(a, i, j, 1)};
-  const cell::GruGates<Math> s = cell::gru_gates(a.o, pre);
+  bool pass[2];
+  const cell::GruGates<Unit<Math>> s = cell::gru_gates<Unit<Math>>(a.o, pre, pass);
   a.rh[i * a.H + j] = static_cast<T>(s.r * static_cast<Math>(a.hs[i * a.P + j]));
 }
 
@@ -111,11 +137,11 @@ RNNX_HOST_DEVICE void gru_forward(const CellArgs<T, Math>& a, int64_t i, int64_t
   }
   const Math h_prev = static_cast<Math>(a.hs[i * a.P + j]);
   if (a.rec_h) a.rec_h[i * a.P + j] = a.hs[i * a.P + j];
-  const cell::GruGates<Math> s = cell::gru_gates(a.o, pre);
-  const cell::GruOutput<Math> out =
-      cell::gru_output(a.o, a.linear_before_reset, pre[2], pre[3], s.r, s.z, h_prev);
-  a.hs[i * a.P + j] = static_cast<T>(out.h);
-  a.y[i * a.DP + j] = static_cast<T>(out.h);
+  Math an[3];
+  bool pass[3];
+  const GruStep<Math> s = gru_step(a, pre, h_prev, an, pass);
+  a.hs[i * a.P + j] = static_cast<T>(s.out.h);
+  a.y[i * a.DP + j] = static_cast<T>(s.out.h);
 }
 
 template <typename T, typename Math>
@@ -123,9 +149,10 @@ RNNX_HOST_DEVICE void rnn_forward(const CellArgs<T, Math>& a, int64_t i, int64_t
   Math pre = pre_activation(a, i, j, 0);
   if (a.rec_a) a.rec_a[i * a.RW + j] = static_cast<T>(pre);
   if (a.rec_h) a.rec_h[i * a.P + j] = a.hs[i * a.P + j];
-  const cell::RnnForward<Math> f = cell::rnn_forward(a.o, pre);
-  a.hs[i * a.P + j] = static_cast<T>(f.h);
-  a.y[i * a.DP + j] = static_cast<T>(f.h);
+  bool pass;
+  const Math h = cell::rnn_forward<Unit<Math>>(a.o, pre, &pass);
+  a.hs[i * a.P + j] = static_cast<T>(h);
+  a.y[i * a.DP + j] = static_cast<T>(h);
 }
 
 // The projection's output sits in y: clip it there, keep the raw value, make it the state.
@@ -133,27 +160,37 @@ template <typename T, typename Math>
 RNNX_HOST_DEVICE void project_forward(const CellArgs<T, Math>& a, int64_t i, int64_t j) {
   const T raw = a.y[i * a.DP + j];
   if (a.praw) a.praw[i * a.P + j] = raw;
-  const T v = static_cast<T>(a.proj.apply(static_cast<Math>(raw)));
+  const T v = a.proj.enabled
+                  ? static_cast<T>(cell::clamp_value<Unit<Math>>(static_cast<Math>(raw), a.proj))
+                  : raw;
   a.y[i * a.DP + j] = v;
   a.hs[i * a.P + j] = v;
 }
 
+// Backward recomputes the step's forward from the record (the summed pre-activations and the
+// previous states), then runs the cell's backward on it.
 template <typename T, typename Math>
 RNNX_HOST_DEVICE void lstm_backward(const CellArgs<T, Math>& a, int64_t i, int64_t j) {
+  using V = Unit<Math>;
   const Math dh = state_grad(a, i, j);
   Math pre[4];
   for (int q = 0; q < 4; ++q) pre[q] = static_cast<Math>(a.rec_a[i * a.RW + q * a.H + j]);
   const Math c_prev = static_cast<Math>(a.rec_c[i * a.H + j]);
   Math p[3];
   peepholes(a, j, p);
-  const cell::LstmForward<Math> f = cell::lstm_forward(a.o, pre, c_prev, p);
-  const cell::LstmBackward<Math> b =
-      cell::lstm_backward(a.o, pre, f.gate, f.gate_pass, c_prev, f.c_raw, f.c, p, dh,
-                          static_cast<Math>(a.dcs[i * a.H + j]));
+  bool pass[4];
+  const cell::LstmState<V> f = cell::lstm_forward<V>(a.o, pre, c_prev, p, pass);
+  const bool cell_pass = !a.o.cell.enabled || cell::clamp_passes<V>(f.c_raw, a.o.cell);
+  const cell::LstmGrad<V> b =
+      cell::lstm_backward<V>(a.o, pre, f.c, c_prev, p, dh, static_cast<Math>(a.dcs[i * a.H + j]),
+                             a.o.gate.enabled ? pass : nullptr, &cell_pass);
   for (int q = 0; q < 4; ++q) a.dgx[i * a.GH + q * a.H + j] = static_cast<T>(b.da[q]);
   a.dcs[i * a.H + j] = static_cast<T>(b.dc_prev);
-  if (a.dpeep) {
-    for (int k = 0; k < 3; ++k) a.dpeep[i * 3 * a.H + k * a.H + j] = static_cast<T>(b.dpeep[k]);
+  if (a.dpeep) {  // per row; the column sums over the tokens come after the loop
+    T* dp = a.dpeep + i * 3 * a.H + j;
+    dp[0] = static_cast<T>(b.da[0] * c_prev);
+    dp[a.H] = static_cast<T>(b.da[1] * c_prev);
+    dp[2 * a.H] = static_cast<T>(b.da[3] * f.c);
   }
 }
 
@@ -161,16 +198,16 @@ RNNX_HOST_DEVICE void lstm_backward(const CellArgs<T, Math>& a, int64_t i, int64
 // original GRU's W_hn gradient, and r's gradient for gru_reset_backward to fill in there.
 template <typename T, typename Math>
 RNNX_HOST_DEVICE void gru_backward(const CellArgs<T, Math>& a, int64_t i, int64_t j) {
+  using V = Unit<Math>;
   const Math dh = state_grad(a, i, j);
   Math pre[4];
   for (int q = 0; q < 4; ++q) pre[q] = static_cast<Math>(a.rec_a[i * a.RW + q * a.H + j]);
   const Math h_prev = static_cast<Math>(a.rec_h[i * a.P + j]);
-  const cell::GruGates<Math> s = cell::gru_gates(a.o, pre);
-  const cell::GruOutput<Math> out =
-      cell::gru_output(a.o, a.linear_before_reset, pre[2], pre[3], s.r, s.z, h_prev);
-  const cell::GruBackward<Math> b =
-      cell::gru_backward(a.o, a.linear_before_reset, pre, s.gate_pass, out.an, out.n_pass, s.r, s.z,
-                         out.n, pre[3], h_prev, dh);
+  Math an[3];
+  bool pass[3];
+  const GruStep<Math> s = gru_step(a, pre, h_prev, an, pass);
+  const cell::GruGrad<V> b = cell::gru_backward<V>(a.o, a.linear_before_reset, an, pre[3], h_prev,
+                                                   dh, a.o.gate.enabled ? pass : nullptr);
   T* dx = a.dgx + i * a.GH;
   T* dr = a.dgh + i * a.GH;
   for (int q = 0; q < 3; ++q) dx[q * a.H + j] = static_cast<T>(b.da[q]);
@@ -178,28 +215,34 @@ RNNX_HOST_DEVICE void gru_backward(const CellArgs<T, Math>& a, int64_t i, int64_
   dr[a.H + j] = static_cast<T>(b.da[1]);
   dr[2 * a.H + j] = static_cast<T>(b.dhn);
   a.dhs[i * a.P + j] = static_cast<T>(b.dh_prev);
-  if (a.rh) a.rh[i * a.H + j] = static_cast<T>(s.r * h_prev);
+  if (a.rh) a.rh[i * a.H + j] = static_cast<T>(s.rz.r * h_prev);
 }
 
 template <typename T, typename Math>
 RNNX_HOST_DEVICE void gru_reset_backward(const CellArgs<T, Math>& a, int64_t i, int64_t j) {
+  using V = Unit<Math>;
   Math pre[2] = {static_cast<Math>(a.rec_a[i * a.RW + j]),
                  static_cast<Math>(a.rec_a[i * a.RW + a.H + j])};
   const Math h_prev = static_cast<Math>(a.rec_h[i * a.P + j]);
-  const cell::GruGates<Math> s = cell::gru_gates(a.o, pre);
-  const cell::GruReset<Math> b = cell::gru_backward_reset(a.o, pre, s.gate_pass, s.r, h_prev,
-                                                          static_cast<Math>(a.drh[i * a.H + j]));
+  bool pass[2];
+  cell::gru_gates<V>(a.o, pre, pass);
+  const Math drh = static_cast<Math>(a.drh[i * a.H + j]);
+  const cell::GruResetGrad<V> b =
+      cell::gru_backward_reset<V>(a.o, pre[0], h_prev, drh, a.o.gate.enabled ? &pass[0] : nullptr);
   a.dgx[i * a.GH + j] = static_cast<T>(b.da_r);
   a.dgh[i * a.GH + j] = static_cast<T>(b.da_r);
-  a.dhs[i * a.P + j] = static_cast<T>(static_cast<Math>(a.dhs[i * a.P + j]) + b.dh_prev);
+  a.dhs[i * a.P + j] = static_cast<T>(V::fma(drh, b.r, static_cast<Math>(a.dhs[i * a.P + j])));
 }
 
 template <typename T, typename Math>
 RNNX_HOST_DEVICE void rnn_backward(const CellArgs<T, Math>& a, int64_t i, int64_t j) {
+  using V = Unit<Math>;
   const Math dh = state_grad(a, i, j);
   Math pre = static_cast<Math>(a.rec_a[i * a.RW + j]);
-  const cell::RnnForward<Math> f = cell::rnn_forward(a.o, pre);
-  a.dgx[i * a.GH + j] = static_cast<T>(cell::rnn_backward(a.o, pre, f.pass, dh));
+  bool pass;
+  cell::rnn_forward<V>(a.o, pre, &pass);
+  a.dgx[i * a.GH + j] =
+      static_cast<T>(cell::rnn_backward<V>(a.o, pre, dh, a.o.gate.enabled ? &pass : nullptr));
 }
 
 // The gradient of the projection's output: what comes from the step after and from y, zero
@@ -207,7 +250,9 @@ RNNX_HOST_DEVICE void rnn_backward(const CellArgs<T, Math>& a, int64_t i, int64_
 template <typename T, typename Math>
 RNNX_HOST_DEVICE void project_backward(const CellArgs<T, Math>& a, int64_t i, int64_t j) {
   Math v = static_cast<Math>(a.dhs[i * a.P + j]) + load<T, Math>(a.dy, i * a.DP + j);
-  if (a.praw && !a.proj.passes(static_cast<Math>(a.praw[i * a.P + j]))) v = Math(0);
+  if (a.praw && a.proj.enabled &&
+      !cell::clamp_passes<Unit<Math>>(static_cast<Math>(a.praw[i * a.P + j]), a.proj))
+    v = Math(0);
   a.dhr[i * a.P + j] = static_cast<T>(v);
 }
 
@@ -250,8 +295,7 @@ CellArgs<T, Math> resolve(const core::CellOp& op, const Config& c, const core::S
   a.H = d.H, a.P = d.P, a.GH = d.GH(), a.DP = d.DP(), a.RW = d.record_width(c.cell);
   a.linear_before_reset = c.gru_linear_before_reset;
   a.o = options[op.direction];
-  a.proj = {c.proj_clip.enabled, static_cast<Math>(c.proj_clip.lo),
-            static_cast<Math>(c.proj_clip.hi), c.clip_nan == NanPolicy::replace};
+  a.proj = cell::Clamp<Math>(c.proj_clip, c.clip_nan);
   const core::CellRefs& r = op.at;
   a.g = ptr(r.g), a.r = ptr(r.r), a.b_ih = ptr(r.b_ih), a.b_hh = ptr(r.b_hh);
   a.peep = ptr(r.peep), a.hs = ptr(r.hs), a.cs = ptr(r.cs), a.y = ptr(r.y);

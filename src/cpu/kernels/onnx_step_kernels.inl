@@ -1,32 +1,50 @@
 // The generic step kernels of onnx_cell.hpp over a vector type V: one tile of a step of
 // each cell with ONNX's options that change the cell's equations (activation functions,
 // peepholes, gate clip, coupled input-forget gate), forward and backward. Same tiles and
-// same guarantees as step_kernels.inl (an element's result does not depend on the tiling),
-// equations and operation order as in src/reference/cell_math.cpp, activations from
-// activations.inl. Pasted after step_kernels.inl and activations.inl; no file-level includes.
+// same guarantees as step_kernels.inl (an element's result does not depend on the tiling);
+// the math of a unit is core/cell_math.hpp's, the one the CUDA step kernels run: what is
+// here is where each value comes from and goes to in the cpu backend's buffers. Pasted
+// after step_kernels.inl; no file-level includes.
 
-// The gate clip of pre-activations a at cells [e, e + n) of a row, recording whether each
-// passed the gradient when the row keeps flags.
-template <class V>
-RNNX_KERNEL_INLINE inline typename V::F gate_clip(const OnnxCell<typename V::S>& o, uint8_t* pass,
-                                                  int64_t e, typename V::F a, int n) {
-  if (!o.gate_clip.enabled) return a;
-  if (pass) V::store_flags(pass + e, clamp_passes<V>(a, o.gate_clip), n);
-  return clamp_value<V>(a, o.gate_clip);
-}
-
-// The gradient of pre-activations a through activation f and the gate clip: d_out f'(a),
-// or 0 where the clip did not pass it.
-template <class V>
-RNNX_KERNEL_INLINE inline typename V::F through(const Activation& f, const uint8_t* pass, int64_t e,
-                                                typename V::F a, typename V::F d_out, int n) {
-  const typename V::F g = V::mul(d_out, activation_grad<V>(f, a));
-  return pass ? V::select(V::load_flags(pass + e, n), g, V::set1(typename V::S(0))) : g;
+// A direction's options for core/cell_math.hpp: the kernel's OnnxCell, its cell clip, and the
+// activations the cell has (LSTM 3, GRU 2, RNN 1).
+template <class S>
+cell::Options<S> cell_options(const OnnxCell<S>& o, int activations,
+                              const Clamp<S>& cell_clip = {}) {
+  cell::Options<S> c;
+  c.f = o.acts[0];
+  if (activations > 1) c.g = o.acts[1];
+  if (activations > 2) c.h = o.acts[2];
+  c.gate = o.gate_clip;
+  c.cell = cell_clip;
+  c.input_forget = o.input_forget;
+  c.peephole = o.peephole != nullptr;
+  return c;
 }
 
 template <class S>
 uint8_t* gate_pass_row(const OnnxCell<S>& o, int64_t i, int64_t gh) {
   return o.gate_pass ? o.gate_pass + i * gh : nullptr;
+}
+
+// The gate clip's masks of gates [first, gates) at unit j of a row, written by forward when
+// the row keeps flags and the clip is on, and read back for backward (the gates before first
+// pass): null when the row keeps none (every gradient passed).
+template <class V>
+RNNX_KERNEL_INLINE inline void store_gate_pass(const cell::Options<typename V::S>& c, uint8_t* row,
+                                               int64_t H, int64_t j, int gates, int first,
+                                               const typename V::M* pass, int n) {
+  if (!row || !c.gate.enabled) return;
+  for (int q = first; q < gates; ++q) V::store_flags(row + q * H + j, pass[q], n);
+}
+template <class V>
+RNNX_KERNEL_INLINE inline const typename V::M* load_gate_pass(const uint8_t* row, int64_t H,
+                                                              int64_t j, int gates, int first,
+                                                              typename V::M* pass, int n) {
+  for (int q = 0; q < gates; ++q)
+    pass[q] = row && q >= first ? V::load_flags(row + q * H + j, n) : V::mtrue();
+  return row ? pass : nullptr;
+  return pass;
 }
 
 // ---- forward ----
@@ -36,7 +54,9 @@ void onnx_rnn_forward_tile(const RnnForward<typename V::S>& k, const OnnxCell<ty
                            Tile t) {
   using S = typename V::S;
   using F = typename V::F;
+  using M = typename V::M;
   const int64_t H = k.H;
+  const cell::Options<S> c = cell_options(o, 1);
   for (int64_t i = t.r0; i < t.r1; ++i) {
     S* in = o.pre ? o.pre + i * H : k.y + i * k.ld_y;
     S* y = k.y + i * k.ld_y;
@@ -44,10 +64,10 @@ void onnx_rnn_forward_tile(const RnnForward<typename V::S>& k, const OnnxCell<ty
     S* hs = k.h_state + i * H;
     uint8_t* pr = gate_pass_row(o, i, H);
     for_vectors<V>(t.j0, t.j1, y, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
-      const F a = gate_clip<V>(
-          o, pr, j, V::add(V::add(V::load(in + j, n), V::load(k.bias + j, n)), V::load(hg + j, n)),
-          n);
-      const F h = activate<V>(o.acts[0], a);
+      M pass[1];
+      F a = V::add(V::add(V::load(in + j, n), V::load(k.bias + j, n)), V::load(hg + j, n));
+      const F h = cell::rnn_forward<V>(c, a, pass);
+      store_gate_pass<V>(c, pr, H, j, 1, 0, pass, n);
       if (o.pre) V::store(in + j, a, n);
       V::store(y + j, h, n);
       V::store(hs + j, h, n);
@@ -60,11 +80,10 @@ void onnx_lstm_forward_tile(const LstmForward<typename V::S>& k, const OnnxCell<
                             Tile t) {
   using S = typename V::S;
   using F = typename V::F;
+  using M = typename V::M;
   const int64_t H = k.H, GH = 4 * H;
-  const Activation &fa = o.acts[0], &ga = o.acts[1], &ha = o.acts[2];
-  const Clamp<S>& clip = k.cell_clip;
+  const cell::Options<S> c = cell_options(o, 3, k.cell_clip);
   const S* ph = o.peephole;
-  const F one = V::set1(S(1));
   for (int64_t i = t.r0; i < t.r1; ++i) {
     S* g = k.gates + i * GH;
     const S* hg = k.hg + i * GH;
@@ -75,41 +94,25 @@ void onnx_lstm_forward_tile(const LstmForward<typename V::S>& k, const OnnxCell<
     S* h_state = k.h_state ? k.h_state + i * H : nullptr;
     uint8_t* pr = gate_pass_row(o, i, GH);
     for_vectors<V>(t.j0, t.j1, g, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
-      auto pre = [&](int64_t q) RNNX_KERNEL_INLINE {
-        return V::add(V::add(V::load(g + q * H + j, n), V::load(k.bias + q * H + j, n)),
+      F a[4], p[3];
+      M pass[4];
+      for (int q = 0; q < 4; ++q) {
+        a[q] = V::add(V::add(V::load(g + q * H + j, n), V::load(k.bias + q * H + j, n)),
                       V::load(hg + q * H + j, n));
-      };
+      }
+      for (int q = 0; q < 3; ++q) p[q] = ph ? V::load(ph + q * H + j, n) : V::set1(S(0));
       const F c_prev = V::load(cs + j, n);
-      F ai = pre(0), af = pre(1);
-      const F ag = gate_clip<V>(o, pr, 2 * H + j, pre(2), n);
-      F ao = pre(3);
-      if (ph) {
-        ai = V::fma(V::load(ph + j, n), c_prev, ai);
-        af = V::fma(V::load(ph + H + j, n), c_prev, af);
+      const cell::LstmState<V> st = cell::lstm_forward<V>(c, a, c_prev, p, pass);
+      store_gate_pass<V>(c, pr, H, j, 4, 0, pass, n);
+      if (c_pass) {
+        V::store_flags(c_pass + j,
+                       c.cell.enabled ? cell::clamp_passes<V>(st.c_raw, c.cell) : V::mtrue(), n);
       }
-      ai = gate_clip<V>(o, pr, j, ai, n);
-      af = gate_clip<V>(o, pr, H + j, af, n);
-      const F ig = activate<V>(fa, ai);
-      const F fg = o.input_forget ? V::sub(one, ig) : activate<V>(fa, af);
-      const F c_raw = V::fma(fg, c_prev, V::mul(ig, activate<V>(ga, ag)));
-      F c = c_raw;
-      if (clip.enabled) {
-        c = clamp_value<V>(c_raw, clip);
-        if (c_pass) V::store_flags(c_pass + j, clamp_passes<V>(c_raw, clip), n);
-      } else if (c_pass) {
-        V::store_flags(c_pass + j, V::mtrue(), n);
-      }
-      if (ph) ao = V::fma(V::load(ph + 2 * H + j, n), c, ao);
-      ao = gate_clip<V>(o, pr, 3 * H + j, ao, n);
-      const F hv = V::mul(activate<V>(fa, ao), activate<V>(ha, c));
-      V::store(g + j, ai, n);
-      V::store(g + H + j, af, n);
-      V::store(g + 2 * H + j, ag, n);
-      V::store(g + 3 * H + j, ao, n);
-      V::store(cs + j, c, n);
-      if (c_keep) V::store(c_keep + j, c, n);
-      V::store(h + j, hv, n);
-      if (h_state) V::store(h_state + j, hv, n);
+      for (int q = 0; q < 4; ++q) V::store(g + q * H + j, a[q], n);
+      V::store(cs + j, st.c, n);
+      if (c_keep) V::store(c_keep + j, st.c, n);
+      V::store(h + j, st.h, n);
+      if (h_state) V::store(h_state + j, st.h, n);
     });
   }
 }
@@ -120,9 +123,9 @@ void onnx_gru_forward_tile(const GruForward<typename V::S>& k, const OnnxCell<ty
                            Tile t) {
   using S = typename V::S;
   using F = typename V::F;
+  using M = typename V::M;
   const int64_t H = k.H, GH = 3 * H;
-  const Activation &fa = o.acts[0], &ga = o.acts[1];
-  const F one = V::set1(S(1));
+  const cell::Options<S> c = cell_options(o, 2);
   for (int64_t i = t.r0; i < t.r1; ++i) {
     S* g = k.gates + i * GH;
     const S* hg = k.hg + i * GH;
@@ -131,25 +134,23 @@ void onnx_gru_forward_tile(const GruForward<typename V::S>& k, const OnnxCell<ty
     S* hn_keep = k.hn_keep ? k.hn_keep + i * H : nullptr;
     uint8_t* pr = gate_pass_row(o, i, GH);
     for_vectors<V>(t.j0, t.j1, g, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
-      auto pre = [&](int64_t q) RNNX_KERNEL_INLINE {
-        return V::add(V::add(V::load(g + q * H + j, n), V::load(k.bias + q * H + j, n)),
+      F a[3];
+      M pass[3];
+      for (int q = 0; q < 2; ++q) {
+        a[q] = V::add(V::add(V::load(g + q * H + j, n), V::load(k.bias + q * H + j, n)),
                       V::load(hg + q * H + j, n));
-      };
-      const F ar = gate_clip<V>(o, pr, j, pre(0), n);
-      const F az = gate_clip<V>(o, pr, H + j, pre(1), n);
-      const F r = activate<V>(fa, ar), z = activate<V>(fa, az);
+      }
+      const cell::GruGates<V> rz = cell::gru_gates<V>(c, a, pass);
       const F hn = V::add(V::load(hg + 2 * H + j, n), V::load(k.b_hn + j, n));
-      const F an = gate_clip<V>(
-          o, pr, 2 * H + j,
-          V::fma(r, hn, V::add(V::load(g + 2 * H + j, n), V::load(k.bias + 2 * H + j, n))), n);
-      const F nv = activate<V>(ga, an);
-      const F h = V::fma(z, V::load(hs + j, n), V::mul(V::sub(one, z), nv));
-      V::store(g + j, ar, n);
-      V::store(g + H + j, az, n);
-      V::store(g + 2 * H + j, an, n);
+      a[2] = cell::gru_lbr_n_input<V>(
+          V::add(V::load(g + 2 * H + j, n), V::load(k.bias + 2 * H + j, n)), rz.r, hn);
+      const cell::GruOutput<V> out =
+          cell::gru_output<V>(c, a[2], rz.z, V::load(hs + j, n), &pass[2]);
+      store_gate_pass<V>(c, pr, H, j, 3, 0, pass, n);
+      for (int q = 0; q < 3; ++q) V::store(g + q * H + j, a[q], n);
       if (hn_keep) V::store(hn_keep + j, hn, n);
-      V::store(hs + j, h, n);
-      V::store(y + j, h, n);
+      V::store(hs + j, out.h, n);
+      V::store(y + j, out.h, n);
     });
   }
 }
@@ -159,7 +160,9 @@ void onnx_gru_orig_gates_forward_tile(const GruOrigGatesForward<typename V::S>& 
                                       const OnnxCell<typename V::S>& o, Tile t) {
   using S = typename V::S;
   using F = typename V::F;
+  using M = typename V::M;
   const int64_t H = k.H, GH = 3 * H;
+  const cell::Options<S> c = cell_options(o, 2);
   for (int64_t i = t.r0; i < t.r1; ++i) {
     S* g = k.gates + i * GH;
     const S* hg = k.hg + i * k.ld_hg;
@@ -167,16 +170,17 @@ void onnx_gru_orig_gates_forward_tile(const GruOrigGatesForward<typename V::S>& 
     S* rh = k.rh + i * H;
     uint8_t* pr = gate_pass_row(o, i, GH);
     for_vectors<V>(t.j0, t.j1, g, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
-      const F ar = gate_clip<V>(
-          o, pr, j, V::add(V::add(V::load(g + j, n), V::load(k.bias + j, n)), V::load(hg + j, n)),
-          n);
-      const F az = gate_clip<V>(
-          o, pr, H + j,
-          V::add(V::add(V::load(g + H + j, n), V::load(k.bias + H + j, n)), V::load(hg + H + j, n)),
-          n);
-      V::store(g + j, ar, n);
-      V::store(g + H + j, az, n);
-      V::store(rh + j, V::mul(activate<V>(o.acts[0], ar), V::load(hs + j, n)), n);
+      F a[2];
+      M pass[2];
+      for (int q = 0; q < 2; ++q) {
+        a[q] = V::add(V::add(V::load(g + q * H + j, n), V::load(k.bias + q * H + j, n)),
+                      V::load(hg + q * H + j, n));
+      }
+      const cell::GruGates<V> rz = cell::gru_gates<V>(c, a, pass);
+      store_gate_pass<V>(c, pr, H, j, 2, 0, pass, n);
+      V::store(g + j, a[0], n);
+      V::store(g + H + j, a[1], n);
+      V::store(rh + j, V::mul(rz.r, V::load(hs + j, n)), n);
     });
   }
 }
@@ -186,8 +190,9 @@ void onnx_gru_orig_forward_tile(const GruOrigForward<typename V::S>& k,
                                 const OnnxCell<typename V::S>& o, Tile t) {
   using S = typename V::S;
   using F = typename V::F;
+  using M = typename V::M;
   const int64_t H = k.H, GH = 3 * H;
-  const F one = V::set1(S(1));
+  const cell::Options<S> c = cell_options(o, 2);
   for (int64_t i = t.r0; i < t.r1; ++i) {
     S* g = k.gates + i * GH;
     const S* u = k.u + i * k.ld_u;
@@ -195,18 +200,17 @@ void onnx_gru_orig_forward_tile(const GruOrigForward<typename V::S>& k,
     S* y = k.y + i * k.ld_y;
     uint8_t* pr = gate_pass_row(o, i, GH);
     for_vectors<V>(t.j0, t.j1, g + 2 * H, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
-      const F an = gate_clip<V>(
-          o, pr, 2 * H + j,
-          V::add(V::add(V::add(V::load(g + 2 * H + j, n), V::load(k.bias + 2 * H + j, n)),
-                        V::load(u + j, n)),
-                 V::load(k.b_hn + j, n)),
-          n);
-      const F nv = activate<V>(o.acts[1], an);
-      const F z = activate<V>(o.acts[0], V::load(g + H + j, n));
-      const F h = V::fma(z, V::load(hs + j, n), V::mul(V::sub(one, z), nv));
+      M pass[3];
+      F an = V::add(V::add(V::add(V::load(g + 2 * H + j, n), V::load(k.bias + 2 * H + j, n)),
+                           V::load(u + j, n)),
+                    V::load(k.b_hn + j, n));
+      // z's pre-activation was clipped by the gates' kernel.
+      const F z = cell::activate<V>(c.f, V::load(g + H + j, n));
+      const cell::GruOutput<V> out = cell::gru_output<V>(c, an, z, V::load(hs + j, n), &pass[2]);
+      store_gate_pass<V>(c, pr, H, j, 3, 2, pass, n);
       V::store(g + 2 * H + j, an, n);
-      V::store(hs + j, h, n);
-      V::store(y + j, h, n);
+      V::store(hs + j, out.h, n);
+      V::store(y + j, out.h, n);
     });
   }
 }
@@ -218,7 +222,9 @@ void onnx_rnn_backward_tile(const RnnBackward<typename V::S>& k, const OnnxCell<
                             Tile t) {
   using S = typename V::S;
   using F = typename V::F;
+  using M = typename V::M;
   const int64_t H = k.H;
+  const cell::Options<S> c = cell_options(o, 1);
   for (int64_t i = t.r0; i < t.r1; ++i) {
     const S* dh = k.dh + i * H;
     const S* dy = k.dy ? k.dy + i * k.ld_dy : nullptr;
@@ -226,8 +232,10 @@ void onnx_rnn_backward_tile(const RnnBackward<typename V::S>& k, const OnnxCell<
     const uint8_t* pr = gate_pass_row(o, i, H);
     S* dg = k.dg + i * H;
     for_vectors<V>(t.j0, t.j1, dg, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
+      M flags[1];
+      const M* pass = load_gate_pass<V>(pr, H, j, 1, 0, flags, n);
       const F d = plus_dy<V>(V::load(dh + j, n), dy, j, n);
-      V::store(dg + j, through<V>(o.acts[0], pr, j, V::load(a + j, n), d, n), n);
+      V::store(dg + j, cell::rnn_backward<V>(c, V::load(a + j, n), d, pass), n);
     });
   }
 }
@@ -237,13 +245,13 @@ void onnx_lstm_backward_tile(const LstmBackward<typename V::S>& k, const OnnxCel
                              Tile t) {
   using S = typename V::S;
   using F = typename V::F;
+  using M = typename V::M;
   const int64_t H = k.H, GH = 4 * H;
-  const Activation &fa = o.acts[0], &ga = o.acts[1], &ha = o.acts[2];
+  const cell::Options<S> c = cell_options(o, 3);
   const S* ph = o.peephole;
-  const F zero = V::set1(S(0)), one = V::set1(S(1));
   for (int64_t i = t.r0; i < t.r1; ++i) {
-    const S* a = k.gates + i * GH;
-    const S* c = k.c + i * H;
+    const S* g = k.gates + i * GH;
+    const S* cr = k.c + i * H;
     const PrevRows<S>& prev = k.c_prev;  // (its row() is shared inline code: not called here)
     const S* cp = i < prev.count_a ? prev.a + i * prev.lda : prev.b + i * prev.ldb;
     const uint8_t* c_pass = k.c_pass ? k.c_pass + i * H : nullptr;
@@ -253,35 +261,18 @@ void onnx_lstm_backward_tile(const LstmBackward<typename V::S>& k, const OnnxCel
     S* dc_state = k.dc_state + i * H;
     S* dg = k.dg + i * GH;
     for_vectors<V>(t.j0, t.j1, dg, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
-      const F ai = V::load(a + j, n), af = V::load(a + H + j, n);
-      const F ag = V::load(a + 2 * H + j, n), ao = V::load(a + 3 * H + j, n);
+      F a[4], p[3];
+      M flags[4], cell_flag;
+      for (int q = 0; q < 4; ++q) a[q] = V::load(g + q * H + j, n);
+      for (int q = 0; q < 3; ++q) p[q] = ph ? V::load(ph + q * H + j, n) : V::set1(S(0));
+      const M* pass = load_gate_pass<V>(pr, H, j, 4, 0, flags, n);
+      if (c_pass) cell_flag = V::load_flags(c_pass + j, n);
       const F dh = plus_dy<V>(V::load(dh_row + j, n), dy, j, n);
-      const F ig = activate<V>(fa, ai);
-      const F fg = o.input_forget ? V::sub(one, ig) : activate<V>(fa, af);
-      const F gg = activate<V>(ga, ag);
-      const F og = activate<V>(fa, ao);
-      const F cv = V::load(c + j, n), cpv = V::load(cp + j, n);
-      const F dao = through<V>(fa, pr, 3 * H + j, ao, V::mul(dh, activate<V>(ha, cv)), n);
-      F dc = V::fma(V::mul(dh, og), activation_grad<V>(ha, cv), V::load(dc_state + j, n));
-      if (ph) dc = V::fma(dao, V::load(ph + 2 * H + j, n), dc);
-      if (c_pass) dc = V::select(V::load_flags(c_pass + j, n), dc, zero);
-      F di = V::mul(dc, gg), df = V::mul(dc, cpv);
-      if (o.input_forget) {
-        di = V::sub(di, df);
-        df = zero;
-      }
-      const F dai = through<V>(fa, pr, j, ai, di, n);
-      const F daf = o.input_forget ? zero : through<V>(fa, pr, H + j, af, df, n);
-      F dc_prev = V::mul(dc, fg);
-      if (ph) {
-        dc_prev = V::fma(dai, V::load(ph + j, n), dc_prev);
-        dc_prev = V::fma(daf, V::load(ph + H + j, n), dc_prev);
-      }
-      V::store(dg + j, dai, n);
-      V::store(dg + H + j, daf, n);
-      V::store(dg + 2 * H + j, through<V>(ga, pr, 2 * H + j, ag, V::mul(dc, ig), n), n);
-      V::store(dg + 3 * H + j, dao, n);
-      V::store(dc_state + j, dc_prev, n);
+      const cell::LstmGrad<V> r =
+          cell::lstm_backward<V>(c, a, V::load(cr + j, n), V::load(cp + j, n), p, dh,
+                                 V::load(dc_state + j, n), pass, c_pass ? &cell_flag : nullptr);
+      for (int q = 0; q < 4; ++q) V::store(dg + q * H + j, r.da[q], n);
+      V::store(dc_state + j, r.dc_prev, n);
     });
   }
 }
@@ -292,11 +283,11 @@ void onnx_gru_backward_tile(const GruBackward<typename V::S>& k, const OnnxCell<
                             Tile t) {
   using S = typename V::S;
   using F = typename V::F;
+  using M = typename V::M;
   const int64_t H = k.H, GH = 3 * H;
-  const Activation &fa = o.acts[0], &ga = o.acts[1];
-  const F one = V::set1(S(1));
+  const cell::Options<S> c = cell_options(o, 2);
   for (int64_t i = t.r0; i < t.r1; ++i) {
-    const S* a = k.gates + i * GH;
+    const S* ga = k.gates + i * GH;
     const S* hp = k.h_prev + i * H;
     const S* hn = k.hn + i * H;
     const S* dy = k.dy ? k.dy + i * k.ld_dy : nullptr;
@@ -305,19 +296,18 @@ void onnx_gru_backward_tile(const GruBackward<typename V::S>& k, const OnnxCell<
     S* dg = k.dg + i * GH;
     S* dgh = k.dgh + i * GH;
     for_vectors<V>(t.j0, t.j1, dg, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
-      const F ar = V::load(a + j, n), az = V::load(a + H + j, n), an = V::load(a + 2 * H + j, n);
+      F a[3];
+      M flags[3];
+      for (int q = 0; q < 3; ++q) a[q] = V::load(ga + q * H + j, n);
+      const M* pass = load_gate_pass<V>(pr, H, j, 3, 0, flags, n);
       const F d = plus_dy<V>(V::load(dh + j, n), dy, j, n);
-      const F r = activate<V>(fa, ar), z = activate<V>(fa, az), nv = activate<V>(ga, an);
-      const F dn = through<V>(ga, pr, 2 * H + j, an, V::mul(d, V::sub(one, z)), n);
-      const F dz = through<V>(fa, pr, H + j, az, V::mul(d, V::sub(V::load(hp + j, n), nv)), n);
-      const F dr = through<V>(fa, pr, j, ar, V::mul(dn, V::load(hn + j, n)), n);
-      V::store(dg + j, dr, n);
-      V::store(dg + H + j, dz, n);
-      V::store(dg + 2 * H + j, dn, n);
-      V::store(dgh + j, dr, n);
-      V::store(dgh + H + j, dz, n);
-      V::store(dgh + 2 * H + j, V::mul(dn, r), n);
-      V::store(dh + j, V::mul(d, z), n);
+      const cell::GruGrad<V> r =
+          cell::gru_backward<V>(c, true, a, V::load(hn + j, n), V::load(hp + j, n), d, pass);
+      for (int q = 0; q < 3; ++q) V::store(dg + q * H + j, r.da[q], n);
+      V::store(dgh + j, r.da[0], n);
+      V::store(dgh + H + j, r.da[1], n);
+      V::store(dgh + 2 * H + j, r.dhn, n);
+      V::store(dh + j, r.dh_prev, n);
     });
   }
 }
@@ -327,24 +317,27 @@ void onnx_gru_orig_backward_n_tile(const GruOrigBackwardN<typename V::S>& k,
                                    const OnnxCell<typename V::S>& o, Tile t) {
   using S = typename V::S;
   using F = typename V::F;
+  using M = typename V::M;
   const int64_t H = k.H, GH = 3 * H;
-  const Activation &fa = o.acts[0], &ga = o.acts[1];
-  const F one = V::set1(S(1));
+  const cell::Options<S> c = cell_options(o, 2);
   for (int64_t i = t.r0; i < t.r1; ++i) {
-    const S* a = k.gates + i * GH;
+    const S* ga = k.gates + i * GH;
     const S* hp = k.h_prev + i * H;
     const S* dy = k.dy ? k.dy + i * k.ld_dy : nullptr;
     const uint8_t* pr = gate_pass_row(o, i, GH);
     S* dh = k.dh + i * H;
     S* dg = k.dg + i * GH;
     for_vectors<V>(t.j0, t.j1, dg + H, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
-      const F az = V::load(a + H + j, n), an = V::load(a + 2 * H + j, n);
+      // r's gradient needs W_hn^T dn: onnx_gru_orig_backward_r_tile, after the GEMM.
+      F a[3] = {V::set1(S(0)), V::load(ga + H + j, n), V::load(ga + 2 * H + j, n)};
+      M flags[3];
+      const M* pass = load_gate_pass<V>(pr, H, j, 3, 1, flags, n);
       const F d = plus_dy<V>(V::load(dh + j, n), dy, j, n);
-      const F z = activate<V>(fa, az), nv = activate<V>(ga, an);
-      V::store(dg + H + j,
-               through<V>(fa, pr, H + j, az, V::mul(d, V::sub(V::load(hp + j, n), nv)), n), n);
-      V::store(dg + 2 * H + j, through<V>(ga, pr, 2 * H + j, an, V::mul(d, V::sub(one, z)), n), n);
-      V::store(dh + j, V::mul(d, z), n);
+      const cell::GruGrad<V> r =
+          cell::gru_backward<V>(c, false, a, V::set1(S(0)), V::load(hp + j, n), d, pass);
+      V::store(dg + H + j, r.da[1], n);
+      V::store(dg + 2 * H + j, r.da[2], n);
+      V::store(dh + j, r.dh_prev, n);
     });
   }
 }
@@ -354,19 +347,24 @@ void onnx_gru_orig_backward_r_tile(const GruOrigBackwardR<typename V::S>& k,
                                    const OnnxCell<typename V::S>& o, Tile t) {
   using S = typename V::S;
   using F = typename V::F;
+  using M = typename V::M;
   const int64_t H = k.H, GH = 3 * H;
+  const cell::Options<S> c = cell_options(o, 2);
   for (int64_t i = t.r0; i < t.r1; ++i) {
-    const S* a = k.gates + i * GH;
+    const S* ga = k.gates + i * GH;
     const S* hp = k.h_prev + i * H;
     const S* drh = k.drh + i * H;
     const uint8_t* pr = gate_pass_row(o, i, GH);
     S* dh = k.dh + i * H;
     S* dg = k.dg + i * GH;
     for_vectors<V>(t.j0, t.j1, dg, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
-      const F ar = V::load(a + j, n);
+      M flags[1];
+      const M* pass = load_gate_pass<V>(pr, H, j, 1, 0, flags, n);
       const F d = V::load(drh + j, n);
-      V::store(dg + j, through<V>(o.acts[0], pr, j, ar, V::mul(d, V::load(hp + j, n)), n), n);
-      V::store(dh + j, V::fma(d, activate<V>(o.acts[0], ar), V::load(dh + j, n)), n);
+      const cell::GruResetGrad<V> r =
+          cell::gru_backward_reset<V>(c, V::load(ga + j, n), V::load(hp + j, n), d, pass);
+      V::store(dg + j, r.da_r, n);
+      V::store(dh + j, V::fma(d, r.r, V::load(dh + j, n)), n);
     });
   }
 }

@@ -39,19 +39,10 @@ inline void for_vectors(int64_t j0, int64_t j1, const typename V::S* row, const 
   if (j < j1) body(j, static_cast<int>(j1 - j));
 }
 
-// Clamp<S> with its NaN policy (replace: NaN becomes hi).
-template <class V>
-typename V::F clamp_value(typename V::F v, const Clamp<typename V::S>& c) {
-  const typename V::F clamped = V::clamp(v, V::set1(c.lo), V::set1(c.hi));
-  return c.replace_nan ? V::select(V::isnan(v), V::set1(c.hi), clamped) : clamped;
-}
-
-// Whether the gradient passes: inside [lo, hi], or a NaN that propagated.
-template <class V>
-typename V::M clamp_passes(typename V::F raw, const Clamp<typename V::S>& c) {
-  const typename V::M inside = V::mand(V::ge(raw, V::set1(c.lo)), V::le(raw, V::set1(c.hi)));
-  return c.replace_nan ? inside : V::mor(inside, V::isnan(raw));
-}
+// The clamps' helpers and the extended cells' math (onnx_step_kernels.inl).
+namespace cell = core::cell;
+using cell::clamp_passes;
+using cell::clamp_value;
 
 // dh (+ dy when dy is set).
 template <class V>

@@ -1,12 +1,16 @@
-// The cuda backend's element-wise cell math (src/cuda/cell_math.hpp, compiled here by the
-// host compiler) against the reference's cell on one hidden unit: weights chosen so that the
+// The element-wise cell math written once (src/core/cell_math.hpp: the cpu backend's
+// extended-cell kernels run it over vectors, the CUDA step kernels one value at a time), here
+// over core::cell::Scalar<double> as the CUDA kernels and the host tests run it, against the
+// reference's cell on one hidden unit: weights chosen so that the
 // reference's GEMMs produce exactly the pre-activations handed to the element functions
 // (x = [1], W_ih = the pre-activations, W_hh = 0 but for GRU's n row), then every output and
 // gradient compared, for every cell, both GRU variants, peepholes, gate clip, input_forget,
 // cell clip with both NaN policies, and each of ONNX's activations. Runs in every build.
 #include <gtest/gtest.h>
 
-#include "cuda/cell_math.hpp"
+#include <limits>
+
+#include "core/cell_math.hpp"
 #include "problems.hpp"
 #include "reference/cell_math.hpp"
 #include "test_util.hpp"
@@ -14,7 +18,8 @@
 namespace rnnx_test {
 namespace {
 
-namespace cell = rnnx::cuda::cell;
+namespace cell = rnnx::core::cell;
+using V = cell::Scalar<double>;
 using reference::CellRecord;
 using reference::CellWeights;
 using reference::WeightView;
@@ -112,32 +117,39 @@ TEST_P(CellMath, MatchesTheReferenceOnOneUnit) {
     reference::cell_backward(c, acts, w, g, &x, rec, rdh, rdc, &rdx);
     SCOPED_TRACE("trial " + std::to_string(trial));
 
+    const bool clip = o.gate.enabled;
     if (c.cell == CellType::lstm) {
       double a[4] = {w_ih[0], w_ih[1], w_ih[2], w_ih[3]};
       const double p[3] = {peep[0], peep[1], peep[2]};
-      const auto f = cell::lstm_forward(o, a, c_prev, p);
+      bool pass[4];
+      const auto f = cell::lstm_forward<V>(o, a, c_prev, p, pass);
       EXPECT_NEAR(f.h, h[0], tol);
       EXPECT_NEAR(f.c, cs[0], tol);
+      const bool cell_pass = !o.cell.enabled || cell::clamp_passes<V>(f.c_raw, o.cell);
       const auto b =
-          cell::lstm_backward(o, a, f.gate, f.gate_pass, c_prev, f.c_raw, f.c, p, dh, dc);
+          cell::lstm_backward<V>(o, a, f.c, c_prev, p, dh, dc, clip ? pass : nullptr, &cell_pass);
       for (int q = 0; q < 4; ++q) EXPECT_NEAR(b.da[q], g_ih[q], tol) << "gate " << q;
       EXPECT_NEAR(b.dc_prev, rdc[0], tol);
+      const double dpeep[3] = {b.da[0] * c_prev, b.da[1] * c_prev, b.da[3] * f.c};
       for (int q = 0; q < 3 && c.peephole; ++q)
-        EXPECT_NEAR(b.dpeep[q], g_p[q], tol) << "peephole " << q;
+        EXPECT_NEAR(dpeep[q], g_p[q], tol) << "peephole " << q;
     } else if (c.cell == CellType::gru) {
       const bool lbr = c.gru_linear_before_reset;
-      double a[2] = {w_ih[0], w_ih[1]};
-      const auto s = cell::gru_gates(o, a);
+      double a[3] = {w_ih[0], w_ih[1], 0.0};
+      bool pass[3];
+      const auto s = cell::gru_gates<V>(o, a, pass);
       const double hn = lbr ? wn * h_prev + bn : wn * (s.r * h_prev) + bn;
-      const auto out = cell::gru_output(o, lbr, w_ih[2], hn, s.r, s.z, h_prev);
+      a[2] = lbr ? cell::gru_lbr_n_input<V>(w_ih[2], s.r, hn) : w_ih[2] + hn;
+      const auto out = cell::gru_output<V>(o, a[2], s.z, h_prev, &pass[2]);
       EXPECT_NEAR(out.h, h[0], tol);
-      const auto b = cell::gru_backward(o, lbr, a, s.gate_pass, out.an, out.n_pass, s.r, s.z, out.n,
-                                        hn, h_prev, dh);
+      const auto b = cell::gru_backward<V>(o, lbr, a, hn, h_prev, dh, clip ? pass : nullptr);
       double da_r = b.da[0], dh_prev = b.dh_prev + wn * b.dhn;
       if (!lbr) {
-        const auto reset = cell::gru_backward_reset(o, a, s.gate_pass, s.r, h_prev, wn * b.dhn);
+        const double drh = wn * b.dhn;
+        const auto reset =
+            cell::gru_backward_reset<V>(o, a[0], h_prev, drh, clip ? &pass[0] : nullptr);
         da_r = reset.da_r;
-        dh_prev = b.dh_prev + reset.dh_prev;
+        dh_prev = b.dh_prev + drh * reset.r;
       }
       EXPECT_NEAR(da_r, g_ih[0], tol);
       EXPECT_NEAR(b.da[1], g_ih[1], tol);
@@ -146,9 +158,10 @@ TEST_P(CellMath, MatchesTheReferenceOnOneUnit) {
       EXPECT_NEAR(dh_prev, rdh[0], tol);
     } else {
       double a = w_ih[0];
-      const auto f = cell::rnn_forward(o, a);
-      EXPECT_NEAR(f.h, h[0], tol);
-      EXPECT_NEAR(cell::rnn_backward(o, a, f.pass, dh), g_ih[0], tol);
+      bool pass;
+      const double hv = cell::rnn_forward<V>(o, a, &pass);
+      EXPECT_NEAR(hv, h[0], tol);
+      EXPECT_NEAR(cell::rnn_backward<V>(o, a, dh, clip ? &pass : nullptr), g_ih[0], tol);
     }
     if (HasFailure()) return;
   }
@@ -162,14 +175,31 @@ INSTANTIATE_TEST_SUITE_P(Cells, CellMath, ::testing::ValuesIn(variants()),
 // The clamp's NaN policy, as docs/math.md states it.
 TEST(CellMath, ClampNanPolicy) {
   const double nan = std::nan("");
-  cell::Clamp<double> keep{true, -1.0, 2.0, false}, replace{true, -1.0, 2.0, true};
-  EXPECT_TRUE(std::isnan(keep.apply(nan)));
-  EXPECT_TRUE(keep.passes(nan));
-  EXPECT_EQ(replace.apply(nan), 2.0);
-  EXPECT_FALSE(replace.passes(nan));
-  EXPECT_EQ(keep.apply(-3.0), -1.0);
-  EXPECT_FALSE(keep.passes(2.5));
-  EXPECT_TRUE(keep.passes(2.0));
+  const cell::Clamp<double> keep(true, -1.0, 2.0, NanPolicy::propagate);
+  const cell::Clamp<double> replace(true, -1.0, 2.0, NanPolicy::replace);
+  EXPECT_TRUE(std::isnan(cell::clamp_value<V>(nan, keep)));
+  EXPECT_TRUE(cell::clamp_passes<V>(nan, keep));
+  EXPECT_EQ(cell::clamp_value<V>(nan, replace), 2.0);
+  EXPECT_FALSE(cell::clamp_passes<V>(nan, replace));
+  EXPECT_EQ(cell::clamp_value<V>(-3.0, keep), -1.0);
+  EXPECT_FALSE(cell::clamp_passes<V>(2.5, keep));
+  EXPECT_TRUE(cell::clamp_passes<V>(2.0, keep));
+}
+
+// Without peepholes the cell adds nothing to the gates' pre-activations: an infinite previous
+// cell state does not turn them into NaN (0 * inf), as a zero peephole weight would.
+TEST(CellMath, NoPeepholeTermWithoutPeepholes) {
+  Config c = make_config(CellType::lstm, 1, 1, 1, false, DataType::f64);
+  const auto o = cell::options_for<double>(c, direction_activations(c, 0));
+  ASSERT_FALSE(o.peephole);
+  double a[4] = {0.5, -0.5, 0.25, 1.0};
+  const double p[3] = {0.0, 0.0, 0.0};
+  bool pass[4];
+  const double inf = std::numeric_limits<double>::infinity();
+  cell::lstm_forward<V>(o, a, inf, p, pass);
+  EXPECT_EQ(a[0], 0.5);
+  EXPECT_EQ(a[1], -0.5);
+  EXPECT_EQ(a[3], 1.0);
 }
 
 }  // namespace

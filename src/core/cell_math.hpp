@@ -1,0 +1,441 @@
+// The element-wise math of one cell step for one unit, forward and backward, written once
+// over a value type V: each ISA's vector type in the cpu backend's kernels (a lane per unit,
+// src/cpu/kernels/*.cpp) and Scalar<T> below in the CUDA step kernels (a thread per unit,
+// src/cuda/step_kernels.hpp, whose bodies the host tests run too). What reaches these
+// functions is a gate's summed pre-activation (input side + recurrent side + biases, added
+// where each backend's memory layout puts them); what leaves is the new state and what a
+// backend stores. Equations and gate orders as docs/math.md and the reference
+// (src/reference/cell_math.cpp keeps its own copy on purpose: it is the oracle): LSTM i, f,
+// g, o with peepholes, gate clip, input_forget and cell clip; GRU r, z, n in both variants;
+// RNN; ONNX's activation functions; the clamp's NaN policy. The cpu backend's fixed-cell
+// kernels (sigmoid/tanh cells without ONNX's options, src/cpu/kernels/step_kernels.inl)
+// keep the activated gates instead of the pre-activations and are written on their own.
+//
+// V provides: S (the scalar type), F (values), M (per-value truth), set1, add, sub, mul, div,
+// fma(a, b, c) = a*b + c, fnma(a, b, c) = c - a*b, abs, nabs (-|x|), clamp(x, lo, hi) (NaN
+// stays NaN), relu (NaN stays), isnan, lt, le, ge, gt (false on NaN), mand, mor, mtrue, select(m,
+// if_true, if_false), exp, sigmoid, tanh, log1p_unit(u) for u in [0, 1]. In the cpu
+// backend's ISA files V has internal linkage, so every instance of these templates does too
+// (no code built for one ISA can be picked by the linker for another's caller).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "core/host_device.hpp"
+#include "rnnx/config.hpp"
+
+#if defined(__CUDACC__)
+#define RNNX_CELL_INLINE __host__ __device__ __forceinline__
+#else
+// Inlined at each call site: as calls they would pass vectors through memory.
+#define RNNX_CELL_INLINE __attribute__((always_inline)) inline
+#endif
+
+namespace rnnx::core::cell {
+
+// A clamp [lo, hi] with the NaN policy (replace: NaN becomes hi and passes no gradient).
+template <typename S>
+struct Clamp {
+  bool enabled = false;
+  bool replace_nan = false;
+  S lo = S(0);
+  S hi = S(0);
+
+  Clamp() = default;
+  Clamp(bool on, S low, S high, NanPolicy nan)
+      : enabled(on), replace_nan(nan == NanPolicy::replace), lo(low), hi(high) {}
+  Clamp(const Clip& c, NanPolicy nan)
+      : Clamp(c.enabled, static_cast<S>(c.lo), static_cast<S>(c.hi), nan) {}
+};
+
+// One direction's options: its activations (LSTM f, g, h; GRU f, g; RNN f), ONNX's gate clip
+// (symmetric, on every gate's pre-activation), the cell clip, input_forget, and whether the
+// LSTM has peepholes.
+template <typename S>
+struct Options {
+  Activation f, g, h;
+  Clamp<S> gate;
+  Clamp<S> cell;
+  bool input_forget = false;
+  bool peephole = false;
+};
+
+// A direction's options from the config (direction_activations() resolves the defaults).
+template <typename S>
+inline Options<S> options_for(const Config& c, const std::vector<Activation>& acts) {
+  Options<S> o;
+  o.f = acts.at(0);
+  if (acts.size() > 1) o.g = acts[1];
+  if (acts.size() > 2) o.h = acts[2];
+  o.gate = Clamp<S>(c.gate_clip > 0, static_cast<S>(-c.gate_clip), static_cast<S>(c.gate_clip),
+                    c.clip_nan);
+  o.cell = Clamp<S>(c.cell_clip, c.clip_nan);
+  o.input_forget = c.input_forget;
+  o.peephole = c.peephole;
+  return o;
+}
+
+// One value as V: the CUDA kernels' and the host tests' arithmetic (the C++ math library's
+// exp, tanh and log1p, which CUDA provides on the device too; fma fused).
+template <typename T>
+struct Scalar {
+  using S = T;
+  using F = T;
+  using M = bool;
+  static RNNX_CELL_INLINE F set1(S v) { return v; }
+  static RNNX_CELL_INLINE F add(F a, F b) { return a + b; }
+  static RNNX_CELL_INLINE F sub(F a, F b) { return a - b; }
+  static RNNX_CELL_INLINE F mul(F a, F b) { return a * b; }
+  static RNNX_CELL_INLINE F div(F a, F b) { return a / b; }
+  static RNNX_CELL_INLINE F fma(F a, F b, F c) {
+    using std::fma;
+    return fma(a, b, c);
+  }
+  static RNNX_CELL_INLINE F fnma(F a, F b, F c) {
+    using std::fma;
+    return fma(-a, b, c);
+  }
+  static RNNX_CELL_INLINE F abs(F a) {
+    using std::fabs;
+    return fabs(a);
+  }
+  static RNNX_CELL_INLINE F nabs(F a) { return -abs(a); }
+  // std::max and std::min as the reference uses them (a NaN x stays NaN), which fmax and
+  // fmin are not.
+  static RNNX_CELL_INLINE F clamp(F x, F lo, F hi) {
+    const F low = x < lo ? lo : x;
+    return hi < low ? hi : low;
+  }
+  static RNNX_CELL_INLINE F relu(F x) { return x < F(0) ? F(0) : x; }
+  static RNNX_CELL_INLINE M isnan(F a) { return a != a; }
+  static RNNX_CELL_INLINE M lt(F a, F b) { return a < b; }
+  static RNNX_CELL_INLINE M le(F a, F b) { return a <= b; }
+  static RNNX_CELL_INLINE M ge(F a, F b) { return a >= b; }
+  static RNNX_CELL_INLINE M gt(F a, F b) { return a > b; }
+  static RNNX_CELL_INLINE M mand(M a, M b) { return a && b; }
+  static RNNX_CELL_INLINE M mor(M a, M b) { return a || b; }
+  static RNNX_CELL_INLINE M mtrue() { return true; }
+  static RNNX_CELL_INLINE F select(M m, F if_true, F if_false) { return m ? if_true : if_false; }
+  static RNNX_CELL_INLINE F exp(F x) {
+    using std::exp;
+    return exp(x);
+  }
+  static RNNX_CELL_INLINE F sigmoid(F x) { return F(1) / (F(1) + exp(-x)); }
+  static RNNX_CELL_INLINE F tanh(F x) {
+    using std::tanh;
+    return tanh(x);
+  }
+  static RNNX_CELL_INLINE F log1p_unit(F u) {
+    using std::log1p;
+    return log1p(u);
+  }
+};
+
+// ---- activations -------------------------------------------------------------------------
+
+// ONNX's activation functions. Values at kinks and NaN as in docs/math.md: NaN in gives NaN
+// out except thresholded_relu (0, as x >= alpha is false).
+template <class V>
+RNNX_CELL_INLINE typename V::F activate(const Activation& a, typename V::F x) {
+  using S = typename V::S;
+  using F = typename V::F;
+  const F zero = V::set1(S(0)), one = V::set1(S(1));
+  const F alpha = V::set1(static_cast<S>(a.alpha)), beta = V::set1(static_cast<S>(a.beta));
+  switch (a.kind) {
+    case ActivationKind::sigmoid:
+      return V::sigmoid(x);
+    case ActivationKind::tanh:
+      return V::tanh(x);
+    case ActivationKind::relu:
+      return V::relu(x);
+    case ActivationKind::affine:
+      return V::fma(alpha, x, beta);
+    case ActivationKind::leaky_relu:
+      return V::select(V::ge(x, zero), x, V::mul(alpha, x));
+    case ActivationKind::thresholded_relu:
+      return V::select(V::ge(x, alpha), x, zero);
+    case ActivationKind::scaled_tanh:
+      return V::mul(alpha, V::tanh(V::mul(beta, x)));
+    case ActivationKind::hard_sigmoid:
+      return V::clamp(V::fma(alpha, x, beta), zero, one);
+    case ActivationKind::elu:
+      return V::select(V::ge(x, zero), x, V::mul(alpha, V::sub(V::exp(x), one)));
+    case ActivationKind::softsign:
+      return V::div(x, V::add(one, V::abs(x)));
+    case ActivationKind::softplus:
+      // max(x, 0) + log(1 + e^-|x|): e^-|x| is in [0, 1], nothing overflows.
+      return V::add(V::relu(x), V::log1p_unit(V::exp(V::nabs(x))));
+  }
+  return x;
+}
+
+// The derivative at x (at a kink: docs/math.md's choice, the reference's); derivatives at
+// NaN follow the same comparisons.
+template <class V>
+RNNX_CELL_INLINE typename V::F activation_grad(const Activation& a, typename V::F x) {
+  using S = typename V::S;
+  using F = typename V::F;
+  const F zero = V::set1(S(0)), one = V::set1(S(1));
+  const F alpha = V::set1(static_cast<S>(a.alpha)), beta = V::set1(static_cast<S>(a.beta));
+  switch (a.kind) {
+    case ActivationKind::sigmoid: {
+      const F s = V::sigmoid(x);
+      return V::mul(s, V::sub(one, s));
+    }
+    case ActivationKind::tanh: {
+      const F t = V::tanh(x);
+      return V::fnma(t, t, one);
+    }
+    case ActivationKind::relu:
+      return V::select(V::gt(x, zero), one, zero);
+    case ActivationKind::affine:
+      return alpha;
+    case ActivationKind::leaky_relu:
+      return V::select(V::ge(x, zero), one, alpha);
+    case ActivationKind::thresholded_relu:
+      return V::select(V::ge(x, alpha), one, zero);
+    case ActivationKind::scaled_tanh: {
+      const F t = V::tanh(V::mul(beta, x));
+      return V::mul(V::mul(alpha, beta), V::fnma(t, t, one));
+    }
+    case ActivationKind::hard_sigmoid: {
+      const F v = V::fma(alpha, x, beta);
+      return V::select(V::mand(V::gt(v, zero), V::lt(v, one)), alpha, zero);
+    }
+    case ActivationKind::elu:
+      return V::select(V::ge(x, zero), one, V::mul(alpha, V::exp(x)));
+    case ActivationKind::softsign: {
+      const F d = V::add(one, V::abs(x));
+      return V::div(one, V::mul(d, d));
+    }
+    case ActivationKind::softplus:
+      return V::sigmoid(x);
+  }
+  return one;
+}
+
+// ---- clamps ------------------------------------------------------------------------------
+
+// v clamped to [lo, hi] with the NaN policy (an enabled clamp).
+template <class V>
+RNNX_CELL_INLINE typename V::F clamp_value(typename V::F v, const Clamp<typename V::S>& c) {
+  const typename V::F clamped = V::clamp(v, V::set1(c.lo), V::set1(c.hi));
+  return c.replace_nan ? V::select(V::isnan(v), V::set1(c.hi), clamped) : clamped;
+}
+
+// Whether the gradient passes an enabled clamp: raw inside [lo, hi], or a NaN that propagated.
+template <class V>
+RNNX_CELL_INLINE typename V::M clamp_passes(typename V::F raw, const Clamp<typename V::S>& c) {
+  const typename V::M inside = V::mand(V::ge(raw, V::set1(c.lo)), V::le(raw, V::set1(c.hi)));
+  return c.replace_nan ? inside : V::mor(inside, V::isnan(raw));
+}
+
+// A gate's pre-activation through the gate clip; *pass: whether it lets the gradient through
+// (always, when the clip is off).
+template <class V>
+RNNX_CELL_INLINE typename V::F gate_clip(const Options<typename V::S>& o, typename V::F a,
+                                         typename V::M* pass) {
+  if (!o.gate.enabled) {
+    *pass = V::mtrue();
+    return a;
+  }
+  *pass = clamp_passes<V>(a, o.gate);
+  return clamp_value<V>(a, o.gate);
+}
+
+// The gradient of a gate's (clipped) pre-activation a through activation f: d_out f'(a), or 0
+// where the gate clip held it (pass null: it passed).
+template <class V>
+RNNX_CELL_INLINE typename V::F through(const Activation& f, typename V::F a, typename V::F d_out,
+                                       const typename V::M* pass) {
+  const typename V::F g = V::mul(d_out, activation_grad<V>(f, a));
+  return pass ? V::select(*pass, g, V::set1(typename V::S(0))) : g;
+}
+
+// Gate q's clip mask in a backward's gate_pass (null: every gradient passed).
+template <class V>
+RNNX_CELL_INLINE const typename V::M* gate_mask(const typename V::M* gate_pass, int q) {
+  return gate_pass ? gate_pass + q : nullptr;
+}
+
+// ---- LSTM --------------------------------------------------------------------------------
+
+template <class V>
+struct LstmState {
+  typename V::F c_raw;  // f*c_prev + i*g, before the cell clip
+  typename V::F c;      // the new cell state
+  typename V::F h;      // o * h(c): the output, or the projection's input
+};
+
+// a: the summed pre-activations i, f, g, o on entry; on return the gate clip's outputs after
+// the peepholes (p: i, f, o; read when o.peephole), which backward takes. pass[q]: gate q's
+// clip mask.
+template <class V>
+RNNX_CELL_INLINE LstmState<V> lstm_forward(const Options<typename V::S>& o, typename V::F a[4],
+                                           typename V::F c_prev, const typename V::F p[3],
+                                           typename V::M pass[4]) {
+  using F = typename V::F;
+  const F one = V::set1(typename V::S(1));
+  if (o.peephole) {
+    a[0] = V::fma(p[0], c_prev, a[0]);
+    a[1] = V::fma(p[1], c_prev, a[1]);
+  }
+  for (int q = 0; q < 3; ++q) a[q] = gate_clip<V>(o, a[q], &pass[q]);
+  const F i = activate<V>(o.f, a[0]);
+  const F f = o.input_forget ? V::sub(one, i) : activate<V>(o.f, a[1]);
+  LstmState<V> s;
+  s.c_raw = V::fma(f, c_prev, V::mul(i, activate<V>(o.g, a[2])));
+  s.c = o.cell.enabled ? clamp_value<V>(s.c_raw, o.cell) : s.c_raw;
+  if (o.peephole) a[3] = V::fma(p[2], s.c, a[3]);
+  a[3] = gate_clip<V>(o, a[3], &pass[3]);
+  s.h = V::mul(activate<V>(o.f, a[3]), activate<V>(o.h, s.c));
+  return s;
+}
+
+template <class V>
+struct LstmGrad {
+  typename V::F da[4];   // the gradients of the pre-activations i, f, g, o (the GEMMs' input)
+  typename V::F dc_prev;  // of the previous step's cell state
+};
+
+// a: lstm_forward's clipped gate inputs; c: the cell state it made from c_prev; dh: the
+// gradient of h (of the projection's input when there is one), dc: of c from the step after.
+// gate_pass: the four gates' clip masks, cell_pass: the cell clip's (null: passed).
+template <class V>
+RNNX_CELL_INLINE LstmGrad<V> lstm_backward(const Options<typename V::S>& o,
+                                           const typename V::F a[4], typename V::F c,
+                                           typename V::F c_prev, const typename V::F p[3],
+                                           typename V::F dh, typename V::F dc_next,
+                                           const typename V::M* gate_pass,
+                                           const typename V::M* cell_pass) {
+  using F = typename V::F;
+  const F zero = V::set1(typename V::S(0)), one = V::set1(typename V::S(1));
+  auto pass = [gate_pass](int q) { return gate_mask<V>(gate_pass, q); };
+  const F i = activate<V>(o.f, a[0]);
+  const F f = o.input_forget ? V::sub(one, i) : activate<V>(o.f, a[1]);
+  const F g = activate<V>(o.g, a[2]);
+  const F og = activate<V>(o.f, a[3]);
+  LstmGrad<V> r;
+  r.da[3] = through<V>(o.f, a[3], V::mul(dh, activate<V>(o.h, c)), pass(3));
+  F dc = V::fma(V::mul(dh, og), activation_grad<V>(o.h, c), dc_next);
+  if (o.peephole) dc = V::fma(r.da[3], p[2], dc);
+  if (cell_pass) dc = V::select(*cell_pass, dc, zero);
+  F di = V::mul(dc, g), df = V::mul(dc, c_prev);
+  if (o.input_forget) {
+    di = V::sub(di, df);
+    df = zero;
+  }
+  r.da[0] = through<V>(o.f, a[0], di, pass(0));
+  r.da[1] = o.input_forget ? zero : through<V>(o.f, a[1], df, pass(1));
+  r.da[2] = through<V>(o.g, a[2], V::mul(dc, i), pass(2));
+  r.dc_prev = V::mul(dc, f);
+  if (o.peephole) {
+    r.dc_prev = V::fma(r.da[0], p[0], r.dc_prev);
+    r.dc_prev = V::fma(r.da[1], p[1], r.dc_prev);
+  }
+  return r;
+}
+
+// ---- GRU ---------------------------------------------------------------------------------
+
+template <class V>
+struct GruGates {
+  typename V::F r, z;
+};
+// r and z from their summed pre-activations a[0], a[1] (clipped on return; pass[0..1]: their
+// clip masks).
+template <class V>
+RNNX_CELL_INLINE GruGates<V> gru_gates(const Options<typename V::S>& o, typename V::F a[2],
+                                       typename V::M pass[2]) {
+  a[0] = gate_clip<V>(o, a[0], &pass[0]);
+  a[1] = gate_clip<V>(o, a[1], &pass[1]);
+  return {activate<V>(o.f, a[0]), activate<V>(o.f, a[1])};
+}
+
+// n's pre-activation in the linear-before-reset GRU: W_in x + b_in + r * (W_hn h + b_hn).
+template <class V>
+RNNX_CELL_INLINE typename V::F gru_lbr_n_input(typename V::F an_x, typename V::F r,
+                                               typename V::F hn) {
+  return V::fma(r, hn, an_x);
+}
+
+template <class V>
+struct GruOutput {
+  typename V::F n, h;
+};
+// n from its summed pre-activation an (clipped on return; *pass its clip mask), and the new
+// state from z and h_prev.
+template <class V>
+RNNX_CELL_INLINE GruOutput<V> gru_output(const Options<typename V::S>& o, typename V::F& an,
+                                         typename V::F z, typename V::F h_prev,
+                                         typename V::M* pass) {
+  const typename V::F one = V::set1(typename V::S(1));
+  an = gate_clip<V>(o, an, pass);
+  const typename V::F n = activate<V>(o.g, an);
+  return {n, V::fma(z, h_prev, V::mul(V::sub(one, z), n))};
+}
+
+template <class V>
+struct GruGrad {
+  typename V::F da[3];    // r's (linear before reset; 0 for the original GRU), z's, n's
+  typename V::F dhn;      // of W_hn h + b_hn (dn r; linear before reset) or of W_hn (r h) + b_hn
+  typename V::F dh_prev;  // the direct part dh z (the GEMM adds the rest)
+};
+// a: the clipped pre-activations r, z, n (gru_gates, gru_output); hn: W_hn h + b_hn (linear
+// before reset); dh: the gradient of the new state. The original GRU's r needs W_hn^T dn
+// first: gru_backward_reset.
+template <class V>
+RNNX_CELL_INLINE GruGrad<V> gru_backward(const Options<typename V::S>& o, bool linear_before_reset,
+                                         const typename V::F a[3], typename V::F hn,
+                                         typename V::F h_prev, typename V::F dh,
+                                         const typename V::M* gate_pass) {
+  using F = typename V::F;
+  const F zero = V::set1(typename V::S(0)), one = V::set1(typename V::S(1));
+  auto pass = [gate_pass](int q) { return gate_mask<V>(gate_pass, q); };
+  const F z = activate<V>(o.f, a[1]), n = activate<V>(o.g, a[2]);
+  GruGrad<V> g;
+  g.da[2] = through<V>(o.g, a[2], V::mul(dh, V::sub(one, z)), pass(2));
+  g.da[1] = through<V>(o.f, a[1], V::mul(dh, V::sub(h_prev, n)), pass(1));
+  g.dh_prev = V::mul(dh, z);
+  if (linear_before_reset) {
+    g.da[0] = through<V>(o.f, a[0], V::mul(g.da[2], hn), pass(0));
+    g.dhn = V::mul(g.da[2], activate<V>(o.f, a[0]));
+  } else {
+    g.da[0] = zero;
+    g.dhn = g.da[2];
+  }
+  return g;
+}
+
+template <class V>
+struct GruResetGrad {
+  typename V::F da_r;  // r's pre-activation gradient
+  typename V::F r;     // what drh reaches h_prev through: dh_prev += drh r
+};
+// The original GRU's reset gate from drh = (W_hn^T dn)_j, with ar r's clipped pre-activation.
+template <class V>
+RNNX_CELL_INLINE GruResetGrad<V> gru_backward_reset(const Options<typename V::S>& o,
+                                                    typename V::F ar, typename V::F h_prev,
+                                                    typename V::F drh,
+                                                    const typename V::M* pass) {
+  return {through<V>(o.f, ar, V::mul(drh, h_prev), pass), activate<V>(o.f, ar)};
+}
+
+// ---- RNN ---------------------------------------------------------------------------------
+
+// a: the summed pre-activation (clipped on return; *pass its clip mask); returns h.
+template <class V>
+RNNX_CELL_INLINE typename V::F rnn_forward(const Options<typename V::S>& o, typename V::F& a,
+                                           typename V::M* pass) {
+  a = gate_clip<V>(o, a, pass);
+  return activate<V>(o.f, a);
+}
+template <class V>
+RNNX_CELL_INLINE typename V::F rnn_backward(const Options<typename V::S>& o, typename V::F a,
+                                            typename V::F dh, const typename V::M* pass) {
+  return through<V>(o.f, a, dh, pass);
+}
+
+}  // namespace rnnx::core::cell
