@@ -20,6 +20,17 @@ namespace {
 
 namespace cell = rnnx::core::cell;
 using V = cell::Scalar<double>;
+
+// The gate clip's masks as the CUDA kernels hold them.
+struct Keep {
+  bool* m;
+  void operator()(int q, bool pass) const { m[q] = pass; }
+};
+struct Masks {
+  const bool* m;
+  bool on() const { return m != nullptr; }
+  bool operator()(int q) const { return m[q]; }
+};
 using reference::CellRecord;
 using reference::CellWeights;
 using reference::WeightView;
@@ -122,12 +133,12 @@ TEST_P(CellMath, MatchesTheReferenceOnOneUnit) {
       double a[4] = {w_ih[0], w_ih[1], w_ih[2], w_ih[3]};
       const double p[3] = {peep[0], peep[1], peep[2]};
       bool pass[4];
-      const auto f = cell::lstm_forward<V>(o, a, c_prev, p, pass);
+      const auto f = cell::lstm_forward<V>(o, a, c_prev, p, Keep{pass});
       EXPECT_NEAR(f.h, h[0], tol);
       EXPECT_NEAR(f.c, cs[0], tol);
       const bool cell_pass = !o.cell.enabled || cell::clamp_passes<V>(f.c_raw, o.cell);
-      const auto b =
-          cell::lstm_backward<V>(o, a, f.c, c_prev, p, dh, dc, clip ? pass : nullptr, &cell_pass);
+      const auto b = cell::lstm_backward<V>(o, a, f.c, c_prev, p, dh, dc,
+                                            Masks{clip ? pass : nullptr}, Masks{&cell_pass});
       for (int q = 0; q < 4; ++q) EXPECT_NEAR(b.da[q], g_ih[q], tol) << "gate " << q;
       EXPECT_NEAR(b.dc_prev, rdc[0], tol);
       const double dpeep[3] = {b.da[0] * c_prev, b.da[1] * c_prev, b.da[3] * f.c};
@@ -137,17 +148,17 @@ TEST_P(CellMath, MatchesTheReferenceOnOneUnit) {
       const bool lbr = c.gru_linear_before_reset;
       double a[3] = {w_ih[0], w_ih[1], 0.0};
       bool pass[3];
-      const auto s = cell::gru_gates<V>(o, a, pass);
+      const auto s = cell::gru_gates<V>(o, a, Keep{pass});
       const double hn = lbr ? wn * h_prev + bn : wn * (s.r * h_prev) + bn;
       a[2] = lbr ? cell::gru_lbr_n_input<V>(w_ih[2], s.r, hn) : w_ih[2] + hn;
-      const auto out = cell::gru_output<V>(o, a[2], s.z, h_prev, &pass[2]);
+      const auto out = cell::gru_output<V>(o, a[2], s.z, h_prev, Keep{pass});
       EXPECT_NEAR(out.h, h[0], tol);
-      const auto b = cell::gru_backward<V>(o, lbr, a, hn, h_prev, dh, clip ? pass : nullptr);
+      const auto b = cell::gru_backward<V>(o, lbr, a, hn, h_prev, dh, Masks{clip ? pass : nullptr});
       double da_r = b.da[0], dh_prev = b.dh_prev + wn * b.dhn;
       if (!lbr) {
         const double drh = wn * b.dhn;
         const auto reset =
-            cell::gru_backward_reset<V>(o, a[0], h_prev, drh, clip ? &pass[0] : nullptr);
+            cell::gru_backward_reset<V>(o, a[0], h_prev, drh, Masks{clip ? pass : nullptr});
         da_r = reset.da_r;
         dh_prev = b.dh_prev + drh * reset.r;
       }
@@ -158,10 +169,10 @@ TEST_P(CellMath, MatchesTheReferenceOnOneUnit) {
       EXPECT_NEAR(dh_prev, rdh[0], tol);
     } else {
       double a = w_ih[0];
-      bool pass;
-      const double hv = cell::rnn_forward<V>(o, a, &pass);
+      bool pass[1];
+      const double hv = cell::rnn_forward<V>(o, a, Keep{pass});
       EXPECT_NEAR(hv, h[0], tol);
-      EXPECT_NEAR(cell::rnn_backward<V>(o, a, dh, clip ? &pass : nullptr), g_ih[0], tol);
+      EXPECT_NEAR(cell::rnn_backward<V>(o, a, dh, Masks{clip ? pass : nullptr}), g_ih[0], tol);
     }
     if (HasFailure()) return;
   }
@@ -194,9 +205,8 @@ TEST(CellMath, NoPeepholeTermWithoutPeepholes) {
   ASSERT_FALSE(o.peephole);
   double a[4] = {0.5, -0.5, 0.25, 1.0};
   const double p[3] = {0.0, 0.0, 0.0};
-  bool pass[4];
   const double inf = std::numeric_limits<double>::infinity();
-  cell::lstm_forward<V>(o, a, inf, p, pass);
+  cell::lstm_forward<V>(o, a, inf, p, cell::Discard{});
   EXPECT_EQ(a[0], 0.5);
   EXPECT_EQ(a[1], -0.5);
   EXPECT_EQ(a[3], 1.0);

@@ -232,32 +232,38 @@ RNNX_CELL_INLINE typename V::M clamp_passes(typename V::F raw, const Clamp<typen
   return c.replace_nan ? inside : V::mor(inside, V::isnan(raw));
 }
 
-// A gate's pre-activation through the gate clip; *pass: whether it lets the gradient through
-// (always, when the clip is off).
+// The gate clip's masks. Forward hands each gate's mask to a sink as it is made, keep(q, m)
+// (the cpu kernels store it as a row's flag at once; the CUDA kernels hold it for the
+// backward that recomputes the step); backward reads them through masks.on() (false: every
+// gradient passed) and masks(q), loaded where they are needed so that no more values are
+// live than the equations take. Discard and AllPass are the sink and masks of a step
+// without them.
+struct Discard {
+  template <class M>
+  RNNX_CELL_INLINE void operator()(int, M) const {}
+};
 template <class V>
+struct AllPass {
+  RNNX_CELL_INLINE bool on() const { return false; }
+  RNNX_CELL_INLINE typename V::M operator()(int) const { return V::mtrue(); }
+};
+
+// Gate q's pre-activation through the gate clip (its mask to keep when the clip is on).
+template <class V, class Keep>
 RNNX_CELL_INLINE typename V::F gate_clip(const Options<typename V::S>& o, typename V::F a,
-                                         typename V::M* pass) {
-  if (!o.gate.enabled) {
-    *pass = V::mtrue();
-    return a;
-  }
-  *pass = clamp_passes<V>(a, o.gate);
+                                         const Keep& keep, int q) {
+  if (!o.gate.enabled) return a;
+  keep(q, clamp_passes<V>(a, o.gate));
   return clamp_value<V>(a, o.gate);
 }
 
-// The gradient of a gate's (clipped) pre-activation a through activation f: d_out f'(a), or 0
-// where the gate clip held it (pass null: it passed).
-template <class V>
+// The gradient of gate q's (clipped) pre-activation a through activation f: d_out f'(a), or 0
+// where the gate clip held it.
+template <class V, class Masks>
 RNNX_CELL_INLINE typename V::F through(const Activation& f, typename V::F a, typename V::F d_out,
-                                       const typename V::M* pass) {
+                                       const Masks& masks, int q) {
   const typename V::F g = V::mul(d_out, activation_grad<V>(f, a));
-  return pass ? V::select(*pass, g, V::set1(typename V::S(0))) : g;
-}
-
-// Gate q's clip mask in a backward's gate_pass (null: every gradient passed).
-template <class V>
-RNNX_CELL_INLINE const typename V::M* gate_mask(const typename V::M* gate_pass, int q) {
-  return gate_pass ? gate_pass + q : nullptr;
+  return masks.on() ? V::select(masks(q), g, V::set1(typename V::S(0))) : g;
 }
 
 // ---- LSTM --------------------------------------------------------------------------------
@@ -270,66 +276,63 @@ struct LstmState {
 };
 
 // a: the summed pre-activations i, f, g, o on entry; on return the gate clip's outputs after
-// the peepholes (p: i, f, o; read when o.peephole), which backward takes. pass[q]: gate q's
-// clip mask.
-template <class V>
+// the peepholes (p: i, f, o; read when o.peephole), which backward takes.
+template <class V, class Keep>
 RNNX_CELL_INLINE LstmState<V> lstm_forward(const Options<typename V::S>& o, typename V::F a[4],
                                            typename V::F c_prev, const typename V::F p[3],
-                                           typename V::M pass[4]) {
+                                           const Keep& keep) {
   using F = typename V::F;
   const F one = V::set1(typename V::S(1));
   if (o.peephole) {
     a[0] = V::fma(p[0], c_prev, a[0]);
     a[1] = V::fma(p[1], c_prev, a[1]);
   }
-  for (int q = 0; q < 3; ++q) a[q] = gate_clip<V>(o, a[q], &pass[q]);
+  for (int q = 0; q < 3; ++q) a[q] = gate_clip<V>(o, a[q], keep, q);
   const F i = activate<V>(o.f, a[0]);
   const F f = o.input_forget ? V::sub(one, i) : activate<V>(o.f, a[1]);
   LstmState<V> s;
   s.c_raw = V::fma(f, c_prev, V::mul(i, activate<V>(o.g, a[2])));
   s.c = o.cell.enabled ? clamp_value<V>(s.c_raw, o.cell) : s.c_raw;
   if (o.peephole) a[3] = V::fma(p[2], s.c, a[3]);
-  a[3] = gate_clip<V>(o, a[3], &pass[3]);
+  a[3] = gate_clip<V>(o, a[3], keep, 3);
   s.h = V::mul(activate<V>(o.f, a[3]), activate<V>(o.h, s.c));
   return s;
 }
 
 template <class V>
 struct LstmGrad {
-  typename V::F da[4];   // the gradients of the pre-activations i, f, g, o (the GEMMs' input)
+  typename V::F da[4];    // the gradients of the pre-activations i, f, g, o (the GEMMs' input)
   typename V::F dc_prev;  // of the previous step's cell state
 };
 
 // a: lstm_forward's clipped gate inputs; c: the cell state it made from c_prev; dh: the
 // gradient of h (of the projection's input when there is one), dc: of c from the step after.
-// gate_pass: the four gates' clip masks, cell_pass: the cell clip's (null: passed).
-template <class V>
+// gate: the gate clip's masks; cell: the cell clip's (its mask 0).
+template <class V, class GateMasks, class CellMask>
 RNNX_CELL_INLINE LstmGrad<V> lstm_backward(const Options<typename V::S>& o,
                                            const typename V::F a[4], typename V::F c,
                                            typename V::F c_prev, const typename V::F p[3],
                                            typename V::F dh, typename V::F dc_next,
-                                           const typename V::M* gate_pass,
-                                           const typename V::M* cell_pass) {
+                                           const GateMasks& gate, const CellMask& cell) {
   using F = typename V::F;
   const F zero = V::set1(typename V::S(0)), one = V::set1(typename V::S(1));
-  auto pass = [gate_pass](int q) { return gate_mask<V>(gate_pass, q); };
   const F i = activate<V>(o.f, a[0]);
   const F f = o.input_forget ? V::sub(one, i) : activate<V>(o.f, a[1]);
   const F g = activate<V>(o.g, a[2]);
   const F og = activate<V>(o.f, a[3]);
   LstmGrad<V> r;
-  r.da[3] = through<V>(o.f, a[3], V::mul(dh, activate<V>(o.h, c)), pass(3));
+  r.da[3] = through<V>(o.f, a[3], V::mul(dh, activate<V>(o.h, c)), gate, 3);
   F dc = V::fma(V::mul(dh, og), activation_grad<V>(o.h, c), dc_next);
   if (o.peephole) dc = V::fma(r.da[3], p[2], dc);
-  if (cell_pass) dc = V::select(*cell_pass, dc, zero);
+  if (cell.on()) dc = V::select(cell(0), dc, zero);
   F di = V::mul(dc, g), df = V::mul(dc, c_prev);
   if (o.input_forget) {
     di = V::sub(di, df);
     df = zero;
   }
-  r.da[0] = through<V>(o.f, a[0], di, pass(0));
-  r.da[1] = o.input_forget ? zero : through<V>(o.f, a[1], df, pass(1));
-  r.da[2] = through<V>(o.g, a[2], V::mul(dc, i), pass(2));
+  r.da[0] = through<V>(o.f, a[0], di, gate, 0);
+  r.da[1] = o.input_forget ? zero : through<V>(o.f, a[1], df, gate, 1);
+  r.da[2] = through<V>(o.g, a[2], V::mul(dc, i), gate, 2);
   r.dc_prev = V::mul(dc, f);
   if (o.peephole) {
     r.dc_prev = V::fma(r.da[0], p[0], r.dc_prev);
@@ -344,13 +347,12 @@ template <class V>
 struct GruGates {
   typename V::F r, z;
 };
-// r and z from their summed pre-activations a[0], a[1] (clipped on return; pass[0..1]: their
-// clip masks).
-template <class V>
+// r and z from their summed pre-activations a[0], a[1] (clipped on return; gates 0 and 1).
+template <class V, class Keep>
 RNNX_CELL_INLINE GruGates<V> gru_gates(const Options<typename V::S>& o, typename V::F a[2],
-                                       typename V::M pass[2]) {
-  a[0] = gate_clip<V>(o, a[0], &pass[0]);
-  a[1] = gate_clip<V>(o, a[1], &pass[1]);
+                                       const Keep& keep) {
+  a[0] = gate_clip<V>(o, a[0], keep, 0);
+  a[1] = gate_clip<V>(o, a[1], keep, 1);
   return {activate<V>(o.f, a[0]), activate<V>(o.f, a[1])};
 }
 
@@ -365,14 +367,13 @@ template <class V>
 struct GruOutput {
   typename V::F n, h;
 };
-// n from its summed pre-activation an (clipped on return; *pass its clip mask), and the new
-// state from z and h_prev.
-template <class V>
+// n from its summed pre-activation an (clipped on return; gate 2), and the new state from z
+// and h_prev.
+template <class V, class Keep>
 RNNX_CELL_INLINE GruOutput<V> gru_output(const Options<typename V::S>& o, typename V::F& an,
-                                         typename V::F z, typename V::F h_prev,
-                                         typename V::M* pass) {
+                                         typename V::F z, typename V::F h_prev, const Keep& keep) {
   const typename V::F one = V::set1(typename V::S(1));
-  an = gate_clip<V>(o, an, pass);
+  an = gate_clip<V>(o, an, keep, 2);
   const typename V::F n = activate<V>(o.g, an);
   return {n, V::fma(z, h_prev, V::mul(V::sub(one, z), n))};
 }
@@ -386,21 +387,20 @@ struct GruGrad {
 // a: the clipped pre-activations r, z, n (gru_gates, gru_output); hn: W_hn h + b_hn (linear
 // before reset); dh: the gradient of the new state. The original GRU's r needs W_hn^T dn
 // first: gru_backward_reset.
-template <class V>
+template <class V, class Masks>
 RNNX_CELL_INLINE GruGrad<V> gru_backward(const Options<typename V::S>& o, bool linear_before_reset,
                                          const typename V::F a[3], typename V::F hn,
                                          typename V::F h_prev, typename V::F dh,
-                                         const typename V::M* gate_pass) {
+                                         const Masks& masks) {
   using F = typename V::F;
   const F zero = V::set1(typename V::S(0)), one = V::set1(typename V::S(1));
-  auto pass = [gate_pass](int q) { return gate_mask<V>(gate_pass, q); };
   const F z = activate<V>(o.f, a[1]), n = activate<V>(o.g, a[2]);
   GruGrad<V> g;
-  g.da[2] = through<V>(o.g, a[2], V::mul(dh, V::sub(one, z)), pass(2));
-  g.da[1] = through<V>(o.f, a[1], V::mul(dh, V::sub(h_prev, n)), pass(1));
+  g.da[2] = through<V>(o.g, a[2], V::mul(dh, V::sub(one, z)), masks, 2);
+  g.da[1] = through<V>(o.f, a[1], V::mul(dh, V::sub(h_prev, n)), masks, 1);
   g.dh_prev = V::mul(dh, z);
   if (linear_before_reset) {
-    g.da[0] = through<V>(o.f, a[0], V::mul(g.da[2], hn), pass(0));
+    g.da[0] = through<V>(o.f, a[0], V::mul(g.da[2], hn), masks, 0);
     g.dhn = V::mul(g.da[2], activate<V>(o.f, a[0]));
   } else {
     g.da[0] = zero;
@@ -415,27 +415,26 @@ struct GruResetGrad {
   typename V::F r;     // what drh reaches h_prev through: dh_prev += drh r
 };
 // The original GRU's reset gate from drh = (W_hn^T dn)_j, with ar r's clipped pre-activation.
-template <class V>
+template <class V, class Masks>
 RNNX_CELL_INLINE GruResetGrad<V> gru_backward_reset(const Options<typename V::S>& o,
                                                     typename V::F ar, typename V::F h_prev,
-                                                    typename V::F drh,
-                                                    const typename V::M* pass) {
-  return {through<V>(o.f, ar, V::mul(drh, h_prev), pass), activate<V>(o.f, ar)};
+                                                    typename V::F drh, const Masks& masks) {
+  return {through<V>(o.f, ar, V::mul(drh, h_prev), masks, 0), activate<V>(o.f, ar)};
 }
 
 // ---- RNN ---------------------------------------------------------------------------------
 
-// a: the summed pre-activation (clipped on return; *pass its clip mask); returns h.
-template <class V>
+// a: the summed pre-activation (clipped on return; gate 0); returns h.
+template <class V, class Keep>
 RNNX_CELL_INLINE typename V::F rnn_forward(const Options<typename V::S>& o, typename V::F& a,
-                                           typename V::M* pass) {
-  a = gate_clip<V>(o, a, pass);
+                                           const Keep& keep) {
+  a = gate_clip<V>(o, a, keep, 0);
   return activate<V>(o.f, a);
 }
-template <class V>
+template <class V, class Masks>
 RNNX_CELL_INLINE typename V::F rnn_backward(const Options<typename V::S>& o, typename V::F a,
-                                            typename V::F dh, const typename V::M* pass) {
-  return through<V>(o.f, a, dh, pass);
+                                            typename V::F dh, const Masks& masks) {
+  return through<V>(o.f, a, dh, masks, 0);
 }
 
 }  // namespace rnnx::core::cell

@@ -18,6 +18,17 @@ namespace cell = core::cell;
 template <typename Math>
 using Unit = cell::Scalar<Math>;
 
+// The gate clip's masks of one unit's step, held for the backward that recomputes it.
+struct KeepMasks {
+  bool* m;
+  RNNX_CELL_INLINE void operator()(int q, bool pass) const { m[q] = pass; }
+};
+struct Masks {
+  const bool* m;  // null: every gradient passed
+  RNNX_CELL_INLINE bool on() const { return m != nullptr; }
+  RNNX_CELL_INLINE bool operator()(int q) const { return m[q]; }
+};
+
 // A CellOp with its refs resolved to pointers, the sizes, and its direction's options.
 template <typename T, typename Math = T>
 struct CellArgs {
@@ -79,8 +90,8 @@ RNNX_HOST_DEVICE void lstm_forward(const CellArgs<T, Math>& a, int64_t i, int64_
   if (a.rec_h && j < a.P) a.rec_h[i * a.P + j] = a.hs[i * a.P + j];
   Math p[3];
   peepholes(a, j, p);
-  bool pass[4];
-  const cell::LstmState<Unit<Math>> f = cell::lstm_forward<Unit<Math>>(a.o, pre, c_prev, p, pass);
+  const cell::LstmState<Unit<Math>> f =
+      cell::lstm_forward<Unit<Math>>(a.o, pre, c_prev, p, cell::Discard{});
   a.cs[i * a.H + j] = static_cast<T>(f.c);
   if (a.hraw) {
     a.hraw[i * a.H + j] = static_cast<T>(f.h);
@@ -113,18 +124,17 @@ RNNX_HOST_DEVICE GruStep<Math> gru_step(const CellArgs<T, Math>& a, const Math p
                                         Math an[3], bool pass[3]) {
   an[0] = pre[0], an[1] = pre[1];
   GruStep<Math> s;
-  s.rz = cell::gru_gates<Unit<Math>>(a.o, an, pass);
+  s.rz = cell::gru_gates<Unit<Math>>(a.o, an, KeepMasks{pass});
   an[2] = a.linear_before_reset ? cell::gru_lbr_n_input<Unit<Math>>(pre[2], s.rz.r, pre[3])
                                 : pre[2] + pre[3];
-  s.out = cell::gru_output<Unit<Math>>(a.o, an[2], s.rz.z, h_prev, &pass[2]);
+  s.out = cell::gru_output<Unit<Math>>(a.o, an[2], s.rz.z, h_prev, KeepMasks{pass});
   return s;
 }
 
 template <typename T, typename Math>
 RNNX_HOST_DEVICE void gru_reset_forward(const CellArgs<T, Math>& a, int64_t i, int64_t j) {
   Math pre[2] = {pre_activation(a, i, j, 0), pre_activation(a, i, j, 1)};
-  bool pass[2];
-  const cell::GruGates<Unit<Math>> s = cell::gru_gates<Unit<Math>>(a.o, pre, pass);
+  const cell::GruGates<Unit<Math>> s = cell::gru_gates<Unit<Math>>(a.o, pre, cell::Discard{});
   a.rh[i * a.H + j] = static_cast<T>(s.r * static_cast<Math>(a.hs[i * a.P + j]));
 }
 
@@ -149,8 +159,7 @@ RNNX_HOST_DEVICE void rnn_forward(const CellArgs<T, Math>& a, int64_t i, int64_t
   Math pre = pre_activation(a, i, j, 0);
   if (a.rec_a) a.rec_a[i * a.RW + j] = static_cast<T>(pre);
   if (a.rec_h) a.rec_h[i * a.P + j] = a.hs[i * a.P + j];
-  bool pass;
-  const Math h = cell::rnn_forward<Unit<Math>>(a.o, pre, &pass);
+  const Math h = cell::rnn_forward<Unit<Math>>(a.o, pre, cell::Discard{});
   a.hs[i * a.P + j] = static_cast<T>(h);
   a.y[i * a.DP + j] = static_cast<T>(h);
 }
@@ -179,11 +188,11 @@ RNNX_HOST_DEVICE void lstm_backward(const CellArgs<T, Math>& a, int64_t i, int64
   Math p[3];
   peepholes(a, j, p);
   bool pass[4];
-  const cell::LstmState<V> f = cell::lstm_forward<V>(a.o, pre, c_prev, p, pass);
+  const cell::LstmState<V> f = cell::lstm_forward<V>(a.o, pre, c_prev, p, KeepMasks{pass});
   const bool cell_pass = !a.o.cell.enabled || cell::clamp_passes<V>(f.c_raw, a.o.cell);
   const cell::LstmGrad<V> b =
       cell::lstm_backward<V>(a.o, pre, f.c, c_prev, p, dh, static_cast<Math>(a.dcs[i * a.H + j]),
-                             a.o.gate.enabled ? pass : nullptr, &cell_pass);
+                             Masks{a.o.gate.enabled ? pass : nullptr}, Masks{&cell_pass});
   for (int q = 0; q < 4; ++q) a.dgx[i * a.GH + q * a.H + j] = static_cast<T>(b.da[q]);
   a.dcs[i * a.H + j] = static_cast<T>(b.dc_prev);
   if (a.dpeep) {  // per row; the column sums over the tokens come after the loop
@@ -207,7 +216,7 @@ RNNX_HOST_DEVICE void gru_backward(const CellArgs<T, Math>& a, int64_t i, int64_
   bool pass[3];
   const GruStep<Math> s = gru_step(a, pre, h_prev, an, pass);
   const cell::GruGrad<V> b = cell::gru_backward<V>(a.o, a.linear_before_reset, an, pre[3], h_prev,
-                                                   dh, a.o.gate.enabled ? pass : nullptr);
+                                                   dh, Masks{a.o.gate.enabled ? pass : nullptr});
   T* dx = a.dgx + i * a.GH;
   T* dr = a.dgh + i * a.GH;
   for (int q = 0; q < 3; ++q) dx[q * a.H + j] = static_cast<T>(b.da[q]);
@@ -225,10 +234,10 @@ RNNX_HOST_DEVICE void gru_reset_backward(const CellArgs<T, Math>& a, int64_t i, 
                  static_cast<Math>(a.rec_a[i * a.RW + a.H + j])};
   const Math h_prev = static_cast<Math>(a.rec_h[i * a.P + j]);
   bool pass[2];
-  cell::gru_gates<V>(a.o, pre, pass);
+  cell::gru_gates<V>(a.o, pre, KeepMasks{pass});
   const Math drh = static_cast<Math>(a.drh[i * a.H + j]);
-  const cell::GruResetGrad<V> b =
-      cell::gru_backward_reset<V>(a.o, pre[0], h_prev, drh, a.o.gate.enabled ? &pass[0] : nullptr);
+  const cell::GruResetGrad<V> b = cell::gru_backward_reset<V>(
+      a.o, pre[0], h_prev, drh, Masks{a.o.gate.enabled ? pass : nullptr});
   a.dgx[i * a.GH + j] = static_cast<T>(b.da_r);
   a.dgh[i * a.GH + j] = static_cast<T>(b.da_r);
   a.dhs[i * a.P + j] = static_cast<T>(V::fma(drh, b.r, static_cast<Math>(a.dhs[i * a.P + j])));
@@ -239,10 +248,10 @@ RNNX_HOST_DEVICE void rnn_backward(const CellArgs<T, Math>& a, int64_t i, int64_
   using V = Unit<Math>;
   const Math dh = state_grad(a, i, j);
   Math pre = static_cast<Math>(a.rec_a[i * a.RW + j]);
-  bool pass;
-  cell::rnn_forward<V>(a.o, pre, &pass);
+  bool pass[1];
+  cell::rnn_forward<V>(a.o, pre, KeepMasks{pass});
   a.dgx[i * a.GH + j] =
-      static_cast<T>(cell::rnn_backward<V>(a.o, pre, dh, a.o.gate.enabled ? &pass : nullptr));
+      static_cast<T>(cell::rnn_backward<V>(a.o, pre, dh, Masks{a.o.gate.enabled ? pass : nullptr}));
 }
 
 // The gradient of the projection's output: what comes from the step after and from y, zero

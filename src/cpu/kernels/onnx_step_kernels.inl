@@ -27,25 +27,28 @@ uint8_t* gate_pass_row(const OnnxCell<S>& o, int64_t i, int64_t gh) {
   return o.gate_pass ? o.gate_pass + i * gh : nullptr;
 }
 
-// The gate clip's masks of gates [first, gates) at unit j of a row, written by forward when
-// the row keeps flags and the clip is on, and read back for backward (the gates before first
-// pass): null when the row keeps none (every gradient passed).
+// The gate clip's masks as a row's flags, one byte per gate and unit at q * H + j: forward
+// stores each as it is made (row null: the row keeps none), backward loads each where the
+// equations need it (row null: every gradient passed).
 template <class V>
-RNNX_KERNEL_INLINE inline void store_gate_pass(const cell::Options<typename V::S>& c, uint8_t* row,
-                                               int64_t H, int64_t j, int gates, int first,
-                                               const typename V::M* pass, int n) {
-  if (!row || !c.gate.enabled) return;
-  for (int q = first; q < gates; ++q) V::store_flags(row + q * H + j, pass[q], n);
-}
+struct FlagSink {
+  uint8_t* row;
+  int64_t H, j;
+  int n;
+  RNNX_KERNEL_INLINE void operator()(int q, typename V::M m) const {
+    if (row) V::store_flags(row + q * H + j, m, n);
+  }
+};
 template <class V>
-RNNX_KERNEL_INLINE inline const typename V::M* load_gate_pass(const uint8_t* row, int64_t H,
-                                                              int64_t j, int gates, int first,
-                                                              typename V::M* pass, int n) {
-  for (int q = 0; q < gates; ++q)
-    pass[q] = row && q >= first ? V::load_flags(row + q * H + j, n) : V::mtrue();
-  return row ? pass : nullptr;
-  return pass;
-}
+struct FlagMasks {
+  const uint8_t* row;
+  int64_t H, j;
+  int n;
+  RNNX_KERNEL_INLINE bool on() const { return row != nullptr; }
+  RNNX_KERNEL_INLINE typename V::M operator()(int q) const {
+    return V::load_flags(row + q * H + j, n);
+  }
+};
 
 // ---- forward ----
 
@@ -54,7 +57,6 @@ void onnx_rnn_forward_tile(const RnnForward<typename V::S>& k, const OnnxCell<ty
                            Tile t) {
   using S = typename V::S;
   using F = typename V::F;
-  using M = typename V::M;
   const int64_t H = k.H;
   const cell::Options<S> c = cell_options(o, 1);
   for (int64_t i = t.r0; i < t.r1; ++i) {
@@ -64,10 +66,8 @@ void onnx_rnn_forward_tile(const RnnForward<typename V::S>& k, const OnnxCell<ty
     S* hs = k.h_state + i * H;
     uint8_t* pr = gate_pass_row(o, i, H);
     for_vectors<V>(t.j0, t.j1, y, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
-      M pass[1];
       F a = V::add(V::add(V::load(in + j, n), V::load(k.bias + j, n)), V::load(hg + j, n));
-      const F h = cell::rnn_forward<V>(c, a, pass);
-      store_gate_pass<V>(c, pr, H, j, 1, 0, pass, n);
+      const F h = cell::rnn_forward<V>(c, a, FlagSink<V>{pr, H, j, n});
       if (o.pre) V::store(in + j, a, n);
       V::store(y + j, h, n);
       V::store(hs + j, h, n);
@@ -80,7 +80,6 @@ void onnx_lstm_forward_tile(const LstmForward<typename V::S>& k, const OnnxCell<
                             Tile t) {
   using S = typename V::S;
   using F = typename V::F;
-  using M = typename V::M;
   const int64_t H = k.H, GH = 4 * H;
   const cell::Options<S> c = cell_options(o, 3, k.cell_clip);
   const S* ph = o.peephole;
@@ -95,15 +94,14 @@ void onnx_lstm_forward_tile(const LstmForward<typename V::S>& k, const OnnxCell<
     uint8_t* pr = gate_pass_row(o, i, GH);
     for_vectors<V>(t.j0, t.j1, g, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
       F a[4], p[3];
-      M pass[4];
       for (int q = 0; q < 4; ++q) {
         a[q] = V::add(V::add(V::load(g + q * H + j, n), V::load(k.bias + q * H + j, n)),
                       V::load(hg + q * H + j, n));
       }
       for (int q = 0; q < 3; ++q) p[q] = ph ? V::load(ph + q * H + j, n) : V::set1(S(0));
       const F c_prev = V::load(cs + j, n);
-      const cell::LstmState<V> st = cell::lstm_forward<V>(c, a, c_prev, p, pass);
-      store_gate_pass<V>(c, pr, H, j, 4, 0, pass, n);
+      const cell::LstmState<V> st =
+          cell::lstm_forward<V>(c, a, c_prev, p, FlagSink<V>{pr, H, j, n});
       if (c_pass) {
         V::store_flags(c_pass + j,
                        c.cell.enabled ? cell::clamp_passes<V>(st.c_raw, c.cell) : V::mtrue(), n);
@@ -123,7 +121,6 @@ void onnx_gru_forward_tile(const GruForward<typename V::S>& k, const OnnxCell<ty
                            Tile t) {
   using S = typename V::S;
   using F = typename V::F;
-  using M = typename V::M;
   const int64_t H = k.H, GH = 3 * H;
   const cell::Options<S> c = cell_options(o, 2);
   for (int64_t i = t.r0; i < t.r1; ++i) {
@@ -135,18 +132,16 @@ void onnx_gru_forward_tile(const GruForward<typename V::S>& k, const OnnxCell<ty
     uint8_t* pr = gate_pass_row(o, i, GH);
     for_vectors<V>(t.j0, t.j1, g, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
       F a[3];
-      M pass[3];
+      const FlagSink<V> keep{pr, H, j, n};
       for (int q = 0; q < 2; ++q) {
         a[q] = V::add(V::add(V::load(g + q * H + j, n), V::load(k.bias + q * H + j, n)),
                       V::load(hg + q * H + j, n));
       }
-      const cell::GruGates<V> rz = cell::gru_gates<V>(c, a, pass);
+      const cell::GruGates<V> rz = cell::gru_gates<V>(c, a, keep);
       const F hn = V::add(V::load(hg + 2 * H + j, n), V::load(k.b_hn + j, n));
       a[2] = cell::gru_lbr_n_input<V>(
           V::add(V::load(g + 2 * H + j, n), V::load(k.bias + 2 * H + j, n)), rz.r, hn);
-      const cell::GruOutput<V> out =
-          cell::gru_output<V>(c, a[2], rz.z, V::load(hs + j, n), &pass[2]);
-      store_gate_pass<V>(c, pr, H, j, 3, 0, pass, n);
+      const cell::GruOutput<V> out = cell::gru_output<V>(c, a[2], rz.z, V::load(hs + j, n), keep);
       for (int q = 0; q < 3; ++q) V::store(g + q * H + j, a[q], n);
       if (hn_keep) V::store(hn_keep + j, hn, n);
       V::store(hs + j, out.h, n);
@@ -160,7 +155,6 @@ void onnx_gru_orig_gates_forward_tile(const GruOrigGatesForward<typename V::S>& 
                                       const OnnxCell<typename V::S>& o, Tile t) {
   using S = typename V::S;
   using F = typename V::F;
-  using M = typename V::M;
   const int64_t H = k.H, GH = 3 * H;
   const cell::Options<S> c = cell_options(o, 2);
   for (int64_t i = t.r0; i < t.r1; ++i) {
@@ -171,13 +165,11 @@ void onnx_gru_orig_gates_forward_tile(const GruOrigGatesForward<typename V::S>& 
     uint8_t* pr = gate_pass_row(o, i, GH);
     for_vectors<V>(t.j0, t.j1, g, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
       F a[2];
-      M pass[2];
       for (int q = 0; q < 2; ++q) {
         a[q] = V::add(V::add(V::load(g + q * H + j, n), V::load(k.bias + q * H + j, n)),
                       V::load(hg + q * H + j, n));
       }
-      const cell::GruGates<V> rz = cell::gru_gates<V>(c, a, pass);
-      store_gate_pass<V>(c, pr, H, j, 2, 0, pass, n);
+      const cell::GruGates<V> rz = cell::gru_gates<V>(c, a, FlagSink<V>{pr, H, j, n});
       V::store(g + j, a[0], n);
       V::store(g + H + j, a[1], n);
       V::store(rh + j, V::mul(rz.r, V::load(hs + j, n)), n);
@@ -190,7 +182,6 @@ void onnx_gru_orig_forward_tile(const GruOrigForward<typename V::S>& k,
                                 const OnnxCell<typename V::S>& o, Tile t) {
   using S = typename V::S;
   using F = typename V::F;
-  using M = typename V::M;
   const int64_t H = k.H, GH = 3 * H;
   const cell::Options<S> c = cell_options(o, 2);
   for (int64_t i = t.r0; i < t.r1; ++i) {
@@ -200,14 +191,13 @@ void onnx_gru_orig_forward_tile(const GruOrigForward<typename V::S>& k,
     S* y = k.y + i * k.ld_y;
     uint8_t* pr = gate_pass_row(o, i, GH);
     for_vectors<V>(t.j0, t.j1, g + 2 * H, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
-      M pass[3];
       F an = V::add(V::add(V::add(V::load(g + 2 * H + j, n), V::load(k.bias + 2 * H + j, n)),
                            V::load(u + j, n)),
                     V::load(k.b_hn + j, n));
       // z's pre-activation was clipped by the gates' kernel.
       const F z = cell::activate<V>(c.f, V::load(g + H + j, n));
-      const cell::GruOutput<V> out = cell::gru_output<V>(c, an, z, V::load(hs + j, n), &pass[2]);
-      store_gate_pass<V>(c, pr, H, j, 3, 2, pass, n);
+      const cell::GruOutput<V> out =
+          cell::gru_output<V>(c, an, z, V::load(hs + j, n), FlagSink<V>{pr, H, j, n});
       V::store(g + 2 * H + j, an, n);
       V::store(hs + j, out.h, n);
       V::store(y + j, out.h, n);
@@ -222,7 +212,6 @@ void onnx_rnn_backward_tile(const RnnBackward<typename V::S>& k, const OnnxCell<
                             Tile t) {
   using S = typename V::S;
   using F = typename V::F;
-  using M = typename V::M;
   const int64_t H = k.H;
   const cell::Options<S> c = cell_options(o, 1);
   for (int64_t i = t.r0; i < t.r1; ++i) {
@@ -232,10 +221,9 @@ void onnx_rnn_backward_tile(const RnnBackward<typename V::S>& k, const OnnxCell<
     const uint8_t* pr = gate_pass_row(o, i, H);
     S* dg = k.dg + i * H;
     for_vectors<V>(t.j0, t.j1, dg, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
-      M flags[1];
-      const M* pass = load_gate_pass<V>(pr, H, j, 1, 0, flags, n);
       const F d = plus_dy<V>(V::load(dh + j, n), dy, j, n);
-      V::store(dg + j, cell::rnn_backward<V>(c, V::load(a + j, n), d, pass), n);
+      V::store(dg + j, cell::rnn_backward<V>(c, V::load(a + j, n), d, FlagMasks<V>{pr, H, j, n}),
+               n);
     });
   }
 }
@@ -245,7 +233,6 @@ void onnx_lstm_backward_tile(const LstmBackward<typename V::S>& k, const OnnxCel
                              Tile t) {
   using S = typename V::S;
   using F = typename V::F;
-  using M = typename V::M;
   const int64_t H = k.H, GH = 4 * H;
   const cell::Options<S> c = cell_options(o, 3);
   const S* ph = o.peephole;
@@ -262,15 +249,12 @@ void onnx_lstm_backward_tile(const LstmBackward<typename V::S>& k, const OnnxCel
     S* dg = k.dg + i * GH;
     for_vectors<V>(t.j0, t.j1, dg, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
       F a[4], p[3];
-      M flags[4], cell_flag;
       for (int q = 0; q < 4; ++q) a[q] = V::load(g + q * H + j, n);
       for (int q = 0; q < 3; ++q) p[q] = ph ? V::load(ph + q * H + j, n) : V::set1(S(0));
-      const M* pass = load_gate_pass<V>(pr, H, j, 4, 0, flags, n);
-      if (c_pass) cell_flag = V::load_flags(c_pass + j, n);
       const F dh = plus_dy<V>(V::load(dh_row + j, n), dy, j, n);
-      const cell::LstmGrad<V> r =
-          cell::lstm_backward<V>(c, a, V::load(cr + j, n), V::load(cp + j, n), p, dh,
-                                 V::load(dc_state + j, n), pass, c_pass ? &cell_flag : nullptr);
+      const cell::LstmGrad<V> r = cell::lstm_backward<V>(
+          c, a, V::load(cr + j, n), V::load(cp + j, n), p, dh, V::load(dc_state + j, n),
+          FlagMasks<V>{pr, H, j, n}, FlagMasks<V>{c_pass, 0, j, n});
       for (int q = 0; q < 4; ++q) V::store(dg + q * H + j, r.da[q], n);
       V::store(dc_state + j, r.dc_prev, n);
     });
@@ -283,7 +267,6 @@ void onnx_gru_backward_tile(const GruBackward<typename V::S>& k, const OnnxCell<
                             Tile t) {
   using S = typename V::S;
   using F = typename V::F;
-  using M = typename V::M;
   const int64_t H = k.H, GH = 3 * H;
   const cell::Options<S> c = cell_options(o, 2);
   for (int64_t i = t.r0; i < t.r1; ++i) {
@@ -297,12 +280,10 @@ void onnx_gru_backward_tile(const GruBackward<typename V::S>& k, const OnnxCell<
     S* dgh = k.dgh + i * GH;
     for_vectors<V>(t.j0, t.j1, dg, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
       F a[3];
-      M flags[3];
       for (int q = 0; q < 3; ++q) a[q] = V::load(ga + q * H + j, n);
-      const M* pass = load_gate_pass<V>(pr, H, j, 3, 0, flags, n);
       const F d = plus_dy<V>(V::load(dh + j, n), dy, j, n);
-      const cell::GruGrad<V> r =
-          cell::gru_backward<V>(c, true, a, V::load(hn + j, n), V::load(hp + j, n), d, pass);
+      const cell::GruGrad<V> r = cell::gru_backward<V>(
+          c, true, a, V::load(hn + j, n), V::load(hp + j, n), d, FlagMasks<V>{pr, H, j, n});
       for (int q = 0; q < 3; ++q) V::store(dg + q * H + j, r.da[q], n);
       V::store(dgh + j, r.da[0], n);
       V::store(dgh + H + j, r.da[1], n);
@@ -317,7 +298,6 @@ void onnx_gru_orig_backward_n_tile(const GruOrigBackwardN<typename V::S>& k,
                                    const OnnxCell<typename V::S>& o, Tile t) {
   using S = typename V::S;
   using F = typename V::F;
-  using M = typename V::M;
   const int64_t H = k.H, GH = 3 * H;
   const cell::Options<S> c = cell_options(o, 2);
   for (int64_t i = t.r0; i < t.r1; ++i) {
@@ -330,11 +310,9 @@ void onnx_gru_orig_backward_n_tile(const GruOrigBackwardN<typename V::S>& k,
     for_vectors<V>(t.j0, t.j1, dg + H, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
       // r's gradient needs W_hn^T dn: onnx_gru_orig_backward_r_tile, after the GEMM.
       F a[3] = {V::set1(S(0)), V::load(ga + H + j, n), V::load(ga + 2 * H + j, n)};
-      M flags[3];
-      const M* pass = load_gate_pass<V>(pr, H, j, 3, 1, flags, n);
       const F d = plus_dy<V>(V::load(dh + j, n), dy, j, n);
-      const cell::GruGrad<V> r =
-          cell::gru_backward<V>(c, false, a, V::set1(S(0)), V::load(hp + j, n), d, pass);
+      const cell::GruGrad<V> r = cell::gru_backward<V>(
+          c, false, a, V::set1(S(0)), V::load(hp + j, n), d, FlagMasks<V>{pr, H, j, n});
       V::store(dg + H + j, r.da[1], n);
       V::store(dg + 2 * H + j, r.da[2], n);
       V::store(dh + j, r.dh_prev, n);
@@ -347,7 +325,6 @@ void onnx_gru_orig_backward_r_tile(const GruOrigBackwardR<typename V::S>& k,
                                    const OnnxCell<typename V::S>& o, Tile t) {
   using S = typename V::S;
   using F = typename V::F;
-  using M = typename V::M;
   const int64_t H = k.H, GH = 3 * H;
   const cell::Options<S> c = cell_options(o, 2);
   for (int64_t i = t.r0; i < t.r1; ++i) {
@@ -358,11 +335,9 @@ void onnx_gru_orig_backward_r_tile(const GruOrigBackwardR<typename V::S>& k,
     S* dh = k.dh + i * H;
     S* dg = k.dg + i * GH;
     for_vectors<V>(t.j0, t.j1, dg, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
-      M flags[1];
-      const M* pass = load_gate_pass<V>(pr, H, j, 1, 0, flags, n);
       const F d = V::load(drh + j, n);
-      const cell::GruResetGrad<V> r =
-          cell::gru_backward_reset<V>(c, V::load(ga + j, n), V::load(hp + j, n), d, pass);
+      const cell::GruResetGrad<V> r = cell::gru_backward_reset<V>(
+          c, V::load(ga + j, n), V::load(hp + j, n), d, FlagMasks<V>{pr, H, j, n});
       V::store(dg + j, r.da_r, n);
       V::store(dh + j, V::fma(d, r.r, V::load(dh + j, n)), n);
     });
