@@ -267,7 +267,7 @@ inline std::vector<TestCase> cpu_vs_reference_cases() {
     }
   }
 
-  // ONNX's cell options (the cpu's generic step kernels, onnx_cell.hpp; reverse alone runs
+  // ONNX's cell options (the cpu's generic step kernels, extended_cell.hpp; reverse alone runs
   // the fast kernels): each alone and combined, on every cell, with variable and zero
   // lengths, projection, cell clip and dropout.
   {

@@ -224,20 +224,21 @@ void backward_time_loop(const PlanSpec& p, const BackwardArgs& a, int64_t l, int
   const BackwardWeights<T> bw = bind_backward_weights(p, w, p.param(l, d), db);
   T* const ap = db.a_pack;
   T* dh = db.dh_state;
-  OnnxCell<T> ox = onnx_cell_of(p, w, p.param(l, d), d);
+  ExtendedCell<T> ox = extended_cell_of(p, w, p.param(l, d), d);
 
   for (int64_t k = 0; k < p.T_eff; ++k) {
     const BackwardStep<T> st = backward_step(p, io, db, d, k);
     const int64_t bs = st.bs, r0 = st.r0;
     T* dg = st.dg;
-    if (p.onnx_cell) {
+    if (p.extended_cell) {
       ox.gate_pass = rd.gate_pass ? rd.gate_pass + r0 * GH : nullptr;
       ox.pre = rd.gates + r0 * GH;
     }
     switch (p.cell) {
       case CellType::rnn_tanh:
       case CellType::rnn_relu:
-        step(p, rnn_backward<T>, onnx_rnn_backward<T>, ox, rnn_backward_args(p, res, d, st, dh));
+        step(p, rnn_backward<T>, extended_rnn_backward<T>, ox,
+             rnn_backward_args(p, res, d, st, dh));
         bw.hh.run(bs, dg, GH, false, dh, P, ap);
         break;
       case CellType::lstm: {
@@ -250,21 +251,21 @@ void backward_time_loop(const PlanSpec& p, const BackwardArgs& a, int64_t l, int
           kl.dh = db.scratch;
           kl.dy = nullptr;
         }
-        step(p, lstm_backward<T>, onnx_lstm_backward<T>, ox, kl);
+        step(p, lstm_backward<T>, extended_lstm_backward<T>, ox, kl);
         bw.hh.run(bs, dg, GH, false, dh, P, ap);
         break;
       }
       case CellType::gru: {
         if (p.gru_lbr) {
           const GruBackward<T> kg = gru_backward_args(p, rd, db, st, dh);
-          step(p, gru_backward<T>, onnx_gru_backward<T>, ox, kg);
+          step(p, gru_backward<T>, extended_gru_backward<T>, ox, kg);
           bw.hh.run(bs, kg.dgh, GH, true, dh, P, ap);
         } else {
-          step(p, gru_orig_backward_n<T>, onnx_gru_orig_backward_n<T>, ox,
+          step(p, gru_orig_backward_n<T>, extended_gru_orig_backward_n<T>, ox,
                gru_orig_backward_n_args(p, rd, db, st, dh));
           // d(r*h) = dn W_hn, then dr and its share of dh_{t-1}, then the r, z GEMM.
           bw.hh_n.run(bs, dg + 2 * H, GH, false, db.scratch, H, ap);
-          step(p, gru_orig_backward_r<T>, onnx_gru_orig_backward_r<T>, ox,
+          step(p, gru_orig_backward_r<T>, extended_gru_orig_backward_r<T>, ox,
                gru_orig_backward_r_args(p, rd, db, st, dh));
           bw.hh.run(bs, dg, GH, true, dh, P, ap);
         }
@@ -301,7 +302,7 @@ void backward_time_loop_team(const PlanSpec& p, const BackwardArgs& a, int64_t l
   const bool proj = p.proj;
   const PackedB w_hr{proj ? bw.hr.packed() : nullptr, P, H, 1, type};
   const StepKernels<float>& kernels = p.kernels<float>();
-  const OnnxCell<T> ox = onnx_cell_of(p, w, p.param(l, d), d);
+  const ExtendedCell<T> ox = extended_cell_of(p, w, p.param(l, d), d);
   const bool lbr = p.cell == CellType::gru && p.gru_lbr;
   const bool add_to_dh = p.cell == CellType::gru;  // GRU's kernels leave a share of dh there
   T* dh = db.dh_state;
@@ -333,15 +334,15 @@ void backward_time_loop_team(const PlanSpec& p, const BackwardArgs& a, int64_t l
         multiply_panel_range(bs, db.a_pack, w_hr, share.q0, share.q1, false, db.scratch, H);
       }
       if (j0 < j1) {
-        OnnxCell<T> o = ox;
-        if (p.onnx_cell) {
+        ExtendedCell<T> o = ox;
+        if (p.extended_cell) {
           o.gate_pass = rd.gate_pass ? rd.gate_pass + st.r0 * GH : nullptr;
           o.pre = rd.gates + st.r0 * GH;
         }
         switch (p.cell) {
           case CellType::rnn_tanh:
           case CellType::rnn_relu:
-            tile_step(p, kernels.rnn_backward, kernels.onnx_rnn_backward, o,
+            tile_step(p, kernels.rnn_backward, kernels.extended_rnn_backward, o,
                       rnn_backward_args(p, res, d, st, dh), tile);
             break;
           case CellType::lstm: {
@@ -350,16 +351,16 @@ void backward_time_loop_team(const PlanSpec& p, const BackwardArgs& a, int64_t l
               kl.dh = db.scratch;
               kl.dy = nullptr;
             }
-            tile_step(p, kernels.lstm_backward, kernels.onnx_lstm_backward, o, kl, tile);
+            tile_step(p, kernels.lstm_backward, kernels.extended_lstm_backward, o, kl, tile);
             break;
           }
           case CellType::gru:
             if (orig) {
-              tile_step(p, kernels.gru_orig_backward_n, kernels.onnx_gru_orig_backward_n, o,
+              tile_step(p, kernels.gru_orig_backward_n, kernels.extended_gru_orig_backward_n, o,
                         gru_orig_backward_n_args(p, rd, db, st, dh), tile);
               pack_a_columns(bs, H, st.dg + 2 * H, GH, j0, j1, db.a_pack, type);
             } else {
-              tile_step(p, kernels.gru_backward, kernels.onnx_gru_backward, o,
+              tile_step(p, kernels.gru_backward, kernels.extended_gru_backward, o,
                         gru_backward_args(p, rd, db, st, dh), tile);
             }
             break;
@@ -369,12 +370,12 @@ void backward_time_loop_team(const PlanSpec& p, const BackwardArgs& a, int64_t l
         barrier.wait(n);  // every cell's dn packed
         multiply_panel_range(bs, db.a_pack, w_hn, state.q0, state.q1, false, db.scratch, H);
         if (j0 < j1) {
-          OnnxCell<T> o = ox;
-          if (p.onnx_cell) {
+          ExtendedCell<T> o = ox;
+          if (p.extended_cell) {
             o.gate_pass = rd.gate_pass ? rd.gate_pass + st.r0 * GH : nullptr;
             o.pre = rd.gates + st.r0 * GH;
           }
-          tile_step(p, kernels.gru_orig_backward_r, kernels.onnx_gru_orig_backward_r, o,
+          tile_step(p, kernels.gru_orig_backward_r, kernels.extended_gru_orig_backward_r, o,
                     gru_orig_backward_r_args(p, rd, db, st, dh), tile);
         }
       }

@@ -33,7 +33,7 @@ ReserveLayer<T> carve_reserve_layer(const PlanSpec& p, Carver& carver, int64_t l
     ReserveDir<T>& rd = r.dir[d];
     // RNN gates are the output itself (kept in y), so they need no copy, but for the
     // generic kernels, whose backward needs the pre-activation.
-    if (!p.is_rnn() || p.onnx_cell) rd.gates = carver.take<T>(count(p.N, p.GH));
+    if (!p.is_rnn() || p.extended_cell) rd.gates = carver.take<T>(count(p.N, p.GH));
     if (p.gate_clip) rd.gate_pass = carver.take<uint8_t>(count(p.N, p.GH));
     if (p.cell == CellType::lstm) {
       rd.c = carver.take<T>(count(p.N, p.H));

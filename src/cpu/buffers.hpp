@@ -13,7 +13,7 @@ namespace rnnx::cpu {
 // One direction's part of a layer's reserve; absent parts are null.
 template <typename T>
 struct ReserveDir {
-  T* gates = nullptr;            // [N, G*H] activated gates (LSTM, GRU); with onnx_cell the
+  T* gates = nullptr;            // [N, G*H] activated gates (LSTM, GRU); with extended_cell the
                                  // gate pre-activations after the gate clip (also RNN)
   uint8_t* gate_pass = nullptr;  // [N, G*H] with gate_clip: gradient passes the gate clip
   T* c = nullptr;                // [N, H] LSTM c_t after clipping

@@ -1,4 +1,4 @@
-// The fused step kernels of cell_kernels.hpp and the generic ones of onnx_cell.hpp: the
+// The fused step kernels of cell_kernels.hpp and the generic ones of extended_cell.hpp: the
 // per-ISA table of kernel_dispatch.hpp, run on the calling thread for small steps and
 // otherwise over OpenMP threads, each taking one contiguous piece of the step's rows x cells in
 // row-major order (so a step of one or two rows is split along its cells). Every element is
@@ -10,8 +10,8 @@
 
 #include <algorithm>
 
+#include "cpu/extended_cell.hpp"
 #include "cpu/kernel_dispatch.hpp"
-#include "cpu/onnx_cell.hpp"
 
 namespace rnnx::cpu {
 namespace {
@@ -88,8 +88,9 @@ void run_step(void (*fn)(const K&, Tile), const StepKernels<T>& table, const K& 
 
 // The generic kernels of ONNX's options: run_step with the cell's options.
 template <typename K, typename T>
-void run_onnx_step(void (*fn)(const K&, const OnnxCell<T>&, Tile), const StepKernels<T>& table,
-                   const K& k, const OnnxCell<T>& o, int64_t rows, int64_t cells, int64_t cost) {
+void run_extended_step(void (*fn)(const K&, const ExtendedCell<T>&, Tile),
+                       const StepKernels<T>& table, const K& k, const ExtendedCell<T>& o,
+                       int64_t rows, int64_t cells, int64_t cost) {
   run_tiles(table, rows, cells, cost * kOnnxCostFactor, [&](Tile t) { fn(k, o, t); });
 }
 
@@ -162,57 +163,63 @@ void gru_orig_backward_r(const StepKernels<T>& s, const GruOrigBackwardR<T>& k) 
 // ---- the generic kernels of ONNX's options ----
 
 template <typename T>
-void onnx_rnn_forward(const StepKernels<T>& s, const RnnForward<T>& k, const OnnxCell<T>& o) {
-  run_onnx_step(s.onnx_rnn_forward, s, k, o, k.rows, k.H, kCostRnn);
+void extended_rnn_forward(const StepKernels<T>& s, const RnnForward<T>& k,
+                          const ExtendedCell<T>& o) {
+  run_extended_step(s.extended_rnn_forward, s, k, o, k.rows, k.H, kCostRnn);
 }
 
 template <typename T>
-void onnx_lstm_forward(const StepKernels<T>& s, const LstmForward<T>& k, const OnnxCell<T>& o) {
-  run_onnx_step(s.onnx_lstm_forward, s, k, o, k.rows, k.H, kCostLstm);
+void extended_lstm_forward(const StepKernels<T>& s, const LstmForward<T>& k,
+                           const ExtendedCell<T>& o) {
+  run_extended_step(s.extended_lstm_forward, s, k, o, k.rows, k.H, kCostLstm);
 }
 
 template <typename T>
-void onnx_gru_forward(const StepKernels<T>& s, const GruForward<T>& k, const OnnxCell<T>& o) {
-  run_onnx_step(s.onnx_gru_forward, s, k, o, k.rows, k.H, kCostGru);
+void extended_gru_forward(const StepKernels<T>& s, const GruForward<T>& k,
+                          const ExtendedCell<T>& o) {
+  run_extended_step(s.extended_gru_forward, s, k, o, k.rows, k.H, kCostGru);
 }
 
 template <typename T>
-void onnx_gru_orig_gates_forward(const StepKernels<T>& s, const GruOrigGatesForward<T>& k,
-                                 const OnnxCell<T>& o) {
-  run_onnx_step(s.onnx_gru_orig_gates_forward, s, k, o, k.rows, k.H, kCostGruGates);
+void extended_gru_orig_gates_forward(const StepKernels<T>& s, const GruOrigGatesForward<T>& k,
+                                     const ExtendedCell<T>& o) {
+  run_extended_step(s.extended_gru_orig_gates_forward, s, k, o, k.rows, k.H, kCostGruGates);
 }
 
 template <typename T>
-void onnx_gru_orig_forward(const StepKernels<T>& s, const GruOrigForward<T>& k,
-                           const OnnxCell<T>& o) {
-  run_onnx_step(s.onnx_gru_orig_forward, s, k, o, k.rows, k.H, kCostGruN);
+void extended_gru_orig_forward(const StepKernels<T>& s, const GruOrigForward<T>& k,
+                               const ExtendedCell<T>& o) {
+  run_extended_step(s.extended_gru_orig_forward, s, k, o, k.rows, k.H, kCostGruN);
 }
 
 template <typename T>
-void onnx_rnn_backward(const StepKernels<T>& s, const RnnBackward<T>& k, const OnnxCell<T>& o) {
-  run_onnx_step(s.onnx_rnn_backward, s, k, o, k.rows, k.H, kCostRnnBackward);
+void extended_rnn_backward(const StepKernels<T>& s, const RnnBackward<T>& k,
+                           const ExtendedCell<T>& o) {
+  run_extended_step(s.extended_rnn_backward, s, k, o, k.rows, k.H, kCostRnnBackward);
 }
 
 template <typename T>
-void onnx_lstm_backward(const StepKernels<T>& s, const LstmBackward<T>& k, const OnnxCell<T>& o) {
-  run_onnx_step(s.onnx_lstm_backward, s, k, o, k.rows, k.H, kCostLstmBackward);
+void extended_lstm_backward(const StepKernels<T>& s, const LstmBackward<T>& k,
+                            const ExtendedCell<T>& o) {
+  run_extended_step(s.extended_lstm_backward, s, k, o, k.rows, k.H, kCostLstmBackward);
 }
 
 template <typename T>
-void onnx_gru_backward(const StepKernels<T>& s, const GruBackward<T>& k, const OnnxCell<T>& o) {
-  run_onnx_step(s.onnx_gru_backward, s, k, o, k.rows, k.H, kCostGruBackward);
+void extended_gru_backward(const StepKernels<T>& s, const GruBackward<T>& k,
+                           const ExtendedCell<T>& o) {
+  run_extended_step(s.extended_gru_backward, s, k, o, k.rows, k.H, kCostGruBackward);
 }
 
 template <typename T>
-void onnx_gru_orig_backward_n(const StepKernels<T>& s, const GruOrigBackwardN<T>& k,
-                              const OnnxCell<T>& o) {
-  run_onnx_step(s.onnx_gru_orig_backward_n, s, k, o, k.rows, k.H, kCostGruBackwardN);
+void extended_gru_orig_backward_n(const StepKernels<T>& s, const GruOrigBackwardN<T>& k,
+                                  const ExtendedCell<T>& o) {
+  run_extended_step(s.extended_gru_orig_backward_n, s, k, o, k.rows, k.H, kCostGruBackwardN);
 }
 
 template <typename T>
-void onnx_gru_orig_backward_r(const StepKernels<T>& s, const GruOrigBackwardR<T>& k,
-                              const OnnxCell<T>& o) {
-  run_onnx_step(s.onnx_gru_orig_backward_r, s, k, o, k.rows, k.H, kCostGruBackwardR);
+void extended_gru_orig_backward_r(const StepKernels<T>& s, const GruOrigBackwardR<T>& k,
+                                  const ExtendedCell<T>& o) {
+  run_extended_step(s.extended_gru_orig_backward_r, s, k, o, k.rows, k.H, kCostGruBackwardR);
 }
 
 #define RNNX_INSTANTIATE(T)                                                                        \
@@ -228,26 +235,26 @@ void onnx_gru_orig_backward_r(const StepKernels<T>& s, const GruOrigBackwardR<T>
   template void gru_backward<T>(const StepKernels<T>&, const GruBackward<T>&);                     \
   template void gru_orig_backward_n<T>(const StepKernels<T>&, const GruOrigBackwardN<T>&);         \
   template void gru_orig_backward_r<T>(const StepKernels<T>&, const GruOrigBackwardR<T>&);         \
-  template void onnx_rnn_forward<T>(const StepKernels<T>&, const RnnForward<T>&,                   \
-                                    const OnnxCell<T>&);                                           \
-  template void onnx_lstm_forward<T>(const StepKernels<T>&, const LstmForward<T>&,                 \
-                                     const OnnxCell<T>&);                                          \
-  template void onnx_gru_forward<T>(const StepKernels<T>&, const GruForward<T>&,                   \
-                                    const OnnxCell<T>&);                                           \
-  template void onnx_gru_orig_gates_forward<T>(const StepKernels<T>&,                              \
-                                               const GruOrigGatesForward<T>&, const OnnxCell<T>&); \
-  template void onnx_gru_orig_forward<T>(const StepKernels<T>&, const GruOrigForward<T>&,          \
-                                         const OnnxCell<T>&);                                      \
-  template void onnx_rnn_backward<T>(const StepKernels<T>&, const RnnBackward<T>&,                 \
-                                     const OnnxCell<T>&);                                          \
-  template void onnx_lstm_backward<T>(const StepKernels<T>&, const LstmBackward<T>&,               \
-                                      const OnnxCell<T>&);                                         \
-  template void onnx_gru_backward<T>(const StepKernels<T>&, const GruBackward<T>&,                 \
-                                     const OnnxCell<T>&);                                          \
-  template void onnx_gru_orig_backward_n<T>(const StepKernels<T>&, const GruOrigBackwardN<T>&,     \
-                                            const OnnxCell<T>&);                                   \
-  template void onnx_gru_orig_backward_r<T>(const StepKernels<T>&, const GruOrigBackwardR<T>&,     \
-                                            const OnnxCell<T>&);
+  template void extended_rnn_forward<T>(const StepKernels<T>&, const RnnForward<T>&,               \
+                                        const ExtendedCell<T>&);                                   \
+  template void extended_lstm_forward<T>(const StepKernels<T>&, const LstmForward<T>&,             \
+                                         const ExtendedCell<T>&);                                  \
+  template void extended_gru_forward<T>(const StepKernels<T>&, const GruForward<T>&,               \
+                                        const ExtendedCell<T>&);                                   \
+  template void extended_gru_orig_gates_forward<T>(                                                \
+      const StepKernels<T>&, const GruOrigGatesForward<T>&, const ExtendedCell<T>&);               \
+  template void extended_gru_orig_forward<T>(const StepKernels<T>&, const GruOrigForward<T>&,      \
+                                             const ExtendedCell<T>&);                              \
+  template void extended_rnn_backward<T>(const StepKernels<T>&, const RnnBackward<T>&,             \
+                                         const ExtendedCell<T>&);                                  \
+  template void extended_lstm_backward<T>(const StepKernels<T>&, const LstmBackward<T>&,           \
+                                          const ExtendedCell<T>&);                                 \
+  template void extended_gru_backward<T>(const StepKernels<T>&, const GruBackward<T>&,             \
+                                         const ExtendedCell<T>&);                                  \
+  template void extended_gru_orig_backward_n<T>(const StepKernels<T>&, const GruOrigBackwardN<T>&, \
+                                                const ExtendedCell<T>&);                           \
+  template void extended_gru_orig_backward_r<T>(const StepKernels<T>&, const GruOrigBackwardR<T>&, \
+                                                const ExtendedCell<T>&);
 RNNX_INSTANTIATE(float)
 RNNX_INSTANTIATE(double)
 #undef RNNX_INSTANTIATE

@@ -28,7 +28,7 @@ class CpuBackend final : public BackendImpl {
   std::string name() const override {
     return std::string("cpu:") + cpu::isa_name(problem_.isa) + "/" +
            cpu::algo_name(choice_.algo, sizeof(T) == sizeof(float), problem_.isa) +
-           (problem_.onnx_cell ? "/onnx-cell" : "") + (choice_.searched ? "/tuned" : "");
+           (problem_.extended_cell ? "/onnx-cell" : "") + (choice_.searched ? "/tuned" : "");
   }
   size_t forward_workspace_size(bool training) const override { return sizes_.forward[training]; }
   size_t backward_workspace_size() const override { return sizes_.backward; }

@@ -13,9 +13,9 @@
 #include "core/dropout.hpp"
 #include "cpu/buffers.hpp"
 #include "cpu/cell_kernels.hpp"
+#include "cpu/extended_cell.hpp"
 #include "cpu/gemm.hpp"
 #include "cpu/kernel_dispatch.hpp"
-#include "cpu/onnx_cell.hpp"
 #include "cpu/packed_gemm.hpp"
 #include "cpu/passes.hpp"
 #include "cpu/rows.hpp"
@@ -89,7 +89,7 @@ ForwardWeights<T> bind_forward_weights(const PlanSpec& p, const T* w, const Para
 // Where the input projection x W_ih^T of each step's rows goes, and where the step kernel
 // finds it: RNN straight into its output columns of y (one gate, the step kernel then
 // works in place); LSTM and GRU in training, and RNN in training with the generic kernels
-// (PlanSpec::onnx_cell), into the reserve's gates; in inference the
+// (PlanSpec::extended_cell), into the reserve's gates; in inference the
 // rows past split_row (projected in bulk) into gx, the others (projected in the loop) into
 // gx_step, one step at a time.
 template <typename T>
@@ -108,7 +108,7 @@ InputGates<T> input_gates(const PlanSpec& p, int64_t d, T* Y, const ReserveDir<T
                           bool training, const ForwardDirBuffers<T>& db) {
   InputGates<T> g;
   g.split_row = p.schedule().offsets[p.step_input_steps];
-  if (p.is_rnn() && !(training && p.onnx_cell)) {
+  if (p.is_rnn() && !(training && p.extended_cell)) {
     g.base = Y + d * p.P;
     g.ld = p.DP;
   } else if (training) {
@@ -249,7 +249,7 @@ void forward_time_loop(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64
   T* hs = db.h_state;
   const Clamp<T> cell_clip(p.config().cell_clip, p.config().clip_nan);
   const Clamp<T> proj_clip(p.config().proj_clip, p.config().clip_nan);
-  OnnxCell<T> ox = onnx_cell_of(p, w, po, d);
+  ExtendedCell<T> ox = extended_cell_of(p, w, po, d);
 
   for (int64_t k = 0; k < p.T_eff; ++k) {
     const int64_t t = p.reversed(d) ? p.T_eff - 1 - k : k;
@@ -257,7 +257,7 @@ void forward_time_loop(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64
     T* y = Y + r0 * DP + d * P;
     T* gates = g.at(r0);
     if (t < p.step_input_steps) fw.ih.run(bs, X.at(r0), I, false, gates, g.ld, ap, X.map_at(r0));
-    if (p.onnx_cell) {
+    if (p.extended_cell) {
       ox.gate_pass = training && rd.gate_pass ? rd.gate_pass + r0 * GH : nullptr;
       ox.pre = p.is_rnn() && training ? gates : nullptr;
     }
@@ -265,7 +265,7 @@ void forward_time_loop(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64
       case CellType::rnn_tanh:
       case CellType::rnn_relu:
         fw.hh.run(bs, hs, P, false, db.hg, H, ap);
-        step(p, rnn_forward<T>, onnx_rnn_forward<T>, ox, rnn_forward_args(p, db, bs, y, hs));
+        step(p, rnn_forward<T>, extended_rnn_forward<T>, ox, rnn_forward_args(p, db, bs, y, hs));
         break;
       case CellType::lstm: {
         fw.hh.run(bs, hs, P, false, db.hg, GH, ap);
@@ -278,7 +278,7 @@ void forward_time_loop(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64
           kl.ld_h = H;
           kl.h_state = nullptr;
         }
-        step(p, lstm_forward<T>, onnx_lstm_forward<T>, ox, kl);
+        step(p, lstm_forward<T>, extended_lstm_forward<T>, ox, kl);
         if (p.proj) {
           fw.hr.run(bs, h_full, H, false, y, DP, ap);
           proj_forward(p.kernels<T>(),
@@ -289,17 +289,17 @@ void forward_time_loop(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64
       case CellType::gru: {
         if (p.gru_lbr) {
           fw.hh.run(bs, hs, P, false, db.hg, GH, ap);
-          step(p, gru_forward<T>, onnx_gru_forward<T>, ox,
+          step(p, gru_forward<T>, extended_gru_forward<T>, ox,
                gru_forward_args(p, rd, db, training, bs, r0, gates, y, hs));
         } else {
           // r and z first: n needs W_hn (r * h), a second GEMM.
           fw.hh.run(bs, hs, P, false, db.hg, GH, ap);
           T* rh = training ? rd.hn + r0 * H : db.scratch;
-          step(p, gru_orig_gates_forward<T>, onnx_gru_orig_gates_forward<T>, ox,
+          step(p, gru_orig_gates_forward<T>, extended_gru_orig_gates_forward<T>, ox,
                gru_orig_gates_args(p, db, bs, gates, hs, rh));
           T* u = db.hg + 2 * H;
           fw.hh_n.run(bs, rh, H, false, u, GH, ap);
-          step(p, gru_orig_forward<T>, onnx_gru_orig_forward<T>, ox,
+          step(p, gru_orig_forward<T>, extended_gru_orig_forward<T>, ox,
                gru_orig_args(p, db, bs, u, gates, hs, y));
         }
         break;
@@ -351,7 +351,7 @@ void forward_time_loop_team(const PlanSpec& p, const ForwardArgs& a, int64_t l, 
   const Clamp<T> cell_clip(p.config().cell_clip, p.config().clip_nan);
   const Clamp<T> proj_clip(p.config().proj_clip, p.config().clip_nan);
   const StepKernels<float>& kernels = p.kernels<float>();
-  const OnnxCell<T> ox = onnx_cell_of(p, w, po, d);
+  const ExtendedCell<T> ox = extended_cell_of(p, w, po, d);
   const int64_t cell_panels = w_hh.panels_per_block();
   const int64_t state_panels = proj ? w_hr.panels_per_block() : cell_panels;
   const int64_t x_units = (I + 15) / 16;  // the input's columns, packed 16 at a time
@@ -393,15 +393,15 @@ void forward_time_loop_team(const PlanSpec& p, const ForwardArgs& a, int64_t l, 
       T* h_full = !proj ? nullptr : training ? rd.h_full + r0 * H : db.scratch;
       T* rh = !orig ? nullptr : training ? rd.hn + r0 * H : db.scratch;  // original GRU's r * h
       if (j0 < j1) {
-        OnnxCell<T> o = ox;
-        if (p.onnx_cell) {
+        ExtendedCell<T> o = ox;
+        if (p.extended_cell) {
           o.gate_pass = training && rd.gate_pass ? rd.gate_pass + r0 * GH : nullptr;
           o.pre = p.is_rnn() && training ? gates : nullptr;
         }
         switch (p.cell) {
           case CellType::rnn_tanh:
           case CellType::rnn_relu:
-            tile_step(p, kernels.rnn_forward, kernels.onnx_rnn_forward, o,
+            tile_step(p, kernels.rnn_forward, kernels.extended_rnn_forward, o,
                       rnn_forward_args(p, db, bs, y, hs), tile);
             break;
           case CellType::lstm: {
@@ -412,17 +412,17 @@ void forward_time_loop_team(const PlanSpec& p, const ForwardArgs& a, int64_t l, 
               kl.ld_h = H;
               kl.h_state = nullptr;
             }
-            tile_step(p, kernels.lstm_forward, kernels.onnx_lstm_forward, o, kl, tile);
+            tile_step(p, kernels.lstm_forward, kernels.extended_lstm_forward, o, kl, tile);
             if (proj) pack_a_columns(bs, H, h_full, H, j0, j1, db.a_pack, type);
             break;
           }
           case CellType::gru:
             if (orig) {
-              tile_step(p, kernels.gru_orig_gates_forward, kernels.onnx_gru_orig_gates_forward, o,
-                        gru_orig_gates_args(p, db, bs, gates, hs, rh), tile);
+              tile_step(p, kernels.gru_orig_gates_forward, kernels.extended_gru_orig_gates_forward,
+                        o, gru_orig_gates_args(p, db, bs, gates, hs, rh), tile);
               pack_a_columns(bs, H, rh, H, j0, j1, db.a_pack, type);
             } else {
-              tile_step(p, kernels.gru_forward, kernels.onnx_gru_forward, o,
+              tile_step(p, kernels.gru_forward, kernels.extended_gru_forward, o,
                         gru_forward_args(p, rd, db, training, bs, r0, gates, y, hs), tile);
             }
             break;
@@ -433,10 +433,10 @@ void forward_time_loop_team(const PlanSpec& p, const ForwardArgs& a, int64_t l, 
         T* u = db.hg + 2 * H;
         multiply_panel_range(bs, db.a_pack, w_hn, q0, q1, false, u, GH);
         if (j0 < j1) {
-          OnnxCell<T> o = ox;
-          if (p.onnx_cell)
+          ExtendedCell<T> o = ox;
+          if (p.extended_cell)
             o.gate_pass = training && rd.gate_pass ? rd.gate_pass + r0 * GH : nullptr;
-          tile_step(p, kernels.gru_orig_forward, kernels.onnx_gru_orig_forward, o,
+          tile_step(p, kernels.gru_orig_forward, kernels.extended_gru_orig_forward, o,
                     gru_orig_args(p, db, bs, u, gates, hs, y), tile);
         }
       }

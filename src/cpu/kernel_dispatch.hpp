@@ -15,8 +15,8 @@
 #include <cstdint>
 
 #include "cpu/cell_kernels.hpp"
+#include "cpu/extended_cell.hpp"
 #include "cpu/isa.hpp"
-#include "cpu/onnx_cell.hpp"
 
 namespace rnnx::cpu {
 
@@ -44,17 +44,18 @@ struct StepKernels {
   void (*gru_orig_backward_n)(const GruOrigBackwardN<T>&, Tile);
   void (*gru_orig_backward_r)(const GruOrigBackwardR<T>&, Tile);
 
-  // The generic kernels of ONNX's cell options (onnx_cell.hpp), on the same tiles.
-  void (*onnx_rnn_forward)(const RnnForward<T>&, const OnnxCell<T>&, Tile);
-  void (*onnx_lstm_forward)(const LstmForward<T>&, const OnnxCell<T>&, Tile);
-  void (*onnx_gru_forward)(const GruForward<T>&, const OnnxCell<T>&, Tile);
-  void (*onnx_gru_orig_gates_forward)(const GruOrigGatesForward<T>&, const OnnxCell<T>&, Tile);
-  void (*onnx_gru_orig_forward)(const GruOrigForward<T>&, const OnnxCell<T>&, Tile);
-  void (*onnx_rnn_backward)(const RnnBackward<T>&, const OnnxCell<T>&, Tile);
-  void (*onnx_lstm_backward)(const LstmBackward<T>&, const OnnxCell<T>&, Tile);
-  void (*onnx_gru_backward)(const GruBackward<T>&, const OnnxCell<T>&, Tile);
-  void (*onnx_gru_orig_backward_n)(const GruOrigBackwardN<T>&, const OnnxCell<T>&, Tile);
-  void (*onnx_gru_orig_backward_r)(const GruOrigBackwardR<T>&, const OnnxCell<T>&, Tile);
+  // The extended cells' kernels (ONNX's cell options, extended_cell.hpp), on the same tiles.
+  void (*extended_rnn_forward)(const RnnForward<T>&, const ExtendedCell<T>&, Tile);
+  void (*extended_lstm_forward)(const LstmForward<T>&, const ExtendedCell<T>&, Tile);
+  void (*extended_gru_forward)(const GruForward<T>&, const ExtendedCell<T>&, Tile);
+  void (*extended_gru_orig_gates_forward)(const GruOrigGatesForward<T>&, const ExtendedCell<T>&,
+                                          Tile);
+  void (*extended_gru_orig_forward)(const GruOrigForward<T>&, const ExtendedCell<T>&, Tile);
+  void (*extended_rnn_backward)(const RnnBackward<T>&, const ExtendedCell<T>&, Tile);
+  void (*extended_lstm_backward)(const LstmBackward<T>&, const ExtendedCell<T>&, Tile);
+  void (*extended_gru_backward)(const GruBackward<T>&, const ExtendedCell<T>&, Tile);
+  void (*extended_gru_orig_backward_n)(const GruOrigBackwardN<T>&, const ExtendedCell<T>&, Tile);
+  void (*extended_gru_orig_backward_r)(const GruOrigBackwardR<T>&, const ExtendedCell<T>&, Tile);
 
   // The activations over n contiguous values (y may equal x), as the kernels compute
   // them; for tests and for other element-wise code.

@@ -9,8 +9,8 @@
 #include <exception>
 #include <type_traits>
 
+#include "cpu/extended_cell.hpp"
 #include "cpu/kernel_dispatch.hpp"
-#include "cpu/onnx_cell.hpp"
 #include "cpu/packed_gemm.hpp"
 #include "cpu/plan_spec.hpp"
 #include "rnnx/plan.hpp"
@@ -30,12 +30,13 @@ void run_backward(const PlanSpec& p, const BackwardArgs& args, void* workspace,
 using core::prev_step;
 using core::PrevStep;
 
-// The generic kernels' options for one layer and direction (PlanSpec::onnx_cell); the
+// The generic kernels' options for one layer and direction (PlanSpec::extended_cell); the
 // per-step pointers (gate_pass, pre) are the caller's.
 template <typename T>
-OnnxCell<T> onnx_cell_of(const PlanSpec& p, const T* weights, const ParamOffsets& po, int64_t d) {
-  OnnxCell<T> o;
-  if (!p.onnx_cell) return o;
+ExtendedCell<T> extended_cell_of(const PlanSpec& p, const T* weights, const ParamOffsets& po,
+                                 int64_t d) {
+  ExtendedCell<T> o;
+  if (!p.extended_cell) return o;
   const Config& c = p.config();
   o.acts = p.acts[d].data();
   o.input_forget = p.cell == CellType::lstm && c.input_forget;
@@ -48,9 +49,9 @@ OnnxCell<T> onnx_cell_of(const PlanSpec& p, const T* weights, const ParamOffsets
 // has ONNX cell options.
 template <typename K, typename T>
 void step(const PlanSpec& p, void (*fast)(const StepKernels<T>&, const K&),
-          void (*generic)(const StepKernels<T>&, const K&, const OnnxCell<T>&),
-          const OnnxCell<T>& o, const K& k) {
-  if (p.onnx_cell) {
+          void (*generic)(const StepKernels<T>&, const K&, const ExtendedCell<T>&),
+          const ExtendedCell<T>& o, const K& k) {
+  if (p.extended_cell) {
     generic(p.kernels<T>(), k, o);
   } else {
     fast(p.kernels<T>(), k);
@@ -61,9 +62,9 @@ void step(const PlanSpec& p, void (*fast)(const StepKernels<T>&, const K&),
 // generic one when the plan has ONNX cell options.
 template <typename K, typename T>
 void tile_step(const PlanSpec& p, void (*fast)(const K&, Tile),
-               void (*generic)(const K&, const OnnxCell<T>&, Tile), const OnnxCell<T>& o,
+               void (*generic)(const K&, const ExtendedCell<T>&, Tile), const ExtendedCell<T>& o,
                const K& k, Tile tile) {
-  if (p.onnx_cell) {
+  if (p.extended_cell) {
     generic(k, o, tile);
   } else {
     fast(k, tile);

@@ -18,7 +18,7 @@ PlanSpec::PlanSpec(const PlanContext& c, const Algo& a, Isa i) : ctx(&c), algo(a
   cell_clip = cfg.cell == CellType::lstm && cfg.cell_clip.enabled;
   proj_clip = proj && cfg.proj_clip.enabled;
   dropout = cfg.dropout;
-  onnx_cell = uses_onnx_cell_math(cfg);
+  extended_cell = uses_onnx_cell_math(cfg);
   gate_clip = cfg.gate_clip > 0.0;
   peephole = cfg.cell == CellType::lstm && cfg.peephole;
   L = cfg.num_layers;

@@ -43,9 +43,9 @@ struct PlanSpec {
   std::vector<int64_t> caller_rows;
   bool cell_clip, proj_clip;
   // ONNX options that change the cell's equations (uses_onnx_cell_math): the time loops run
-  // the generic step kernels of onnx_cell.hpp, which keep gate pre-activations in the
+  // the extended cells' step kernels (extended_cell.hpp), which keep gate pre-activations in the
   // reserve's gates (also for RNN) and, with gate_clip, the clip's pass flags.
-  bool onnx_cell = false;
+  bool extended_cell = false;
   bool gate_clip = false;
   bool peephole = false;
   std::vector<Activation> acts[2];  // each direction's activations, defaults filled in

@@ -91,7 +91,7 @@ struct VecF32 {
 #include "cpu/kernels/step_kernels.inl"
 // The generic kernels use the fixed cells' helpers (for_vectors, clamp_value, plus_dy).
 #include "cpu/kernels/activations.inl"
-#include "cpu/kernels/onnx_step_kernels.inl"
+#include "cpu/kernels/extended_step_kernels.inl"
 // Last, the table of every kernel above.
 #include "cpu/kernels/step_table.inl"
 

@@ -39,7 +39,7 @@ inline void for_vectors(int64_t j0, int64_t j1, const typename V::S* row, const 
   if (j < j1) body(j, static_cast<int>(j1 - j));
 }
 
-// The clamps' helpers and the extended cells' math (onnx_step_kernels.inl).
+// The clamps' helpers and the extended cells' math (extended_step_kernels.inl).
 namespace cell = core::cell;
 using cell::clamp_passes;
 using cell::clamp_value;

@@ -1,5 +1,5 @@
 // The table of kernel_dispatch.hpp for a vector type V: every kernel of step_kernels.inl,
-// onnx_step_kernels.inl and the array activations, instantiated for V. Pasted last into
+// extended_step_kernels.inl and the array activations, instantiated for V. Pasted last into
 // each ISA's namespace; no file-level includes.
 
 // float16 conversions where the vector type has them (V::widen_f16 / V::narrow_f16).
@@ -52,16 +52,16 @@ constexpr StepKernels<typename V::S> step_table(const char* isa, int cost_scale)
       &gru_backward_tile<V>,
       &gru_orig_backward_n_tile<V>,
       &gru_orig_backward_r_tile<V>,
-      &onnx_rnn_forward_tile<V>,
-      &onnx_lstm_forward_tile<V>,
-      &onnx_gru_forward_tile<V>,
-      &onnx_gru_orig_gates_forward_tile<V>,
-      &onnx_gru_orig_forward_tile<V>,
-      &onnx_rnn_backward_tile<V>,
-      &onnx_lstm_backward_tile<V>,
-      &onnx_gru_backward_tile<V>,
-      &onnx_gru_orig_backward_n_tile<V>,
-      &onnx_gru_orig_backward_r_tile<V>,
+      &extended_rnn_forward_tile<V>,
+      &extended_lstm_forward_tile<V>,
+      &extended_gru_forward_tile<V>,
+      &extended_gru_orig_gates_forward_tile<V>,
+      &extended_gru_orig_forward_tile<V>,
+      &extended_rnn_backward_tile<V>,
+      &extended_lstm_backward_tile<V>,
+      &extended_gru_backward_tile<V>,
+      &extended_gru_orig_backward_n_tile<V>,
+      &extended_gru_orig_backward_r_tile<V>,
       &apply_activation<V, &V::exp>,
       &apply_activation<V, &V::sigmoid>,
       &apply_activation<V, &V::tanh>,

@@ -1,4 +1,4 @@
-// The generic step kernels of onnx_cell.hpp over a vector type V: one tile of a step of
+// The extended cells' step kernels of extended_cell.hpp over a vector type V: one tile of a step of
 // each cell with ONNX's options that change the cell's equations (activation functions,
 // peepholes, gate clip, coupled input-forget gate), forward and backward. Same tiles and
 // same guarantees as step_kernels.inl (an element's result does not depend on the tiling);
@@ -6,10 +6,10 @@
 // here is where each value comes from and goes to in the cpu backend's buffers. Pasted
 // after step_kernels.inl; no file-level includes.
 
-// A direction's options for core/cell_math.hpp: the kernel's OnnxCell, its cell clip, and the
+// A direction's options for core/cell_math.hpp: the kernel's ExtendedCell, its cell clip, and the
 // activations the cell has (LSTM 3, GRU 2, RNN 1).
 template <class S>
-cell::Options<S> cell_options(const OnnxCell<S>& o, int activations,
+cell::Options<S> cell_options(const ExtendedCell<S>& o, int activations,
                               const Clamp<S>& cell_clip = {}) {
   cell::Options<S> c;
   c.f = o.acts[0];
@@ -23,7 +23,7 @@ cell::Options<S> cell_options(const OnnxCell<S>& o, int activations,
 }
 
 template <class S>
-uint8_t* gate_pass_row(const OnnxCell<S>& o, int64_t i, int64_t gh) {
+uint8_t* gate_pass_row(const ExtendedCell<S>& o, int64_t i, int64_t gh) {
   return o.gate_pass ? o.gate_pass + i * gh : nullptr;
 }
 
@@ -53,8 +53,8 @@ struct FlagMasks {
 // ---- forward ----
 
 template <class V>
-void onnx_rnn_forward_tile(const RnnForward<typename V::S>& k, const OnnxCell<typename V::S>& o,
-                           Tile t) {
+void extended_rnn_forward_tile(const RnnForward<typename V::S>& k,
+                               const ExtendedCell<typename V::S>& o, Tile t) {
   using S = typename V::S;
   using F = typename V::F;
   const int64_t H = k.H;
@@ -76,8 +76,8 @@ void onnx_rnn_forward_tile(const RnnForward<typename V::S>& k, const OnnxCell<ty
 }
 
 template <class V>
-void onnx_lstm_forward_tile(const LstmForward<typename V::S>& k, const OnnxCell<typename V::S>& o,
-                            Tile t) {
+void extended_lstm_forward_tile(const LstmForward<typename V::S>& k,
+                                const ExtendedCell<typename V::S>& o, Tile t) {
   using S = typename V::S;
   using F = typename V::F;
   const int64_t H = k.H, GH = 4 * H;
@@ -117,8 +117,8 @@ void onnx_lstm_forward_tile(const LstmForward<typename V::S>& k, const OnnxCell<
 
 // Linear-before-reset GRU.
 template <class V>
-void onnx_gru_forward_tile(const GruForward<typename V::S>& k, const OnnxCell<typename V::S>& o,
-                           Tile t) {
+void extended_gru_forward_tile(const GruForward<typename V::S>& k,
+                               const ExtendedCell<typename V::S>& o, Tile t) {
   using S = typename V::S;
   using F = typename V::F;
   const int64_t H = k.H, GH = 3 * H;
@@ -151,8 +151,8 @@ void onnx_gru_forward_tile(const GruForward<typename V::S>& k, const OnnxCell<ty
 }
 
 template <class V>
-void onnx_gru_orig_gates_forward_tile(const GruOrigGatesForward<typename V::S>& k,
-                                      const OnnxCell<typename V::S>& o, Tile t) {
+void extended_gru_orig_gates_forward_tile(const GruOrigGatesForward<typename V::S>& k,
+                                          const ExtendedCell<typename V::S>& o, Tile t) {
   using S = typename V::S;
   using F = typename V::F;
   const int64_t H = k.H, GH = 3 * H;
@@ -178,8 +178,8 @@ void onnx_gru_orig_gates_forward_tile(const GruOrigGatesForward<typename V::S>& 
 }
 
 template <class V>
-void onnx_gru_orig_forward_tile(const GruOrigForward<typename V::S>& k,
-                                const OnnxCell<typename V::S>& o, Tile t) {
+void extended_gru_orig_forward_tile(const GruOrigForward<typename V::S>& k,
+                                    const ExtendedCell<typename V::S>& o, Tile t) {
   using S = typename V::S;
   using F = typename V::F;
   const int64_t H = k.H, GH = 3 * H;
@@ -208,8 +208,8 @@ void onnx_gru_orig_forward_tile(const GruOrigForward<typename V::S>& k,
 // ---- backward ----
 
 template <class V>
-void onnx_rnn_backward_tile(const RnnBackward<typename V::S>& k, const OnnxCell<typename V::S>& o,
-                            Tile t) {
+void extended_rnn_backward_tile(const RnnBackward<typename V::S>& k,
+                                const ExtendedCell<typename V::S>& o, Tile t) {
   using S = typename V::S;
   using F = typename V::F;
   const int64_t H = k.H;
@@ -229,8 +229,8 @@ void onnx_rnn_backward_tile(const RnnBackward<typename V::S>& k, const OnnxCell<
 }
 
 template <class V>
-void onnx_lstm_backward_tile(const LstmBackward<typename V::S>& k, const OnnxCell<typename V::S>& o,
-                             Tile t) {
+void extended_lstm_backward_tile(const LstmBackward<typename V::S>& k,
+                                 const ExtendedCell<typename V::S>& o, Tile t) {
   using S = typename V::S;
   using F = typename V::F;
   const int64_t H = k.H, GH = 4 * H;
@@ -263,8 +263,8 @@ void onnx_lstm_backward_tile(const LstmBackward<typename V::S>& k, const OnnxCel
 
 // Linear-before-reset GRU.
 template <class V>
-void onnx_gru_backward_tile(const GruBackward<typename V::S>& k, const OnnxCell<typename V::S>& o,
-                            Tile t) {
+void extended_gru_backward_tile(const GruBackward<typename V::S>& k,
+                                const ExtendedCell<typename V::S>& o, Tile t) {
   using S = typename V::S;
   using F = typename V::F;
   const int64_t H = k.H, GH = 3 * H;
@@ -294,8 +294,8 @@ void onnx_gru_backward_tile(const GruBackward<typename V::S>& k, const OnnxCell<
 }
 
 template <class V>
-void onnx_gru_orig_backward_n_tile(const GruOrigBackwardN<typename V::S>& k,
-                                   const OnnxCell<typename V::S>& o, Tile t) {
+void extended_gru_orig_backward_n_tile(const GruOrigBackwardN<typename V::S>& k,
+                                       const ExtendedCell<typename V::S>& o, Tile t) {
   using S = typename V::S;
   using F = typename V::F;
   const int64_t H = k.H, GH = 3 * H;
@@ -308,7 +308,7 @@ void onnx_gru_orig_backward_n_tile(const GruOrigBackwardN<typename V::S>& k,
     S* dh = k.dh + i * H;
     S* dg = k.dg + i * GH;
     for_vectors<V>(t.j0, t.j1, dg + H, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
-      // r's gradient needs W_hn^T dn: onnx_gru_orig_backward_r_tile, after the GEMM.
+      // r's gradient needs W_hn^T dn: extended_gru_orig_backward_r_tile, after the GEMM.
       F a[3] = {V::set1(S(0)), V::load(ga + H + j, n), V::load(ga + 2 * H + j, n)};
       const F d = plus_dy<V>(V::load(dh + j, n), dy, j, n);
       const cell::GruGrad<V> r = cell::gru_backward<V>(
@@ -321,8 +321,8 @@ void onnx_gru_orig_backward_n_tile(const GruOrigBackwardN<typename V::S>& k,
 }
 
 template <class V>
-void onnx_gru_orig_backward_r_tile(const GruOrigBackwardR<typename V::S>& k,
-                                   const OnnxCell<typename V::S>& o, Tile t) {
+void extended_gru_orig_backward_r_tile(const GruOrigBackwardR<typename V::S>& k,
+                                       const ExtendedCell<typename V::S>& o, Tile t) {
   using S = typename V::S;
   using F = typename V::F;
   const int64_t H = k.H, GH = 3 * H;
