@@ -259,6 +259,38 @@ RNNX_CELL_INLINE ValueGrad<V> activate_with_grad(const Activation& a, typename V
   }
 }
 
+// The fixed cells (sigmoid gates, tanh or ReLU outputs, none of ONNX's options): their
+// options, and an activation's value and derivative from the activated value they keep
+// (sigmoid s: s (1 - s); tanh t: 1 - t^2; ReLU h: 1 where h > 0). Templates over V, like
+// everything the ISA files instantiate: an instance for a plain S would be one function that
+// every ISA's object file defines, compiled for each one's instruction set.
+template <class V>
+RNNX_CELL_INLINE Options<typename V::S> fixed_options(CellType cell,
+                                                      const Clamp<typename V::S>& cell_clip) {
+  Options<typename V::S> o;
+  o.f = {cell == CellType::rnn_relu   ? ActivationKind::relu
+         : cell == CellType::rnn_tanh ? ActivationKind::tanh
+                                      : ActivationKind::sigmoid,
+         0.0, 0.0};
+  o.g = o.h = {ActivationKind::tanh, 0.0, 0.0};
+  o.cell = cell_clip;
+  return o;
+}
+template <class V>
+RNNX_CELL_INLINE ValueGrad<V> sigmoid_from_value(typename V::F s) {
+  return {s, V::mul(s, V::sub(V::set1(typename V::S(1)), s))};
+}
+template <class V>
+RNNX_CELL_INLINE ValueGrad<V> tanh_from_value(typename V::F t) {
+  return {t, V::fnma(t, t, V::set1(typename V::S(1)))};
+}
+template <class V>
+RNNX_CELL_INLINE ValueGrad<V> relu_from_value(typename V::F h) {
+  const typename V::F zero = V::set1(typename V::S(0)), one = V::set1(typename V::S(1));
+  // h > 0 exactly when the input was (NaN gives 0 either way).
+  return {h, V::select(V::gt(h, zero), one, zero)};
+}
+
 // ---- clamps ------------------------------------------------------------------------------
 
 // v clamped to [lo, hi] with the NaN policy (an enabled clamp).
@@ -313,9 +345,10 @@ RNNX_CELL_INLINE typename V::F through(typename V::F grad, typename V::F d_out, 
 
 template <class V>
 struct LstmState {
-  typename V::F c_raw;  // f*c_prev + i*g, before the cell clip
-  typename V::F c;      // the new cell state
-  typename V::F h;      // o * h(c): the output, or the projection's input
+  typename V::F gate[4];  // the activated gates i, f, g, o
+  typename V::F c_raw;    // f*c_prev + i*g, before the cell clip
+  typename V::F c;        // the new cell state
+  typename V::F h;        // o * h(c): the output, or the projection's input
 };
 
 // a: the summed pre-activations i, f, g, o on entry; on return the gate clip's outputs after
@@ -334,11 +367,13 @@ RNNX_CELL_INLINE LstmState<V> lstm_forward(const Options<typename V::S>& o, type
   const F i = activate<V>(o.f, a[0]);
   const F f = o.input_forget ? V::sub(one, i) : activate<V>(o.f, a[1]);
   LstmState<V> s;
-  s.c_raw = V::fma(f, c_prev, V::mul(i, activate<V>(o.g, a[2])));
+  s.gate[0] = i, s.gate[1] = f, s.gate[2] = activate<V>(o.g, a[2]);
+  s.c_raw = V::fma(f, c_prev, V::mul(i, s.gate[2]));
   s.c = o.cell.enabled ? clamp_value<V>(s.c_raw, o.cell) : s.c_raw;
   if (o.peephole) a[3] = V::fma(p[2], s.c, a[3]);
   a[3] = gate_clip<V>(o, a[3], keep, 3);
-  s.h = V::mul(activate<V>(o.f, a[3]), activate<V>(o.h, s.c));
+  s.gate[3] = activate<V>(o.f, a[3]);
+  s.h = V::mul(s.gate[3], activate<V>(o.h, s.c));
   return s;
 }
 
@@ -348,25 +383,24 @@ struct LstmGrad {
   typename V::F dc_prev;  // of the previous step's cell state
 };
 
-// a: lstm_forward's clipped gate inputs; c: the cell state it made from c_prev; dh: the
-// gradient of h (of the projection's input when there is one), dc: of c from the step after.
-// gate: the gate clip's masks; cell: the cell clip's (its mask 0).
+// The LSTM's backward from each gate's value and derivative at its input (i, f, g, o; f's
+// unused with input_forget) and h(c)'s: c_prev the previous cell state, p the peepholes (read
+// when o.peephole), dh the gradient of h (of the projection's input when there is one), dc
+// that of c from the step after; gate: the gate clip's masks, cell: the cell clip's (its mask
+// 0). The extended cells come here from the pre-activations (lstm_backward), the cpu's fixed
+// cells from the activated gates they keep.
 template <class V, class GateMasks, class CellMask>
-RNNX_CELL_INLINE LstmGrad<V> lstm_backward(const Options<typename V::S>& o,
-                                           const typename V::F a[4], typename V::F c,
-                                           typename V::F c_prev, const typename V::F p[3],
-                                           typename V::F dh, typename V::F dc_next,
-                                           const GateMasks& gate, const CellMask& cell) {
+RNNX_CELL_INLINE LstmGrad<V> lstm_backward_from_gates(const Options<typename V::S>& o,
+                                                      const ValueGrad<V> (&gate)[4],
+                                                      const ValueGrad<V>& hc, typename V::F c_prev,
+                                                      const typename V::F p[3], typename V::F dh,
+                                                      typename V::F dc_next, const GateMasks& masks,
+                                                      const CellMask& cell) {
   using F = typename V::F;
-  const F zero = V::set1(typename V::S(0)), one = V::set1(typename V::S(1));
-  const ValueGrad<V> i = activate_with_grad<V>(o.f, a[0]);
-  const ValueGrad<V> f =
-      o.input_forget ? ValueGrad<V>{V::sub(one, i.value), zero} : activate_with_grad<V>(o.f, a[1]);
-  const ValueGrad<V> g = activate_with_grad<V>(o.g, a[2]);
-  const ValueGrad<V> og = activate_with_grad<V>(o.f, a[3]);
-  const ValueGrad<V> hc = activate_with_grad<V>(o.h, c);
+  const F zero = V::set1(typename V::S(0));
+  const ValueGrad<V>&i = gate[0], &f = gate[1], &g = gate[2], &og = gate[3];
   LstmGrad<V> r;
-  r.da[3] = through<V>(og.grad, V::mul(dh, hc.value), gate, 3);
+  r.da[3] = through<V>(og.grad, V::mul(dh, hc.value), masks, 3);
   F dc = V::fma(V::mul(dh, og.value), hc.grad, dc_next);
   if (o.peephole) dc = V::fma(r.da[3], p[2], dc);
   if (cell.on()) dc = V::select(cell(0), dc, zero);
@@ -375,15 +409,33 @@ RNNX_CELL_INLINE LstmGrad<V> lstm_backward(const Options<typename V::S>& o,
     di = V::sub(di, df);
     df = zero;
   }
-  r.da[0] = through<V>(i.grad, di, gate, 0);
-  r.da[1] = o.input_forget ? zero : through<V>(f.grad, df, gate, 1);
-  r.da[2] = through<V>(g.grad, V::mul(dc, i.value), gate, 2);
+  r.da[0] = through<V>(i.grad, di, masks, 0);
+  r.da[1] = o.input_forget ? zero : through<V>(f.grad, df, masks, 1);
+  r.da[2] = through<V>(g.grad, V::mul(dc, i.value), masks, 2);
   r.dc_prev = V::mul(dc, f.value);
   if (o.peephole) {
     r.dc_prev = V::fma(r.da[0], p[0], r.dc_prev);
     r.dc_prev = V::fma(r.da[1], p[1], r.dc_prev);
   }
   return r;
+}
+
+// The same from lstm_forward's clipped gate inputs a and the cell state c it made.
+template <class V, class GateMasks, class CellMask>
+RNNX_CELL_INLINE LstmGrad<V> lstm_backward(const Options<typename V::S>& o,
+                                           const typename V::F a[4], typename V::F c,
+                                           typename V::F c_prev, const typename V::F p[3],
+                                           typename V::F dh, typename V::F dc_next,
+                                           const GateMasks& masks, const CellMask& cell) {
+  const typename V::F zero = V::set1(typename V::S(0)), one = V::set1(typename V::S(1));
+  ValueGrad<V> gate[4];
+  gate[0] = activate_with_grad<V>(o.f, a[0]);
+  gate[1] = o.input_forget ? ValueGrad<V>{V::sub(one, gate[0].value), zero}
+                           : activate_with_grad<V>(o.f, a[1]);
+  gate[2] = activate_with_grad<V>(o.g, a[2]);
+  gate[3] = activate_with_grad<V>(o.f, a[3]);
+  return lstm_backward_from_gates<V>(o, gate, activate_with_grad<V>(o.h, c), c_prev, p, dh, dc_next,
+                                     masks, cell);
 }
 
 // ---- GRU ---------------------------------------------------------------------------------
@@ -429,23 +481,21 @@ struct GruGrad {
   typename V::F dhn;      // of W_hn h + b_hn (dn r; linear before reset) or of W_hn (r h) + b_hn
   typename V::F dh_prev;  // the direct part dh z (the GEMM adds the rest)
 };
-// a: the clipped pre-activations r, z, n (gru_gates, gru_output); hn: W_hn h + b_hn (linear
-// before reset); dh: the gradient of the new state. The original GRU's r needs W_hn^T dn
-// first: gru_backward_reset.
+// The GRU's backward from r's, z's and n's values and derivatives at their inputs (r's unused
+// by the original GRU); hn: W_hn h + b_hn (linear before reset); dh: the gradient of the new
+// state. The original GRU's r needs W_hn^T dn first: gru_backward_reset.
 template <class V, class Masks>
-RNNX_CELL_INLINE GruGrad<V> gru_backward(const Options<typename V::S>& o, bool linear_before_reset,
-                                         const typename V::F a[3], typename V::F hn,
-                                         typename V::F h_prev, typename V::F dh,
-                                         const Masks& masks) {
+RNNX_CELL_INLINE GruGrad<V> gru_backward_from_gates(bool linear_before_reset, const ValueGrad<V>& r,
+                                                    const ValueGrad<V>& z, const ValueGrad<V>& n,
+                                                    typename V::F hn, typename V::F h_prev,
+                                                    typename V::F dh, const Masks& masks) {
   using F = typename V::F;
   const F zero = V::set1(typename V::S(0)), one = V::set1(typename V::S(1));
-  const ValueGrad<V> z = activate_with_grad<V>(o.f, a[1]), n = activate_with_grad<V>(o.g, a[2]);
   GruGrad<V> g;
   g.da[2] = through<V>(n.grad, V::mul(dh, V::sub(one, z.value)), masks, 2);
   g.da[1] = through<V>(z.grad, V::mul(dh, V::sub(h_prev, n.value)), masks, 1);
   g.dh_prev = V::mul(dh, z.value);
   if (linear_before_reset) {
-    const ValueGrad<V> r = activate_with_grad<V>(o.f, a[0]);
     g.da[0] = through<V>(r.grad, V::mul(g.da[2], hn), masks, 0);
     g.dhn = V::mul(g.da[2], r.value);
   } else {
@@ -455,18 +505,36 @@ RNNX_CELL_INLINE GruGrad<V> gru_backward(const Options<typename V::S>& o, bool l
   return g;
 }
 
+// The same from the clipped pre-activations r, z, n (gru_gates, gru_output).
+template <class V, class Masks>
+RNNX_CELL_INLINE GruGrad<V> gru_backward(const Options<typename V::S>& o, bool linear_before_reset,
+                                         const typename V::F a[3], typename V::F hn,
+                                         typename V::F h_prev, typename V::F dh,
+                                         const Masks& masks) {
+  const ValueGrad<V> r = linear_before_reset ? activate_with_grad<V>(o.f, a[0]) : ValueGrad<V>{};
+  return gru_backward_from_gates<V>(linear_before_reset, r, activate_with_grad<V>(o.f, a[1]),
+                                    activate_with_grad<V>(o.g, a[2]), hn, h_prev, dh, masks);
+}
+
 template <class V>
 struct GruResetGrad {
   typename V::F da_r;  // r's pre-activation gradient
   typename V::F r;     // what drh reaches h_prev through: dh_prev += drh r
 };
-// The original GRU's reset gate from drh = (W_hn^T dn)_j, with ar r's clipped pre-activation.
+// The original GRU's reset gate from drh = (W_hn^T dn)_j, with r's value and derivative.
+template <class V, class Masks>
+RNNX_CELL_INLINE GruResetGrad<V> gru_backward_reset_from_gate(const ValueGrad<V>& r,
+                                                              typename V::F h_prev,
+                                                              typename V::F drh,
+                                                              const Masks& masks) {
+  return {through<V>(r.grad, V::mul(drh, h_prev), masks, 0), r.value};
+}
+// The same from ar, r's clipped pre-activation.
 template <class V, class Masks>
 RNNX_CELL_INLINE GruResetGrad<V> gru_backward_reset(const Options<typename V::S>& o,
                                                     typename V::F ar, typename V::F h_prev,
                                                     typename V::F drh, const Masks& masks) {
-  const ValueGrad<V> r = activate_with_grad<V>(o.f, ar);
-  return {through<V>(r.grad, V::mul(drh, h_prev), masks, 0), r.value};
+  return gru_backward_reset_from_gate<V>(activate_with_grad<V>(o.f, ar), h_prev, drh, masks);
 }
 
 // ---- RNN ---------------------------------------------------------------------------------

@@ -27,29 +27,6 @@ uint8_t* gate_pass_row(const ExtendedCell<S>& o, int64_t i, int64_t gh) {
   return o.gate_pass ? o.gate_pass + i * gh : nullptr;
 }
 
-// The gate clip's masks as a row's flags, one byte per gate and unit at q * H + j: forward
-// stores each as it is made (row null: the row keeps none), backward loads each where the
-// equations need it (row null: every gradient passed).
-template <class V>
-struct FlagSink {
-  uint8_t* row;
-  int64_t H, j;
-  int n;
-  RNNX_KERNEL_INLINE void operator()(int q, typename V::M m) const {
-    if (row) V::store_flags(row + q * H + j, m, n);
-  }
-};
-template <class V>
-struct FlagMasks {
-  const uint8_t* row;
-  int64_t H, j;
-  int n;
-  RNNX_KERNEL_INLINE bool on() const { return row != nullptr; }
-  RNNX_KERNEL_INLINE typename V::M operator()(int q) const {
-    return V::load_flags(row + q * H + j, n);
-  }
-};
-
 // ---- forward ----
 
 template <class V>

@@ -1,9 +1,12 @@
-// The step kernels of cell_kernels.hpp over a vector type V (one tile of rows and cells
-// each, see kernel_dispatch.hpp), written once and pasted by src/cpu/kernels/*.cpp into
-// each ISA's own namespace after its V: element j of a row is computed by the same
+// The fixed cells' step kernels of cell_kernels.hpp over a vector type V (one tile of rows
+// and cells each, see kernel_dispatch.hpp), written once and pasted by src/cpu/kernels/*.cpp
+// into each ISA's own namespace after its V: element j of a row is computed by the same
 // operations whether it sits in a full vector or in the masked tail, so results do not
-// depend on the tiling. Equations and operation order as in src/reference/cell_math.cpp,
-// with fused multiply-adds where they remove a rounding. No file-level includes.
+// depend on the tiling. The math of a unit is core/cell_math.hpp's with the fixed cells'
+// options (sigmoid gates, tanh or ReLU, no ONNX option); what is here is where the values
+// come from and go: forward keeps the activated gates, from which backward takes each
+// gate's derivative (s (1 - s), 1 - t^2) instead of evaluating the activation again. No
+// file-level includes.
 //
 // V provides: S (float or double), F (a vector of W values of S), M (a lane mask), W;
 // load/store(p, [v,] n) of the first n <= W lanes (the rest read as 0 and are not
@@ -12,8 +15,8 @@
 // (NaN stays), isnan, lt, le, ge, gt (false on NaN), mand, mor, mtrue,
 // select(m, if_true, if_false), load_flags/store_flags (one byte, 0 or 1, per lane), exp,
 // sigmoid, tanh; for vector_math.inl also round (to nearest), scale2(p, n) = p 2^n and
-// div_pos(a, d) for d in [1, 2^30]; for activations.inl div (IEEE division) and
-// log1p_unit(u) for u in [0, 1].
+// div_pos(a, d) for d in [1, 2^30]; for core/cell_math.hpp's activations div (IEEE
+// division) and log1p_unit(u) for u in [0, 1].
 
 // The body of a kernel's vector loop is inlined at each of its call sites (head, full
 // vectors, tail), and so are the activations: as calls they pass vectors through memory.
@@ -50,6 +53,29 @@ typename V::F plus_dy(typename V::F dh, const typename V::S* dy_row, int64_t j, 
   return dy_row ? V::add(dh, V::load(dy_row + j, n)) : dh;
 }
 
+// The clips' masks as a row's flags, one byte per gate and unit at q * H + j: forward
+// stores each as it is made (row null: the row keeps none), backward loads each where the
+// equations need it (row null: every gradient passed).
+template <class V>
+struct FlagSink {
+  uint8_t* row;
+  int64_t H, j;
+  int n;
+  RNNX_KERNEL_INLINE void operator()(int q, typename V::M m) const {
+    if (row) V::store_flags(row + q * H + j, m, n);
+  }
+};
+template <class V>
+struct FlagMasks {
+  const uint8_t* row;
+  int64_t H, j;
+  int n;
+  RNNX_KERNEL_INLINE bool on() const { return row != nullptr; }
+  RNNX_KERNEL_INLINE typename V::M operator()(int q) const {
+    return V::load_flags(row + q * H + j, n);
+  }
+};
+
 // ---- forward ----
 
 template <class V>
@@ -57,13 +83,15 @@ void rnn_forward_tile(const RnnForward<typename V::S>& k, Tile t) {
   using S = typename V::S;
   using F = typename V::F;
   const int64_t H = k.H;
+  const cell::Options<S> c =
+      cell::fixed_options<V>(k.relu ? CellType::rnn_relu : CellType::rnn_tanh, {});
   for (int64_t i = t.r0; i < t.r1; ++i) {
     S* y = k.y + i * k.ld_y;
     const S* hg = k.hg + i * H;
     S* hs = k.h_state + i * H;
     for_vectors<V>(t.j0, t.j1, y, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
-      const F a = V::add(V::add(V::load(y + j, n), V::load(hg + j, n)), V::load(k.bias + j, n));
-      const F h = k.relu ? V::relu(a) : V::tanh(a);
+      F a = V::add(V::add(V::load(y + j, n), V::load(hg + j, n)), V::load(k.bias + j, n));
+      const F h = cell::rnn_forward<V>(c, a, cell::Discard{});
       V::store(y + j, h, n);
       V::store(hs + j, h, n);
     });
@@ -75,43 +103,34 @@ void lstm_forward_tile(const LstmForward<typename V::S>& k, Tile t) {
   using S = typename V::S;
   using F = typename V::F;
   const int64_t H = k.H;
-  const Clamp<S>& clip = k.cell_clip;
+  const cell::Options<S> c = cell::fixed_options<V>(CellType::lstm, k.cell_clip);
   for (int64_t i = t.r0; i < t.r1; ++i) {
     S* g = k.gates + i * 4 * H;
     const S* hg = k.hg + i * 4 * H;
-    S* c = k.c_state + i * H;
+    S* cs = k.c_state + i * H;
     S* h = k.h + i * k.ld_h;
     S* c_keep = k.c_keep ? k.c_keep + i * H : nullptr;
     uint8_t* c_pass = k.c_pass ? k.c_pass + i * H : nullptr;
     S* h_state = k.h_state ? k.h_state + i * H : nullptr;
     for_vectors<V>(t.j0, t.j1, g, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
-      auto pre = [&](int64_t o) RNNX_KERNEL_INLINE {
-        return V::add(V::add(V::load(g + o + j, n), V::load(hg + o + j, n)),
-                      V::load(k.bias + o + j, n));
-      };
-      const F gi = V::sigmoid(pre(0));
-      const F gf = V::sigmoid(pre(H));
-      const F gg = V::tanh(pre(2 * H));
-      const F go = V::sigmoid(pre(3 * H));
+      F a[4];
+      for (int q = 0; q < 4; ++q) {
+        a[q] = V::add(V::add(V::load(g + q * H + j, n), V::load(hg + q * H + j, n)),
+                      V::load(k.bias + q * H + j, n));
+      }
+      const cell::LstmState<V> st =
+          cell::lstm_forward<V>(c, a, V::load(cs + j, n), nullptr, cell::Discard{});
       if (k.keep_gates) {
-        V::store(g + j, gi, n);
-        V::store(g + H + j, gf, n);
-        V::store(g + 2 * H + j, gg, n);
-        V::store(g + 3 * H + j, go, n);
+        for (int q = 0; q < 4; ++q) V::store(g + q * H + j, st.gate[q], n);
       }
-      const F c_raw = V::fma(gf, V::load(c + j, n), V::mul(gi, gg));
-      F cn = c_raw;
-      if (clip.enabled) {
-        cn = clamp_value<V>(c_raw, clip);
-        if (c_pass) V::store_flags(c_pass + j, clamp_passes<V>(c_raw, clip), n);
-      } else if (c_pass) {
-        V::store_flags(c_pass + j, V::mtrue(), n);
+      if (c_pass) {
+        V::store_flags(c_pass + j, c.cell.enabled ? clamp_passes<V>(st.c_raw, c.cell) : V::mtrue(),
+                       n);
       }
-      V::store(c + j, cn, n);
-      if (c_keep) V::store(c_keep + j, cn, n);
-      const F hv = V::mul(go, V::tanh(cn));
-      V::store(h + j, hv, n);
-      if (h_state) V::store(h_state + j, hv, n);
+      V::store(cs + j, st.c, n);
+      if (c_keep) V::store(c_keep + j, st.c, n);
+      V::store(h + j, st.h, n);
+      if (h_state) V::store(h_state + j, st.h, n);
     });
   }
 }
@@ -146,7 +165,7 @@ void gru_forward_tile(const GruForward<typename V::S>& k, Tile t) {
   using S = typename V::S;
   using F = typename V::F;
   const int64_t H = k.H;
-  const F one = V::set1(S(1));
+  const cell::Options<S> c = cell::fixed_options<V>(CellType::gru, {});
   for (int64_t i = t.r0; i < t.r1; ++i) {
     S* g = k.gates + i * 3 * H;
     const S* hg = k.hg + i * 3 * H;
@@ -154,22 +173,25 @@ void gru_forward_tile(const GruForward<typename V::S>& k, Tile t) {
     S* y = k.y + i * k.ld_y;
     S* hn_keep = k.hn_keep ? k.hn_keep + i * H : nullptr;
     for_vectors<V>(t.j0, t.j1, g, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
-      const F r =
-          V::sigmoid(V::add(V::add(V::load(g + j, n), V::load(hg + j, n)), V::load(k.bias + j, n)));
-      const F z = V::sigmoid(V::add(V::add(V::load(g + H + j, n), V::load(hg + H + j, n)),
-                                    V::load(k.bias + H + j, n)));
+      F a[2];
+      for (int q = 0; q < 2; ++q) {
+        a[q] = V::add(V::add(V::load(g + q * H + j, n), V::load(hg + q * H + j, n)),
+                      V::load(k.bias + q * H + j, n));
+      }
+      const cell::GruGates<V> rz = cell::gru_gates<V>(c, a, cell::Discard{});
       const F hn = V::add(V::load(hg + 2 * H + j, n), V::load(k.b_hn + j, n));
-      const F nv =
-          V::tanh(V::fma(r, hn, V::add(V::load(g + 2 * H + j, n), V::load(k.bias + 2 * H + j, n))));
+      F an = cell::gru_lbr_n_input<V>(
+          V::add(V::load(g + 2 * H + j, n), V::load(k.bias + 2 * H + j, n)), rz.r, hn);
+      const cell::GruOutput<V> out =
+          cell::gru_output<V>(c, an, rz.z, V::load(hs + j, n), cell::Discard{});
       if (k.keep_gates) {
-        V::store(g + j, r, n);
-        V::store(g + H + j, z, n);
-        V::store(g + 2 * H + j, nv, n);
+        V::store(g + j, rz.r, n);
+        V::store(g + H + j, rz.z, n);
+        V::store(g + 2 * H + j, out.n, n);
       }
       if (hn_keep) V::store(hn_keep + j, hn, n);
-      const F h = V::fma(z, V::load(hs + j, n), V::mul(V::sub(one, z), nv));
-      V::store(hs + j, h, n);
-      V::store(y + j, h, n);
+      V::store(hs + j, out.h, n);
+      V::store(y + j, out.h, n);
     });
   }
 }
@@ -179,19 +201,22 @@ void gru_orig_gates_forward_tile(const GruOrigGatesForward<typename V::S>& k, Ti
   using S = typename V::S;
   using F = typename V::F;
   const int64_t H = k.H;
+  const cell::Options<S> c = cell::fixed_options<V>(CellType::gru, {});
   for (int64_t i = t.r0; i < t.r1; ++i) {
     S* g = k.gates + i * 3 * H;
     const S* hg = k.hg + i * k.ld_hg;
     const S* hs = k.h_state + i * H;
     S* rh = k.rh + i * H;
     for_vectors<V>(t.j0, t.j1, g, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
-      const F r =
-          V::sigmoid(V::add(V::add(V::load(g + j, n), V::load(hg + j, n)), V::load(k.bias + j, n)));
-      const F z = V::sigmoid(V::add(V::add(V::load(g + H + j, n), V::load(hg + H + j, n)),
-                                    V::load(k.bias + H + j, n)));
-      V::store(g + j, r, n);
-      V::store(g + H + j, z, n);
-      V::store(rh + j, V::mul(r, V::load(hs + j, n)), n);
+      F a[2];
+      for (int q = 0; q < 2; ++q) {
+        a[q] = V::add(V::add(V::load(g + q * H + j, n), V::load(hg + q * H + j, n)),
+                      V::load(k.bias + q * H + j, n));
+      }
+      const cell::GruGates<V> rz = cell::gru_gates<V>(c, a, cell::Discard{});
+      V::store(g + j, rz.r, n);
+      V::store(g + H + j, rz.z, n);
+      V::store(rh + j, V::mul(rz.r, V::load(hs + j, n)), n);
     });
   }
 }
@@ -201,22 +226,22 @@ void gru_orig_forward_tile(const GruOrigForward<typename V::S>& k, Tile t) {
   using S = typename V::S;
   using F = typename V::F;
   const int64_t H = k.H;
-  const F one = V::set1(S(1));
+  const cell::Options<S> c = cell::fixed_options<V>(CellType::gru, {});
   for (int64_t i = t.r0; i < t.r1; ++i) {
     S* g = k.gates + i * 3 * H;
     const S* u = k.u + i * k.ld_u;
     S* hs = k.h_state + i * H;
     S* y = k.y + i * k.ld_y;
     for_vectors<V>(t.j0, t.j1, g + 2 * H, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
-      const F a = V::add(V::add(V::add(V::load(g + 2 * H + j, n), V::load(k.bias + 2 * H + j, n)),
-                                V::load(u + j, n)),
-                         V::load(k.b_hn + j, n));
-      const F nv = V::tanh(a);
-      V::store(g + 2 * H + j, nv, n);
-      const F z = V::load(g + H + j, n);
-      const F h = V::fma(z, V::load(hs + j, n), V::mul(V::sub(one, z), nv));
-      V::store(hs + j, h, n);
-      V::store(y + j, h, n);
+      F an = V::add(V::add(V::add(V::load(g + 2 * H + j, n), V::load(k.bias + 2 * H + j, n)),
+                           V::load(u + j, n)),
+                    V::load(k.b_hn + j, n));
+      // z, activated by the gates' kernel.
+      const cell::GruOutput<V> out =
+          cell::gru_output<V>(c, an, V::load(g + H + j, n), V::load(hs + j, n), cell::Discard{});
+      V::store(g + 2 * H + j, out.n, n);
+      V::store(hs + j, out.h, n);
+      V::store(y + j, out.h, n);
     });
   }
 }
@@ -228,7 +253,6 @@ void rnn_backward_tile(const RnnBackward<typename V::S>& k, Tile t) {
   using S = typename V::S;
   using F = typename V::F;
   const int64_t H = k.H;
-  const F one = V::set1(S(1)), zero = V::set1(S(0));
   for (int64_t i = t.r0; i < t.r1; ++i) {
     const S* h = k.h + i * k.ld_h;
     const S* dh = k.dh + i * H;
@@ -237,10 +261,11 @@ void rnn_backward_tile(const RnnBackward<typename V::S>& k, Tile t) {
     for_vectors<V>(t.j0, t.j1, dg, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
       const F d = plus_dy<V>(V::load(dh + j, n), dy, j, n);
       const F hv = V::load(h + j, n);
-      // ReLU: h > 0 exactly when the pre-activation is > 0 (NaN gives 0 either way). A
-      // product, not a select, so that NaN and inf in dh propagate as in the reference.
-      const F deriv = k.relu ? V::select(V::gt(hv, zero), one, zero) : V::fnma(hv, hv, one);
-      V::store(dg + j, V::mul(d, deriv), n);
+      // A product with the derivative, not a select, so that NaN and inf in dh propagate as
+      // in the reference.
+      const cell::ValueGrad<V> a =
+          k.relu ? cell::relu_from_value<V>(hv) : cell::tanh_from_value<V>(hv);
+      V::store(dg + j, cell::through<V>(a.grad, d, cell::AllPass<V>{}, 0), n);
     });
   }
 }
@@ -268,10 +293,10 @@ void lstm_backward_tile(const LstmBackward<typename V::S>& k, Tile t) {
   using S = typename V::S;
   using F = typename V::F;
   const int64_t H = k.H;
-  const F one = V::set1(S(1));
+  const cell::Options<S> c = cell::fixed_options<V>(CellType::lstm, {});
   for (int64_t i = t.r0; i < t.r1; ++i) {
     const S* g = k.gates + i * 4 * H;
-    const S* c = k.c + i * H;
+    const S* cr = k.c + i * H;
     const PrevRows<S>& prev = k.c_prev;  // (its row() is shared inline code: not called here)
     const S* cp = i < prev.count_a ? prev.a + i * prev.lda : prev.b + i * prev.ldb;
     const uint8_t* c_pass = k.c_pass ? k.c_pass + i * H : nullptr;
@@ -280,17 +305,17 @@ void lstm_backward_tile(const LstmBackward<typename V::S>& k, Tile t) {
     S* dc = k.dc_state + i * H;
     S* dg = k.dg + i * 4 * H;
     for_vectors<V>(t.j0, t.j1, dg, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
-      const F gi = V::load(g + j, n), gf = V::load(g + H + j, n);
-      const F gg = V::load(g + 2 * H + j, n), go = V::load(g + 3 * H + j, n);
+      // The gates were kept activated: each one's derivative from its value.
+      const cell::ValueGrad<V> gate[4] = {cell::sigmoid_from_value<V>(V::load(g + j, n)),
+                                          cell::sigmoid_from_value<V>(V::load(g + H + j, n)),
+                                          cell::tanh_from_value<V>(V::load(g + 2 * H + j, n)),
+                                          cell::sigmoid_from_value<V>(V::load(g + 3 * H + j, n))};
       const F dh = plus_dy<V>(V::load(dh_row + j, n), dy, j, n);
-      const F tc = V::tanh(V::load(c + j, n));
-      F dcj = V::fma(V::mul(dh, go), V::fnma(tc, tc, one), V::load(dc + j, n));
-      if (c_pass) dcj = V::select(V::load_flags(c_pass + j, n), dcj, V::set1(S(0)));
-      V::store(dg + j, V::mul(V::mul(V::mul(dcj, gg), gi), V::sub(one, gi)), n);
-      V::store(dg + H + j, V::mul(V::mul(V::mul(dcj, V::load(cp + j, n)), gf), V::sub(one, gf)), n);
-      V::store(dg + 2 * H + j, V::mul(V::mul(dcj, gi), V::fnma(gg, gg, one)), n);
-      V::store(dg + 3 * H + j, V::mul(V::mul(V::mul(dh, tc), go), V::sub(one, go)), n);
-      V::store(dc + j, V::mul(dcj, gf), n);
+      const cell::LstmGrad<V> r = cell::lstm_backward_from_gates<V>(
+          c, gate, cell::tanh_from_value<V>(V::tanh(V::load(cr + j, n))), V::load(cp + j, n),
+          nullptr, dh, V::load(dc + j, n), cell::AllPass<V>{}, FlagMasks<V>{c_pass, 0, j, n});
+      for (int q = 0; q < 4; ++q) V::store(dg + q * H + j, r.da[q], n);
+      V::store(dc + j, r.dc_prev, n);
     });
   }
 }
@@ -300,7 +325,6 @@ void gru_backward_tile(const GruBackward<typename V::S>& k, Tile t) {
   using S = typename V::S;
   using F = typename V::F;
   const int64_t H = k.H;
-  const F one = V::set1(S(1));
   for (int64_t i = t.r0; i < t.r1; ++i) {
     const S* g = k.gates + i * 3 * H;
     const S* hp = k.h_prev + i * H;
@@ -310,18 +334,17 @@ void gru_backward_tile(const GruBackward<typename V::S>& k, Tile t) {
     S* dg = k.dg + i * 3 * H;
     S* dgh = k.dgh + i * 3 * H;
     for_vectors<V>(t.j0, t.j1, dg, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
-      const F r = V::load(g + j, n), z = V::load(g + H + j, n), nv = V::load(g + 2 * H + j, n);
       const F d = plus_dy<V>(V::load(dh + j, n), dy, j, n);
-      const F dn = V::mul(V::mul(d, V::sub(one, z)), V::fnma(nv, nv, one));
-      const F dz = V::mul(V::mul(V::mul(d, V::sub(V::load(hp + j, n), nv)), z), V::sub(one, z));
-      const F dr = V::mul(V::mul(V::mul(dn, V::load(hn + j, n)), r), V::sub(one, r));
-      V::store(dg + j, dr, n);
-      V::store(dg + H + j, dz, n);
-      V::store(dg + 2 * H + j, dn, n);
-      V::store(dgh + j, dr, n);
-      V::store(dgh + H + j, dz, n);
-      V::store(dgh + 2 * H + j, V::mul(dn, r), n);
-      V::store(dh + j, V::mul(d, z), n);
+      const cell::GruGrad<V> r = cell::gru_backward_from_gates<V>(
+          true, cell::sigmoid_from_value<V>(V::load(g + j, n)),
+          cell::sigmoid_from_value<V>(V::load(g + H + j, n)),
+          cell::tanh_from_value<V>(V::load(g + 2 * H + j, n)), V::load(hn + j, n),
+          V::load(hp + j, n), d, cell::AllPass<V>{});
+      for (int q = 0; q < 3; ++q) V::store(dg + q * H + j, r.da[q], n);
+      V::store(dgh + j, r.da[0], n);
+      V::store(dgh + H + j, r.da[1], n);
+      V::store(dgh + 2 * H + j, r.dhn, n);
+      V::store(dh + j, r.dh_prev, n);
     });
   }
 }
@@ -331,7 +354,7 @@ void gru_orig_backward_n_tile(const GruOrigBackwardN<typename V::S>& k, Tile t) 
   using S = typename V::S;
   using F = typename V::F;
   const int64_t H = k.H;
-  const F one = V::set1(S(1));
+  const F zero = V::set1(S(0));
   for (int64_t i = t.r0; i < t.r1; ++i) {
     const S* g = k.gates + i * 3 * H;
     const S* hp = k.h_prev + i * H;
@@ -339,12 +362,15 @@ void gru_orig_backward_n_tile(const GruOrigBackwardN<typename V::S>& k, Tile t) 
     S* dh = k.dh + i * H;
     S* dg = k.dg + i * 3 * H;
     for_vectors<V>(t.j0, t.j1, dg + H, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
-      const F z = V::load(g + H + j, n), nv = V::load(g + 2 * H + j, n);
+      // r's gradient needs W_hn^T dn: gru_orig_backward_r_tile, after the GEMM.
       const F d = plus_dy<V>(V::load(dh + j, n), dy, j, n);
-      V::store(dg + H + j,
-               V::mul(V::mul(V::mul(d, V::sub(V::load(hp + j, n), nv)), z), V::sub(one, z)), n);
-      V::store(dg + 2 * H + j, V::mul(V::mul(d, V::sub(one, z)), V::fnma(nv, nv, one)), n);
-      V::store(dh + j, V::mul(d, z), n);
+      const cell::GruGrad<V> r = cell::gru_backward_from_gates<V>(
+          false, cell::ValueGrad<V>{zero, zero}, cell::sigmoid_from_value<V>(V::load(g + H + j, n)),
+          cell::tanh_from_value<V>(V::load(g + 2 * H + j, n)), zero, V::load(hp + j, n), d,
+          cell::AllPass<V>{});
+      V::store(dg + H + j, r.da[1], n);
+      V::store(dg + 2 * H + j, r.da[2], n);
+      V::store(dh + j, r.dh_prev, n);
     });
   }
 }
@@ -354,7 +380,6 @@ void gru_orig_backward_r_tile(const GruOrigBackwardR<typename V::S>& k, Tile t) 
   using S = typename V::S;
   using F = typename V::F;
   const int64_t H = k.H;
-  const F one = V::set1(S(1));
   for (int64_t i = t.r0; i < t.r1; ++i) {
     const S* g = k.gates + i * 3 * H;
     const S* hp = k.h_prev + i * H;
@@ -362,10 +387,12 @@ void gru_orig_backward_r_tile(const GruOrigBackwardR<typename V::S>& k, Tile t) 
     S* dh = k.dh + i * H;
     S* dg = k.dg + i * 3 * H;
     for_vectors<V>(t.j0, t.j1, dg, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
-      const F r = V::load(g + j, n);
       const F d = V::load(drh + j, n);
-      V::store(dg + j, V::mul(V::mul(V::mul(d, V::load(hp + j, n)), r), V::sub(one, r)), n);
-      V::store(dh + j, V::fma(d, r, V::load(dh + j, n)), n);
+      const cell::GruResetGrad<V> r =
+          cell::gru_backward_reset_from_gate<V>(cell::sigmoid_from_value<V>(V::load(g + j, n)),
+                                                V::load(hp + j, n), d, cell::AllPass<V>{});
+      V::store(dg + j, r.da_r, n);
+      V::store(dh + j, V::fma(d, r.r, V::load(dh + j, n)), n);
     });
   }
 }
