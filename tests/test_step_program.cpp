@@ -1,6 +1,6 @@
 // rnnx's own GPU algorithm (core/step_program.hpp, core/step_backend.hpp) proven on the host:
 // the programs the cuda backend runs for the configs cuDNN cannot express, run here by a host
-// engine that does each operation with plain loops (the fused cell steps through the very
+// device that does each operation with plain loops (the fused cell steps through the very
 // bodies the CUDA kernels call, src/cuda/step_kernels.hpp), against the reference backend on
 // every problem of problems.hpp, float32 and float64, forward and backward. What the GPU adds
 // on top (cuBLAS's GEMMs, the launch of the bodies) is checked by tests/cuda on a GPU.
@@ -21,9 +21,9 @@ using core::Ref;
 using Where = core::Buf;
 
 template <typename T>
-class HostEngine final : public core::StepEngine {
+class HostDevice final : public core::StepDevice {
  public:
-  explicit HostEngine(const PlanContext& ctx) : ctx_(ctx), dims_(core::step_dims(ctx.config)) {
+  explicit HostDevice(const PlanContext& ctx) : ctx_(ctx), dims_(core::step_dims(ctx.config)) {
     for (int64_t d = 0; d < ctx.config.num_directions(); ++d)
       options_[d] = core::cell::options_for<T>(ctx.config, direction_activations(ctx.config, d));
   }
@@ -162,8 +162,8 @@ Results run_backend(BackendImpl& backend, const Plan& plan, const Tensors& in,
 
 std::unique_ptr<BackendImpl> host_step_backend(const PlanContext& ctx) {
   if (ctx.config.dtype == DataType::f64)
-    return core::make_step_backend(ctx, std::make_unique<HostEngine<double>>(ctx));
-  return core::make_step_backend(ctx, std::make_unique<HostEngine<float>>(ctx));
+    return core::make_step_backend(ctx, std::make_unique<HostDevice<double>>(ctx));
+  return core::make_step_backend(ctx, std::make_unique<HostDevice<float>>(ctx));
 }
 
 using Param = std::tuple<TestCase, DataType>;

@@ -4,7 +4,6 @@ data/node/test_{lstm,gru,rnn,simple_rnn}_*) through rnnx.<Cell>.from_onnx(W, R, 
 (which must match too). Skipped without the onnx package or
 the data; RNNX_ONNX_NODE_DATA points at another copy of data/node."""
 
-import glob
 import os
 
 import numpy as np
@@ -13,53 +12,11 @@ import pytest
 import rnnx
 from conftest import assert_near, tolerance
 
-onnx = pytest.importorskip("onnx")
-from onnx import numpy_helper  # noqa: E402
+pytest.importorskip("onnx")
+from onnx_node_data import DATA, load, node_test_sets  # noqa: E402
 
-DATA = os.environ.get("RNNX_ONNX_NODE_DATA", "/usr/share/libonnx-testdata/data/node")
-PREFIXES = ("test_lstm", "test_gru", "test_rnn", "test_simple_rnn")
 CLASSES = {"LSTM": rnnx.LSTM, "GRU": rnnx.GRU, "RNN": rnnx.RNN}
-
-
-def node_test_sets():
-    out = []
-    for test in sorted(glob.glob(os.path.join(DATA, "test_*"))):
-        if os.path.basename(test).startswith(PREFIXES):
-            out += sorted(glob.glob(os.path.join(test, "test_data_set_*")))
-    return out
-
-
 SETS = node_test_sets()
-
-
-def read_tensors(folder, prefix):
-    out = []
-    for path in sorted(glob.glob(os.path.join(folder, prefix + "_*.pb")),
-                       key=lambda p: int(p.rsplit("_", 1)[1].split(".")[0])):
-        t = onnx.TensorProto()
-        with open(path, "rb") as f:
-            t.ParseFromString(f.read())
-        out.append(numpy_helper.to_array(t))
-    return out
-
-
-def by_position(names, tensors):
-    """Optional inputs and outputs may be named '' in the node: map the files by position."""
-    out, k = {}, 0
-    for pos, name in enumerate(names):
-        if name:
-            out[pos] = tensors[k]
-            k += 1
-    return out
-
-
-def load(data_dir):
-    model = onnx.load(os.path.join(os.path.dirname(data_dir), "model.onnx"))
-    node = model.graph.node[0]
-    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-    inputs = by_position(node.input, read_tensors(data_dir, "input"))
-    outputs = by_position(node.output, read_tensors(data_dir, "output"))
-    return node.op_type, attrs, inputs, outputs
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])

@@ -135,14 +135,23 @@ struct Scalar {
 
 // ---- activations -------------------------------------------------------------------------
 
+// 0, 1 and an activation's alpha and beta as values of V.
+template <class V>
+struct Constants {
+  typename V::F zero, one, alpha, beta;
+};
+template <class V>
+RNNX_CELL_INLINE Constants<V> constants_of(const Activation& a) {
+  using S = typename V::S;
+  return {V::set1(S(0)), V::set1(S(1)), V::set1(static_cast<S>(a.alpha)),
+          V::set1(static_cast<S>(a.beta))};
+}
+
 // ONNX's activation functions. Values at kinks and NaN as in docs/math.md: NaN in gives NaN
 // out except thresholded_relu (0, as x >= alpha is false).
 template <class V>
 RNNX_CELL_INLINE typename V::F activate(const Activation& a, typename V::F x) {
-  using S = typename V::S;
-  using F = typename V::F;
-  const F zero = V::set1(S(0)), one = V::set1(S(1));
-  const F alpha = V::set1(static_cast<S>(a.alpha)), beta = V::set1(static_cast<S>(a.beta));
+  const auto [zero, one, alpha, beta] = constants_of<V>(a);
   switch (a.kind) {
     case ActivationKind::sigmoid:
       return V::sigmoid(x);
@@ -175,10 +184,8 @@ RNNX_CELL_INLINE typename V::F activate(const Activation& a, typename V::F x) {
 // NaN follow the same comparisons.
 template <class V>
 RNNX_CELL_INLINE typename V::F activation_grad(const Activation& a, typename V::F x) {
-  using S = typename V::S;
   using F = typename V::F;
-  const F zero = V::set1(S(0)), one = V::set1(S(1));
-  const F alpha = V::set1(static_cast<S>(a.alpha)), beta = V::set1(static_cast<S>(a.beta));
+  const auto [zero, one, alpha, beta] = constants_of<V>(a);
   switch (a.kind) {
     case ActivationKind::sigmoid: {
       const F s = V::sigmoid(x);
@@ -226,10 +233,8 @@ struct ValueGrad {
 };
 template <class V>
 RNNX_CELL_INLINE ValueGrad<V> activate_with_grad(const Activation& a, typename V::F x) {
-  using S = typename V::S;
   using F = typename V::F;
-  const F zero = V::set1(S(0)), one = V::set1(S(1));
-  const F alpha = V::set1(static_cast<S>(a.alpha)), beta = V::set1(static_cast<S>(a.beta));
+  const auto [zero, one, alpha, beta] = constants_of<V>(a);
   switch (a.kind) {
     case ActivationKind::sigmoid: {
       const F s = V::sigmoid(x);

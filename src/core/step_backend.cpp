@@ -10,9 +10,9 @@ namespace {
 
 class StepBackend final : public BackendImpl {
  public:
-  StepBackend(const PlanContext& ctx, std::unique_ptr<StepEngine> engine)
+  StepBackend(const PlanContext& ctx, std::unique_ptr<StepDevice> device)
       : BackendImpl(ctx),
-        engine_(std::move(engine)),
+        device_(std::move(device)),
         programs_(build_step_programs(ctx.config, ctx.schedule, ctx.weights)) {
     const Config& c = ctx.config;
     const Schedule& s = ctx.schedule;
@@ -35,14 +35,14 @@ class StepBackend final : public BackendImpl {
         drop[s.row(t, i)] =
             static_cast<int64_t>(dropout_element(t, s.sorted_to_orig[i], s.B, DP_, 0));
     }
-    if (!states.empty()) state_map_ = engine_->upload(states);
+    if (!states.empty()) state_map_ = device_->upload(states);
     if (s.tokens > 0) {
-      dropout_map_ = engine_->upload(drop);
-      if (!in_place_) caller_map_ = engine_->upload(caller_rows(ctx.shape, s));
+      dropout_map_ = device_->upload(drop);
+      if (!in_place_) caller_map_ = device_->upload(caller_rows(ctx.shape, s));
     }
   }
 
-  std::string name() const override { return engine_->name(); }
+  std::string name() const override { return device_->name(); }
   size_t forward_workspace_size(bool training) const override {
     return layout(training ? programs_.forward_training : programs_.forward_inference, nullptr)
         .used;
@@ -51,29 +51,29 @@ class StepBackend final : public BackendImpl {
     return layout(programs_.backward, nullptr).used;
   }
   size_t reserve_size() const override { return bytes(programs_.reserve); }
-  const Memory& memory() const override { return engine_->memory(); }
-  bool takes_stream() const override { return engine_->takes_stream(); }
+  const Memory& memory() const override { return device_->memory(); }
+  bool takes_stream() const override { return device_->takes_stream(); }
 
   void forward(const ForwardArgs& a, void* workspace) override {
     const StepProgram& p = a.training ? programs_.forward_training : programs_.forward_inference;
     const Config& c = ctx_.config;
     const int64_t N = ctx_.schedule.tokens, B = ctx_.schedule.B;
     const Layout w = layout(p, workspace);
-    StepEngine::Buffers b{.input = gather_input(a.x, w.x, a.stream),
+    StepDevice::Buffers b{.input = gather_input(a.x, w.x, a.stream),
                           .weights = a.weights,
                           .workspace = w.program,
                           .reserve = a.reserve};
-    engine_->copy_rows(a.h0, state(), at(b.workspace, p.h_state), nullptr, LD_ * B, P_, a.stream);
+    device_->copy_rows(a.h0, state(), at(b.workspace, p.h_state), nullptr, LD_ * B, P_, a.stream);
     if (lstm_) {
-      engine_->copy_rows(a.c0, state(), at(b.workspace, p.c_state), nullptr, LD_ * B, H_, a.stream);
+      device_->copy_rows(a.c0, state(), at(b.workspace, p.c_state), nullptr, LD_ * B, H_, a.stream);
     }
-    engine_->run(p, b, dropout(a.dropout_counter), a.stream);
-    if (padded_ || N == 0) engine_->fill(a.y, ctx_.y_numel(), c.padding_fill, a.stream);
-    if (N > 0) engine_->copy_rows(at(b, p.rows_out), nullptr, a.y, caller(), N, DP_, a.stream);
+    device_->run(p, b, dropout(a.dropout_counter), a.stream);
+    if (padded_ || N == 0) device_->fill(a.y, ctx_.y_numel(), c.padding_fill, a.stream);
+    if (N > 0) device_->copy_rows(at(b, p.rows_out), nullptr, a.y, caller(), N, DP_, a.stream);
     if (a.hy)
-      engine_->copy_rows(at(b.workspace, p.h_state), nullptr, a.hy, state(), LD_ * B, P_, a.stream);
+      device_->copy_rows(at(b.workspace, p.h_state), nullptr, a.hy, state(), LD_ * B, P_, a.stream);
     if (a.cy)
-      engine_->copy_rows(at(b.workspace, p.c_state), nullptr, a.cy, state(), LD_ * B, H_, a.stream);
+      device_->copy_rows(at(b.workspace, p.c_state), nullptr, a.cy, state(), LD_ * B, H_, a.stream);
   }
 
   void backward(const BackwardArgs& a, void* workspace, uint64_t dropout_counter) override {
@@ -82,30 +82,30 @@ class StepBackend final : public BackendImpl {
     const int64_t N = ctx_.schedule.tokens, B = ctx_.schedule.B;
     const Layout w = layout(p, workspace);
     // The backward program only reads the reserve.
-    StepEngine::Buffers b{.input = gather_input(a.x, w.x, a.stream),
+    StepDevice::Buffers b{.input = gather_input(a.x, w.x, a.stream),
                           .weights = a.weights,
                           .dweights = a.dweights,
                           .workspace = w.program,
                           .reserve = const_cast<void*>(a.reserve)};
     if (a.dweights && a.weight_grad_mode == GradMode::overwrite)
-      engine_->fill(a.dweights, ctx_.weights.numel(), 0.0, a.stream);
-    engine_->copy_rows(a.dhy, state(), at(b.workspace, p.h_state), nullptr, LD_ * B, P_, a.stream);
+      device_->fill(a.dweights, ctx_.weights.numel(), 0.0, a.stream);
+    device_->copy_rows(a.dhy, state(), at(b.workspace, p.h_state), nullptr, LD_ * B, P_, a.stream);
     if (lstm_) {
-      engine_->copy_rows(a.dcy, state(), at(b.workspace, p.c_state), nullptr, LD_ * B, H_,
+      device_->copy_rows(a.dcy, state(), at(b.workspace, p.c_state), nullptr, LD_ * B, H_,
                          a.stream);
     }
-    if (N > 0) engine_->copy_rows(a.dy, caller(), at(b, p.dy), nullptr, N, DP_, a.stream);
-    engine_->run(p, b, dropout(dropout_counter), a.stream);
+    if (N > 0) device_->copy_rows(a.dy, caller(), at(b, p.dy), nullptr, N, DP_, a.stream);
+    device_->run(p, b, dropout(dropout_counter), a.stream);
     if (a.dx) {
-      if (padded_ || N == 0) engine_->fill(a.dx, ctx_.x_numel(), 0.0, a.stream);
+      if (padded_ || N == 0) device_->fill(a.dx, ctx_.x_numel(), 0.0, a.stream);
       if (N > 0)
-        engine_->copy_rows(at(b, p.dx), nullptr, a.dx, caller(), N, c.input_size, a.stream);
+        device_->copy_rows(at(b, p.dx), nullptr, a.dx, caller(), N, c.input_size, a.stream);
     }
     if (a.dh0)
-      engine_->copy_rows(at(b.workspace, p.h_state), nullptr, a.dh0, state(), LD_ * B, P_,
+      device_->copy_rows(at(b.workspace, p.h_state), nullptr, a.dh0, state(), LD_ * B, P_,
                          a.stream);
     if (a.dc0)
-      engine_->copy_rows(at(b.workspace, p.c_state), nullptr, a.dc0, state(), LD_ * B, H_,
+      device_->copy_rows(at(b.workspace, p.c_state), nullptr, a.dc0, state(), LD_ * B, H_,
                          a.stream);
   }
 
@@ -127,26 +127,26 @@ class StepBackend final : public BackendImpl {
   }
   size_t bytes(int64_t elems) const { return static_cast<size_t>(elems * elem_); }
   void* at(void* base, Ref r) const { return static_cast<char*>(base) + bytes(r.at); }
-  void* at(const StepEngine::Buffers& b, Ref r) const {
+  void* at(const StepDevice::Buffers& b, Ref r) const {
     return r.buf == Buf::reserve ? at(b.reserve, r) : at(b.workspace, r);
   }
   const void* gather_input(const void* x, void* packed, void* stream) {
     if (in_place_) return x;
     if (ctx_.schedule.tokens > 0)
-      engine_->copy_rows(x, caller(), packed, nullptr, ctx_.schedule.tokens, ctx_.config.input_size,
+      device_->copy_rows(x, caller(), packed, nullptr, ctx_.schedule.tokens, ctx_.config.input_size,
                          stream);
     return packed;
   }
   const int64_t* state() const { return static_cast<const int64_t*>(state_map_.get()); }
   const int64_t* caller() const { return static_cast<const int64_t*>(caller_map_.get()); }
-  StepEngine::Dropout dropout(uint64_t counter) const {
+  StepDevice::Dropout dropout(uint64_t counter) const {
     return {.element_base = static_cast<const int64_t*>(dropout_map_.get()),
             .seed = ctx_.config.seed,
             .counter = counter,
             .p = ctx_.config.dropout};
   }
 
-  std::unique_ptr<StepEngine> engine_;
+  std::unique_ptr<StepDevice> device_;
   StepPrograms programs_;
   Buffer state_map_, dropout_map_, caller_map_;
   int64_t elem_ = 4, LD_ = 0, P_ = 0, H_ = 0, DP_ = 0;
@@ -156,8 +156,8 @@ class StepBackend final : public BackendImpl {
 }  // namespace
 
 std::unique_ptr<BackendImpl> make_step_backend(const PlanContext& ctx,
-                                               std::unique_ptr<StepEngine> engine) {
-  return std::make_unique<StepBackend>(ctx, std::move(engine));
+                                               std::unique_ptr<StepDevice> device) {
+  return std::make_unique<StepBackend>(ctx, std::move(device));
 }
 
 }  // namespace rnnx::core

@@ -1,9 +1,9 @@
 // rnnx's own recurrent algorithm as a backend on any device that can run its step programs
-// (step_program.hpp): the device brings a StepEngine (its memory, row copies through maps,
+// (step_program.hpp): the device brings a StepDevice (its memory, row copies through maps,
 // fills, and the program's operations: GEMMs, fused cell steps, dropout); this file does the
 // rest once, device-neutral: the caller's rows and states in and out of the programs' sorted
 // order, padding, weight-gradient overwrite or accumulation. The cuda backend runs it for the
-// configs cuDNN cannot express (src/cuda/step_engine.cpp); the tests run it with a host engine
+// configs cuDNN cannot express (src/cuda/step_device.cpp); the tests run it with a host device
 // against the reference (tests/test_step_program.cpp).
 #pragma once
 
@@ -18,14 +18,14 @@
 
 namespace rnnx::core {
 
-class StepEngine {
+class StepDevice {
  public:
-  virtual ~StepEngine() = default;
+  virtual ~StepDevice() = default;
   // What runs the programs, for impl_name(): "cuda:own/fp32".
   virtual std::string name() const = 0;
   virtual const Memory& memory() const = 0;
   virtual bool takes_stream() const = 0;
-  // A copy of a plan-time map in the engine's memory, made before this returns.
+  // A copy of a plan-time map in the device's memory, made before this returns.
   virtual Buffer upload(const std::vector<int64_t>& map) = 0;
   // For r < rows: dst row (dst_map ? dst_map[r] : r) = src row (src_map ? src_map[r] : r),
   // rows `width` elements of the plan's data type; a null src writes zeros.
@@ -49,8 +49,8 @@ class StepEngine {
                    void* stream) = 0;
 };
 
-// The backend over `engine` for the plan of ctx.
+// The backend over `device` for the plan of ctx.
 std::unique_ptr<BackendImpl> make_step_backend(const PlanContext& ctx,
-                                               std::unique_ptr<StepEngine> engine);
+                                               std::unique_ptr<StepDevice> device);
 
 }  // namespace rnnx::core

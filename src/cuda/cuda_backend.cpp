@@ -7,7 +7,7 @@
 // gradients back into the flat buffer, overwritten or added. With dropout between layers each
 // layer is its own cuDNN call and rnnx's own masks (philox.hpp) go between them, the same as
 // on the CPU. What cuDNN cannot express (core::cudnn_refusal) runs on rnnx's own kernels
-// instead (core/step_backend.hpp, step_engine.hpp).
+// instead (core/step_backend.hpp, step_device.hpp).
 #include "cuda/cuda_backend.hpp"
 
 #include <cuda_runtime_api.h>
@@ -24,7 +24,7 @@
 #include "cuda/cudnn_rnn.hpp"
 #include "cuda/cudnn_search.hpp"
 #include "cuda/kernels.hpp"
-#include "cuda/step_engine.hpp"
+#include "cuda/step_device.hpp"
 #include "rnnx/error.hpp"
 
 namespace rnnx {
@@ -448,7 +448,7 @@ std::unique_ptr<BackendImpl> make_cuda_backend(const PlanContext& ctx) {
                     to_string(ctx.config.dtype) + " yet; backend cpu runs it");
   }
   cuda::current_device();  // a machine without a GPU is refused before anything is made
-  return core::make_step_backend(ctx, cuda::make_step_engine(ctx));
+  return core::make_step_backend(ctx, cuda::make_step_device(ctx));
 }
 
 }  // namespace rnnx

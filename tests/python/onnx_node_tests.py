@@ -11,7 +11,7 @@ runs ONNX's cell options too; a refusal is a failure).
 Prints a line per run and `N passed, N failed`; exit 77 (skipped) without the test data.
 """
 import argparse
-import glob
+import importlib.util
 import json
 import os
 import subprocess
@@ -20,61 +20,24 @@ import tempfile
 
 import numpy as np
 
-try:
-    import onnx
-    from onnx import numpy_helper
-except ImportError:  # pragma: no cover - CI installs python3-onnx
+if importlib.util.find_spec("onnx") is None:  # pragma: no cover - CI installs python3-onnx
     print("onnx is not installed for this interpreter: skipped")
     sys.exit(77)
-
-DATA = "/usr/share/libonnx-testdata/data/node"
-PREFIXES = ("test_lstm", "test_gru", "test_rnn", "test_simple_rnn")
-
-
-def node_attributes(node):
-    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-
-
-def read_tensors(folder, prefix):
-    out = []
-    for path in sorted(glob.glob(os.path.join(folder, prefix + "_*.pb")),
-                       key=lambda p: int(p.rsplit("_", 1)[1].split(".")[0])):
-        t = onnx.TensorProto()
-        with open(path, "rb") as f:
-            t.ParseFromString(f.read())
-        out.append(numpy_helper.to_array(t))
-    return out
+# The node tests' reader, shared with the Python API's test of the same data.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python",
+                                "tests"))
+from onnx_node_data import DATA, load, node_test_sets  # noqa: E402
 
 
 def text(v):
     return v.decode() if isinstance(v, bytes) else v
 
 
-def build_case(model_path, data_dir, case_dir):
+def build_case(data_dir, case_dir):
     """Writes the case; returns (expected outputs by ONNX output index, layout, D, H)."""
-    model = onnx.load(model_path)
-    node = model.graph.node[0]
-    attrs = node_attributes(node)
-    # Optional inputs may be named '' in the node; map the files by position.
-    by_pos = {}
-    tensors = read_tensors(data_dir, "input")
-    names = [n for n in node.input]
-    k = 0
-    for pos, name in enumerate(names):
-        if name == "":
-            continue
-        by_pos[pos] = tensors[k]
-        k += 1
-    outputs = read_tensors(data_dir, "output")
-    out_by_pos = {}
-    k = 0
-    for pos, name in enumerate(node.output):
-        if name == "":
-            continue
-        out_by_pos[pos] = outputs[k]
-        k += 1
+    op_type, attrs, by_pos, out_by_pos = load(data_dir)
 
-    cell = {"LSTM": "lstm", "GRU": "gru", "RNN": "rnn_tanh"}[node.op_type]
+    cell = {"LSTM": "lstm", "GRU": "gru", "RNN": "rnn_tanh"}[op_type]
     H = int(attrs["hidden_size"])
     direction = text(attrs.get("direction", b"forward"))
     D = 2 if direction == "bidirectional" else 1
@@ -87,11 +50,11 @@ def build_case(model_path, data_dir, case_dir):
         "direction": direction, "batch_first": layout == 1, "dtype": "float64",
         "bias": True,
     }
-    if node.op_type == "GRU":
+    if op_type == "GRU":
         case["gru_linear_before_reset"] = bool(attrs.get("linear_before_reset", 0))
     if "clip" in attrs:
         case["gate_clip"] = float(attrs["clip"])
-    if node.op_type == "LSTM":
+    if op_type == "LSTM":
         case["input_forget"] = bool(attrs.get("input_forget", 0))
         case["peephole"] = 7 in by_pos
     if "activations" in attrs:
@@ -147,42 +110,39 @@ def main():
     ap.add_argument("--backend", action="append", help="reference and/or cpu (default both)")
     args = ap.parse_args()
     backends = args.backend or ["reference", "cpu"]
-    tests = sorted(d for d in glob.glob(os.path.join(args.data, "test_*"))
-                   if os.path.basename(d).startswith(PREFIXES))
-    if not tests:
+    sets = node_test_sets(args.data)
+    if not sets:
         print("no ONNX RNN node tests under %s: skipped" % args.data)
         return 77
     passed = failed = 0
     with tempfile.TemporaryDirectory() as tmp:
-        for test in tests:
-            name = os.path.basename(test)
-            for data_dir in sorted(glob.glob(os.path.join(test, "test_data_set_*"))):
-                case_dir = os.path.join(tmp, name, "case")
-                expected, layout, D, H = build_case(os.path.join(test, "model.onnx"), data_dir,
-                                                    case_dir)
-                for backend in backends:
-                    out_dir = os.path.join(tmp, name, backend)
-                    run = subprocess.run([args.rnnx, "run", case_dir, "--out", out_dir,
-                                          "--backend", backend], capture_output=True, text=True)
-                    label = "%s/%s [%s]" % (name, os.path.basename(data_dir), backend)
-                    if run.returncode != 0:
-                        print("FAIL %s: exit %d: %s" % (label, run.returncode, run.stderr.strip()))
-                        failed += 1
-                        continue
-                    got = to_onnx_outputs(out_dir, layout, D, H)
-                    worst = 0.0
-                    ok = True
-                    for pos, want in expected.items():
-                        have = got[pos]
-                        # The expected values are float32: compare at float32 resolution.
-                        if have.shape != want.shape or not np.allclose(have, want, rtol=1e-5,
-                                                                       atol=1e-6):
-                            ok = False
-                        if have.shape == want.shape:
-                            worst = max(worst, float(np.max(np.abs(have - want))))
-                    print("%s %s: max |diff| %.2e" % ("ok  " if ok else "FAIL", label, worst))
-                    passed += ok
-                    failed += not ok
+        for data_dir in sets:
+            name = os.path.basename(os.path.dirname(data_dir))
+            case_dir = os.path.join(tmp, name, "case")
+            expected, layout, D, H = build_case(data_dir, case_dir)
+            for backend in backends:
+                out_dir = os.path.join(tmp, name, backend)
+                run = subprocess.run([args.rnnx, "run", case_dir, "--out", out_dir,
+                                      "--backend", backend], capture_output=True, text=True)
+                label = "%s/%s [%s]" % (name, os.path.basename(data_dir), backend)
+                if run.returncode != 0:
+                    print("FAIL %s: exit %d: %s" % (label, run.returncode, run.stderr.strip()))
+                    failed += 1
+                    continue
+                got = to_onnx_outputs(out_dir, layout, D, H)
+                worst = 0.0
+                ok = True
+                for pos, want in expected.items():
+                    have = got[pos]
+                    # The expected values are float32: compare at float32 resolution.
+                    if have.shape != want.shape or not np.allclose(have, want, rtol=1e-5,
+                                                                   atol=1e-6):
+                        ok = False
+                    if have.shape == want.shape:
+                        worst = max(worst, float(np.max(np.abs(have - want))))
+                print("%s %s: max |diff| %.2e" % ("ok  " if ok else "FAIL", label, worst))
+                passed += ok
+                failed += not ok
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

@@ -1,4 +1,4 @@
-// The own path's engine on the GPU (core/step_backend.hpp): cuBLAS for the programs' GEMMs,
+// The own path's device side on the GPU (core/step_backend.hpp): cuBLAS for the programs' GEMMs,
 // CellLauncher for their cell steps, kernels.hpp for copies, fills and dropout.
 #pragma once
 
@@ -10,6 +10,6 @@
 namespace rnnx::cuda {
 
 // float32 and float64 configs; the GPU of the calling thread.
-std::unique_ptr<core::StepEngine> make_step_engine(const PlanContext& ctx);
+std::unique_ptr<core::StepDevice> make_step_device(const PlanContext& ctx);
 
 }  // namespace rnnx::cuda

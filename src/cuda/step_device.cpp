@@ -1,9 +1,9 @@
-// The own path's engine on the GPU (step_engine.hpp). GEMMs are row-major in the programs
+// The own path's device side on the GPU (step_device.hpp). GEMMs are row-major in the programs
 // and column-major in cuBLAS: C = A' B' is computed as C^T = B'^T A'^T, which is the same
 // memory. float32 multiplies in float32 (cuBLAS's default math never uses TF32) unless the
 // plan allows conversion, which runs the products on bf16 tensor cores with float32
 // accumulation, as the cpu backend's allow_conversion does.
-#include "cuda/step_engine.hpp"
+#include "cuda/step_device.hpp"
 
 #include <string>
 
@@ -27,9 +27,9 @@ void attach_cublas(cublasHandle_t h, cudaStream_t stream) {
   check(cublas().set_stream(h, stream), "cublasSetStream");
 }
 
-class CudaStepEngine final : public core::StepEngine {
+class CudaStepDevice final : public core::StepDevice {
  public:
-  explicit CudaStepEngine(const PlanContext& ctx)
+  explicit CudaStepDevice(const PlanContext& ctx)
       : ctx_(ctx), device_(current_device()), cells_(ctx.config) {
     const DataType dt = ctx.config.dtype;
     if (dt == DataType::f64) {
@@ -140,8 +140,8 @@ class CudaStepEngine final : public core::StepEngine {
 
 }  // namespace
 
-std::unique_ptr<core::StepEngine> make_step_engine(const PlanContext& ctx) {
-  return std::make_unique<CudaStepEngine>(ctx);
+std::unique_ptr<core::StepDevice> make_step_device(const PlanContext& ctx) {
+  return std::make_unique<CudaStepDevice>(ctx);
 }
 
 }  // namespace rnnx::cuda
