@@ -8,6 +8,7 @@
 // cell clip with both NaN policies, and each of ONNX's activations. Runs in every build.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <limits>
 
 #include "core/cell_math.hpp"
@@ -195,6 +196,48 @@ TEST(CellMath, ClampNanPolicy) {
   EXPECT_EQ(cell::clamp_value<V>(-3.0, keep), -1.0);
   EXPECT_FALSE(cell::clamp_passes<V>(2.5, keep));
   EXPECT_TRUE(cell::clamp_passes<V>(2.0, keep));
+}
+
+// Backward takes an activation's value and derivative together (activate_with_grad) and the
+// fixed cells take the derivative from the value they kept (sigmoid_from_value, ...): both
+// must give the very bits of activate and activation_grad called apart, which the extended
+// cells' results before the shared math relied on. Every kind, float32, inputs across the
+// kinks, saturation, infinities and NaN.
+TEST(CellMath, ValueAndDerivativeTogetherAreTheSameBits) {
+  using F32 = cell::Scalar<float>;
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> xs = {0.0f,  -0.0f,  1.0f,  -1.0f,  0.3f, 2.5f, -2.5f,
+                           20.0f, -20.0f, 90.0f, -90.0f, inf,  -inf, std::nanf("")};
+  Rng rng(7);
+  for (int i = 0; i < 200; ++i) xs.push_back(static_cast<float>(rng.uniform(-8.0, 8.0)));
+  auto same = [](float a, float b) {
+    return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0;
+  };
+  for (int k = 0; k <= static_cast<int>(ActivationKind::softplus); ++k) {
+    const Activation act = k == static_cast<int>(ActivationKind::scaled_tanh)
+                               ? Activation{ActivationKind::scaled_tanh, 1.5, 0.7}
+                               : default_activation(static_cast<ActivationKind>(k));
+    for (float x : xs) {
+      const auto vg = cell::activate_with_grad<F32>(act, x);
+      EXPECT_TRUE(same(vg.value, cell::activate<F32>(act, x))) << to_string(act.kind) << " " << x;
+      EXPECT_TRUE(same(vg.grad, cell::activation_grad<F32>(act, x)))
+          << to_string(act.kind) << " " << x;
+    }
+  }
+  for (float x : xs) {
+    const Activation sig = default_activation(ActivationKind::sigmoid);
+    const Activation th = default_activation(ActivationKind::tanh);
+    const Activation re = default_activation(ActivationKind::relu);
+    EXPECT_TRUE(same(cell::sigmoid_from_value<F32>(cell::activate<F32>(sig, x)).grad,
+                     cell::activation_grad<F32>(sig, x)))
+        << x;
+    EXPECT_TRUE(same(cell::tanh_from_value<F32>(cell::activate<F32>(th, x)).grad,
+                     cell::activation_grad<F32>(th, x)))
+        << x;
+    EXPECT_TRUE(same(cell::relu_from_value<F32>(cell::activate<F32>(re, x)).grad,
+                     cell::activation_grad<F32>(re, x)))
+        << x;
+  }
 }
 
 // Without peepholes the cell adds nothing to the gates' pre-activations: an infinite previous
