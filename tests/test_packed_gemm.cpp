@@ -350,6 +350,57 @@ TEST_P(PackedGemm, RowsDoNotDependOnTheirTile) {
   }
 }
 
+// An operand given transposed (Op::T) is packed by a transposing packer (squares of the
+// level's vector width transposed in registers, the edges by overlapping squares or a plain
+// loop); the packed values, hence C, must be the very bits of the same operand given as
+// it is. Sizes around the vector widths (4, 8, 16), the chunk of k (16), the tile height
+// and the panel width, row strides wider than the rows.
+TEST_P(PackedGemm, TransposedOperandsGiveTheSameBits) {
+  const PackedType type = GetParam();
+  const std::vector<Shape> shapes = {{1, 1, 1},    {3, 7, 5},    {8, 8, 8},    {9, 17, 15},
+                                     {14, 32, 16}, {15, 33, 17}, {23, 40, 31}, {113, 70, 529}};
+  for (const Shape& s : shapes) {
+    SCOPED_TRACE("M=" + std::to_string(s.M) + " N=" + std::to_string(s.N) +
+                 " K=" + std::to_string(s.K));
+    Rng rng(s.M * 5 + s.N * 3 + s.K);
+    const int64_t lda = s.K + 3, ldb = s.N + 1, lda_t = s.M + 2, ldb_t = s.K + 5;
+    std::vector<float> A(s.M * lda), B(s.K * ldb), At(s.K * lda_t), Bt(s.N * ldb_t);
+    for (int64_t i = 0; i < s.M; ++i) {
+      for (int64_t k = 0; k < s.K; ++k) {
+        A[i * lda + k] = At[k * lda_t + i] = static_cast<float>(rng.uniform(-1, 1));
+      }
+    }
+    for (int64_t k = 0; k < s.K; ++k) {
+      for (int64_t j = 0; j < s.N; ++j) {
+        B[k * ldb + j] = Bt[j * ldb_t + k] = static_cast<float>(rng.uniform(-1, 1));
+      }
+    }
+    std::vector<float> scratch(rnnx::cpu::packed_gemm_full_floats(s.M, s.N, s.K, type));
+    const auto product = [&](Op op_a, Op op_b) {
+      std::vector<float> C(s.M * s.N);
+      rnnx::cpu::packed_gemm_full(op_a, op_b, s.M, s.N, s.K, op_a == Op::T ? At.data() : A.data(),
+                                  op_a == Op::T ? lda_t : lda, op_b == Op::T ? Bt.data() : B.data(),
+                                  op_b == Op::T ? ldb_t : ldb, false, C.data(), s.N, scratch.data(),
+                                  type);
+      return C;
+    };
+    const std::vector<float> plain = product(Op::N, Op::N);
+    EXPECT_TRUE(product(Op::T, Op::N) == plain) << "A transposed";
+    EXPECT_TRUE(product(Op::N, Op::T) == plain) << "B transposed";
+    EXPECT_TRUE(product(Op::T, Op::T) == plain) << "both transposed";
+    // The weights' packer (pack_b) of a step product, W given as [N, K] or [K, N].
+    std::vector<float> b_pack(rnnx::cpu::packed_b_floats(s.K, s.N, 1, type)),
+        bt_pack(b_pack.size());
+    const rnnx::cpu::PackedB packed =
+        rnnx::cpu::pack_b(Op::N, s.K, s.N, B.data(), ldb, b_pack.data(), 1, type);
+    rnnx::cpu::pack_b(Op::T, s.K, s.N, Bt.data(), ldb_t, bt_pack.data(), 1, type);
+    EXPECT_TRUE(b_pack == bt_pack) << "pack_b of W^T";
+    std::vector<float> a_pack(rnnx::cpu::packed_a_floats(s.M, s.K, type)), C(s.M * s.N);
+    rnnx::cpu::packed_gemm(s.M, A.data(), lda, packed, false, C.data(), s.N, a_pack.data());
+    EXPECT_TRUE(C == plain) << "the step product";
+  }
+}
+
 // K = 0: overwrite gives zeros, accumulate leaves C alone; M = 0 or N = 0 touch nothing.
 TEST_P(PackedGemm, EmptyProducts) {
   const PackedType type = GetParam();

@@ -7,7 +7,8 @@
 // kVectorBytes, kSubRows, kMinSubRows (the fewest rows a split leaves), kSubVecs (vectors per
 // row of a sub-tile), kWideVecs (the same for sub-tiles of one or two rows), kBRegisters
 // (how many vectors of B's row stay in registers; the others are the FMAs' memory operands)
-// and kDepthBlock (the k of a panel that stays in L1, below) defined.
+// and kDepthBlock (the k of a panel that stays in L1, below) defined, and transpose_lanes
+// (a square of kLanes vectors transposed in registers: the transposing packers' tiles).
 //
 // Every element of C is one chain of multiply-adds in order of k, from zero (or from C's
 // value when accumulating), whatever the blocks of k (the compiler fuses each multiply-add
@@ -151,6 +152,31 @@ void tile(int64_t K, int rows, const float* a_block, const float* panel, float* 
   }
 }
 
+// dst[j * ldd + i] = src[i * lds + j] for i < rows, j < cols: the packers' transposes, in
+// squares of kLanes x kLanes transposed in registers (transpose_lanes) where both sides have
+// that many, the last square of each side moved back to end at the edge (it writes some
+// values twice, the same ones); a plain loop where a side is shorter. Only [0, rows) x
+// [0, cols) is read and written, so threads packing disjoint ranges stay disjoint.
+void transpose_copy(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst,
+                    int64_t ldd) {
+  if (rows < kLanes || cols < kLanes) {
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t j = 0; j < cols; ++j) dst[j * ldd + i] = src[i * lds + j];
+    }
+    return;
+  }
+  for (int64_t i = 0; i < rows; i += kLanes) {
+    const int64_t i0 = min64(i, rows - kLanes);
+    for (int64_t j = 0; j < cols; j += kLanes) {
+      const int64_t j0 = min64(j, cols - kLanes);
+      Vec square[kLanes];
+      for (int t = 0; t < kLanes; ++t) square[t] = load(src + (i0 + t) * lds + j0);
+      transpose_lanes(square);
+      for (int t = 0; t < kLanes; ++t) store(dst + (j0 + t) * ldd + i0, square[t]);
+    }
+  }
+}
+
 void pack_b_panels(bool trans, int64_t K, int64_t N, const float* W, int64_t ldw, int64_t p0,
                    int64_t p1, float* out, const int64_t* row_map) {
   for (int64_t p = p0; p < p1; ++p) {
@@ -162,13 +188,9 @@ void pack_b_panels(bool trans, int64_t K, int64_t N, const float* W, int64_t ldw
       // stay in L1 while W's rows are read along their length.
       for (int64_t k0 = 0; k0 < K; k0 += kChunk) {
         const int64_t kc = min64(kChunk, K - k0);
-        for (int64_t j = 0; j < kPanel; ++j) {
-          if (j >= cols) {
-            for (int64_t k = 0; k < kc; ++k) panel[(k0 + k) * kPanel + j] = 0.0f;
-            continue;
-          }
-          const float* src = W + (n0 + j) * ldw + k0;
-          for (int64_t k = 0; k < kc; ++k) panel[(k0 + k) * kPanel + j] = src[k];
+        transpose_copy(W + n0 * ldw + k0, ldw, cols, kc, panel + k0 * kPanel, kPanel);
+        for (int64_t k = 0; k < kc; ++k) {
+          for (int64_t j = cols; j < kPanel; ++j) panel[(k0 + k) * kPanel + j] = 0.0f;
         }
       }
     } else {
@@ -206,10 +228,7 @@ void pack_a_blocks(bool trans, int64_t M, int64_t K, int64_t k0, int64_t k1, con
         }
       } else {
         // A is [K, M]: row k of A holds the block's rows as its columns.
-        for (int64_t k = lo; k < hi; ++k) {
-          const float* src = A + k * lda + m0;
-          for (int64_t i = 0; i < rows; ++i) chunk[i * kChunk + l0 + (k - lo)] = src[i];
-        }
+        transpose_copy(A + lo * lda + m0, lda, hi - lo, rows, chunk + l0, kChunk);
       }
     }
   }

@@ -22,6 +22,17 @@ constexpr int kWideVecs = 4;
 constexpr int64_t kDepthBlock = 128;
 constexpr int kBRegisters = 4;
 
+// r[i] = row i of an n x n square in, column i out, through memory (the baseline level
+// spells no shuffle; the compiler's own choice for this level).
+template <class V, int n = sizeof(V) / sizeof(float)>
+inline void transpose_lanes(V r[n]) {
+  float square[n][n];
+  std::memcpy(square, r, sizeof square);
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) r[i][j] = square[j][i];
+  }
+}
+
 #include "cpu/kernels/packed_gemm.inl"
 
 }  // namespace
