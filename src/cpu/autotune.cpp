@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/autotune_cache.hpp"
+#include "core/fastest_candidate.hpp"
 #include "core/memory.hpp"
 #include "core/thread_scope.hpp"
 #include "cpu/buffers.hpp"
@@ -132,32 +133,11 @@ std::vector<Algo> neighbours(const AlgoSpace& space, const Algo& from) {
   return out;
 }
 
-// Two measurements of one candidate that differ by more than this factor mean that
-// something else took the cores during the search (another process, a busy data loader):
-// the times then rank the machine's load, not the candidates, and nothing is kept. On a
-// quiet machine repeated measurements agree within a few percent. RNNX_AUTOTUNE_SPREAD
-// sets another factor (tests: a huge one keeps every choice, one below 1 none).
-constexpr double kInterferenceSpread = 1.5;
-
-double interference_spread() {
-  const char* env = std::getenv("RNNX_AUTOTUNE_SPREAD");
-  if (env == nullptr || *env == '\0') return kInterferenceSpread;
-  char* end = nullptr;
-  const double v = std::strtod(env, &end);
-  if (*end != '\0' || !(v > 0.0)) {
-    throw Error(Status::invalid_argument, std::string("RNNX_AUTOTUNE_SPREAD (= \"") + env +
-                                              "\") must be a factor > 0, or unset");
-  }
-  return v;
-}
-
-// What the memory holds for a key whose search was disturbed (not an algorithm's name).
-constexpr const char* kDisturbedSearch = "disturbed-search:heuristic";
-
-// The fastest candidate, or nothing when the measurements show interference.
+// The fastest candidate (core/fastest_candidate.hpp's rules), or nothing when the
+// measurements show interference.
 template <typename T>
 std::optional<Algo> search(const PlanContext& ctx, const AlgoSpace& space) {
-  const double spread_limit = interference_spread();
+  const double spread_limit = core::interference_spread();
   core::ThreadScope threads(ctx.options.num_threads);
   std::vector<std::unique_ptr<Sized<T>>> sized;
   size_t reserve = 0, workspace = 0;
@@ -172,47 +152,15 @@ std::optional<Algo> search(const PlanContext& ctx, const AlgoSpace& space) {
     return *sized[i];
   };
   SearchData<T> data(ctx, reserve, workspace);
-  // The largest ratio between two measurements of the same candidate.
-  double spread = 1.0;
-  auto remeasure = [&](const Algo& a, double before, int runs) {
-    const double now = measure<T>(sized_of(a), data, runs);
-    spread = std::max(spread, std::max(now, before) / std::max(std::min(now, before), 1e-12));
-    return std::min(now, before);
-  };
   // A warm-up run (first touch of the buffers, the thread pool), then the best of two runs
-  // per candidate, or one for problems whose single run is long: the search then costs a
+  // per measurement, or one for problems whose single run is long: the search then costs a
   // few runs of the problem whatever its size.
-  Algo best = space.heuristic;
-  const double warm = measure<T>(sized_of(best), data, 1);
+  const double warm = measure<T>(sized_of(space.heuristic), data, 1);
   const int runs = warm > 0.2 ? 1 : 2;
-  double best_s = measure<T>(sized_of(best), data, runs);
-  std::vector<Algo> tried = {best};
-  bool improved = true;
-  while (improved) {
-    improved = false;
-    for (const Algo& c : neighbours(space, best)) {
-      if (std::find(tried.begin(), tried.end(), c) != tried.end()) continue;
-      tried.push_back(c);
-      double s = measure<T>(sized_of(c), data, runs);
-      // Keep the incumbent unless the other is clearly faster (3%), twice: a second, paired
-      // measurement of both confirms the first, so that one noisy run of the incumbent (the
-      // machine busy with something else for a moment) does not hand the choice over.
-      if (s < best_s * 0.97) {
-        best_s = remeasure(best, best_s, runs);
-        s = remeasure(c, s, runs);
-      }
-      if (s < best_s * 0.97) {
-        best = c;
-        best_s = s;
-        improved = true;
-      }
-    }
-  }
-  // The winner once more: a search whose every measurement fell in a busy spell would
-  // otherwise show no spread.
-  remeasure(best, best_s, runs);
-  if (spread > spread_limit) return std::nullopt;
-  return best;
+  return core::fastest_candidate(
+      space.heuristic,
+      [&](const Algo& a) -> std::optional<double> { return measure<T>(sized_of(a), data, runs); },
+      [&](const Algo& from) { return neighbours(space, from); }, spread_limit);
 }
 
 // Sizes that differ by less than a quarter octave share a key.
@@ -296,7 +244,7 @@ AlgoChoice choose_algo(const PlanContext& ctx, const AlgoSpace& space) {
   const std::string key = key_of(probe, space);
   Algo cached;
   if (auto text = core::autotune_lookup(key)) {
-    if (*text == kDisturbedSearch) return {space.heuristic, false};
+    if (*text == core::kDisturbedSearch) return {space.heuristic, false};
     if (parse_algo(*text, &cached) && is_candidate(space, cached)) return {cached, true};
   }
   const std::optional<Algo> chosen = search<T>(probe, space);
@@ -304,7 +252,7 @@ AlgoChoice choose_algo(const PlanContext& ctx, const AlgoSpace& space) {
     // Measured under interference: the heuristic, for every plan of this key in this
     // process (plans of one problem keep computing the same bits), and nothing in the file,
     // so that the next process searches again.
-    core::autotune_remember(key, kDisturbedSearch);
+    core::autotune_remember(key, core::kDisturbedSearch);
     return {space.heuristic, false};
   }
   core::autotune_store(key, algo_name(*chosen, sizeof(T) == sizeof(float), space.isa));

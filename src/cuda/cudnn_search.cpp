@@ -6,11 +6,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/autotune_cache.hpp"
 #include "core/cudnn_layout.hpp"
+#include "core/fastest_candidate.hpp"
 #include "cuda/cuda_api.hpp"
 #include "cuda/kernels.hpp"
 #include "rnnx/convert.hpp"
@@ -146,7 +149,9 @@ std::unique_ptr<BackendImpl> with_fastest_cudnn_algorithm(const PlanContext& ctx
   check(cudaGetDeviceProperties(&prop, current_device()), "cudaGetDeviceProperties");
   const std::string key = core::cudnn_autotune_key(ctx.config, ctx.math, batch, ctx.options.purpose,
                                                    prop.name, static_cast<int>(cudnnGetVersion()));
+  const double spread_limit = core::interference_spread();
   if (const auto text = core::autotune_lookup(key)) {
+    if (*text == core::kDisturbedSearch) return standard;
     const auto algo = core::cudnn_algo_from_string(*text);
     if (algo == core::CudnnAlgo::standard) return standard;
     if (algo && std::find(candidates.begin(), candidates.end(), *algo) != candidates.end()) {
@@ -159,26 +164,56 @@ std::unique_ptr<BackendImpl> with_fastest_cudnn_algorithm(const PlanContext& ctx
   }
   try {
     Search search(ctx);
-    std::vector<double> want, got;
-    double best_time = search.measure(*standard, &want);
-    std::unique_ptr<BackendImpl> best = std::move(standard);
-    core::CudnnAlgo best_algo = core::CudnnAlgo::standard;
-    for (core::CudnnAlgo algo : candidates) {
-      if (algo == core::CudnnAlgo::standard) continue;
-      try {
-        std::unique_ptr<BackendImpl> b = make(algo);
-        const double t = search.measure(*b, &got);
-        if (same_result(got, want, ctx.math) && t < best_time) {
-          best_time = t, best_algo = algo;
-          best = std::move(b);
-        }
-      } catch (const Error& e) {
-        if (e.code() == Status::out_of_memory) throw;
-        cudaGetLastError();  // cuDNN refused the candidate: it is not one
+    // The backends of the two candidates measured last (an incumbent and its challenger are
+    // measured in pairs), each built once while it is in use: the others are let go, so that
+    // the search holds at most two beside the plan's memory.
+    std::vector<std::pair<core::CudnnAlgo, std::unique_ptr<BackendImpl>>> built;
+    built.emplace_back(core::CudnnAlgo::standard, std::move(standard));
+    const auto backend_of = [&](core::CudnnAlgo algo) -> BackendImpl& {
+      auto it =
+          std::find_if(built.begin(), built.end(), [&](const auto& e) { return e.first == algo; });
+      if (it == built.end()) {
+        if (built.size() == 2) built.erase(built.begin());
+        built.emplace_back(algo, make(algo));
+      } else {
+        std::rotate(it, it + 1, built.end());  // most recently used last
       }
+      return *built.back().second;
+    };
+    // STANDARD's y (its first measurement) is what every other candidate must reproduce.
+    std::vector<double> want, got;
+    const auto measure = [&](core::CudnnAlgo algo) -> std::optional<double> {
+      const bool reference = algo == core::CudnnAlgo::standard && want.empty();
+      try {
+        const double t = search.measure(backend_of(algo), reference ? &want : &got);
+        if (!reference && !same_result(got, want, ctx.math)) return std::nullopt;
+        return t;
+      } catch (const Error& e) {
+        if (e.code() == Status::out_of_memory || reference) throw;
+        cudaGetLastError();  // cuDNN refused the candidate: it is not one
+        return std::nullopt;
+      }
+    };
+    const auto others = [&](core::CudnnAlgo from) {
+      std::vector<core::CudnnAlgo> out;
+      for (core::CudnnAlgo c : candidates) {
+        if (c != from) out.push_back(c);
+      }
+      return out;
+    };
+    const std::optional<core::CudnnAlgo> chosen =
+        core::fastest_candidate(core::CudnnAlgo::standard, measure, others, spread_limit);
+    if (!chosen) {
+      // Measured under interference: STANDARD for this key in this process, nothing in the
+      // file (core/fastest_candidate.hpp).
+      core::autotune_remember(key, core::kDisturbedSearch);
+      return make(core::CudnnAlgo::standard);
     }
-    core::autotune_store(key, core::to_string(best_algo));
-    return best;
+    core::autotune_store(key, core::to_string(*chosen));
+    for (auto& [algo, backend] : built) {
+      if (algo == *chosen) return std::move(backend);
+    }
+    return make(*chosen);
   } catch (const Error& e) {
     if (e.code() == Status::out_of_memory) throw;
     return make(core::CudnnAlgo::standard);

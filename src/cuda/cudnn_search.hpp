@@ -15,9 +15,11 @@ namespace rnnx::cuda {
 using CudnnBackendMaker = std::function<std::unique_ptr<BackendImpl>(core::CudnnAlgo)>;
 
 // The backend of the fastest candidate: STANDARD when it is the only one or RNNX_AUTOTUNE=0,
-// the cached choice when there is one, else the result of a search. A candidate that fails
-// (an error from cuDNN) or whose y differs from STANDARD's beyond rounding is dropped; a
-// search that cannot finish gives STANDARD and stores nothing.
+// the cached choice when there is one, else the result of a search by the cpu search's rules
+// (core/fastest_candidate.hpp: from STANDARD, a candidate replaces the incumbent only when
+// clearly faster twice; a disturbed search gives STANDARD, remembered for this process only).
+// A candidate that fails (an error from cuDNN) or whose y differs from STANDARD's beyond
+// rounding is dropped; a search that cannot finish gives STANDARD and stores nothing.
 std::unique_ptr<BackendImpl> with_fastest_cudnn_algorithm(const PlanContext& ctx,
                                                           const CudnnBackendMaker& make);
 

@@ -7,10 +7,10 @@
 
 #include <string>
 
+#include "cuda/cell_launcher.hpp"
 #include "cuda/cublas_loader.hpp"
 #include "cuda/cuda_api.hpp"
 #include "cuda/kernels.hpp"
-#include "cuda/step_cells.hpp"
 
 namespace rnnx::cuda {
 namespace {

@@ -1,8 +1,8 @@
-// CellLauncher (step_cells.hpp): a grid-stride kernel over the rows x units of one step.
+// CellLauncher (cell_launcher.hpp): a grid-stride kernel over the rows x units of one step.
 #include <algorithm>
 
+#include "cuda/cell_launcher.hpp"
 #include "cuda/cuda_api.hpp"
-#include "cuda/step_cells.hpp"
 #include "cuda/step_kernels.hpp"
 
 namespace rnnx::cuda {
