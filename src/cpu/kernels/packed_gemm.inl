@@ -51,17 +51,22 @@ void sub_tile(int64_t K, const float* __restrict a, int64_t chunk_floats, const 
               float* C, int64_t ldc, int64_t ncols, bool accumulate) {
   // The chain of each element starts from C's value when accumulating (so that a product
   // split into blocks of k sums exactly as one chain would), else from zero.
+  // Zeros go straight into the registers: through a zeroed array on the stack they cost a
+  // string store and reloads on every tile that starts a product.
   Vec acc[MR][NV];
-  if (accumulate && ncols == NV * kLanes) {
+  if (!accumulate) {
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[i][v] = Vec{};
+  } else if (ncols == NV * kLanes) {
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) acc[i][v] = load(C + i * ldc + v * kLanes);
   } else {
     float part[MR][NV * kLanes] = {};
-    if (accumulate) {
-      for (int i = 0; i < MR; ++i) std::memcpy(part[i], C + i * ldc, ncols * sizeof(float));
-    }
+    for (int i = 0; i < MR; ++i) std::memcpy(part[i], C + i * ldc, ncols * sizeof(float));
     std::memcpy(acc, part, sizeof part);
   }
   // One k: B's row bk times the column `ac` of the rows' chunk. The first kBRegisters
