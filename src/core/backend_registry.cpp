@@ -1,29 +1,34 @@
-// The list of this build's backends (backend_registry.hpp): adding a backend is its folder
-// and one line here.
+// The registry of backend_registry.hpp, over the generated list of the backends this build
+// has (core/built_backends.inc: one RNNX_BACKEND(name) per folder, written by CMake).
 #include "core/backend_registry.hpp"
+
+#include <vector>
 
 #include "rnnx/error.hpp"
 
-namespace rnnx::core {
+namespace rnnx {
+
+// Each backend's folder defines its registration.
+#define RNNX_BACKEND(name) core::BackendRegistration name##_backend_registration();
+#include "core/built_backends.inc"
+#undef RNNX_BACKEND
+
+namespace core {
 namespace {
 
-struct Registered {
-  Backend backend;
-  std::unique_ptr<BackendImpl> (*make)(const PlanContext& ctx);
-};
-
-constexpr Registered kBackends[] = {
-    {Backend::reference, &make_reference_backend},
-    {Backend::cpu, &make_cpu_backend},
-#if defined(RNNX_HAVE_CUDA)
-    {Backend::cuda, &make_cuda_backend},
-#endif
-};
+const std::vector<BackendRegistration>& registered() {
+  static const std::vector<BackendRegistration> list = {
+#define RNNX_BACKEND(name) name##_backend_registration(),
+#include "core/built_backends.inc"
+#undef RNNX_BACKEND
+  };
+  return list;
+}
 
 }  // namespace
 
 bool backend_built(Backend backend) {
-  for (const Registered& r : kBackends) {
+  for (const BackendRegistration& r : registered()) {
     if (r.backend == backend) return true;
   }
   return false;
@@ -31,18 +36,25 @@ bool backend_built(Backend backend) {
 
 std::string built_backends() {
   std::string list;
-  for (const Registered& r : kBackends)
+  for (const BackendRegistration& r : registered())
     list += (list.empty() ? "" : ", ") + std::string(to_string(r.backend));
   return list;
 }
 
+void describe_backends(BuildInfo& info) {
+  for (const BackendRegistration& r : registered()) {
+    if (r.describe) r.describe(info);
+  }
+}
+
 std::unique_ptr<BackendImpl> make_backend(const PlanContext& ctx) {
   const Backend wanted = ctx.options.backend;
-  for (const Registered& r : kBackends) {
+  for (const BackendRegistration& r : registered()) {
     if (r.backend == wanted) return r.make(ctx);
   }
   throw Error(Status::unsupported, std::string("backend (= ") + to_string(wanted) +
                                        ") is not in this build, which has " + built_backends());
 }
 
-}  // namespace rnnx::core
+}  // namespace core
+}  // namespace rnnx

@@ -17,10 +17,10 @@
 #include "core/autotune_cache.hpp"
 #include "core/fastest_candidate.hpp"
 #include "core/memory.hpp"
-#include "core/thread_scope.hpp"
 #include "cpu/buffers.hpp"
 #include "cpu/passes.hpp"
 #include "cpu/plan_spec.hpp"
+#include "cpu/thread_scope.hpp"
 #include "rnnx/cpu.hpp"
 #include "rnnx/error.hpp"
 #include "rnnx/version.hpp"
@@ -138,7 +138,7 @@ std::vector<Algo> neighbours(const AlgoSpace& space, const Algo& from) {
 template <typename T>
 std::optional<Algo> search(const PlanContext& ctx, const AlgoSpace& space) {
   const double spread_limit = core::interference_spread();
-  core::ThreadScope threads(ctx.options.num_threads);
+  cpu::ThreadScope threads(ctx.options.num_threads);
   std::vector<std::unique_ptr<Sized<T>>> sized;
   size_t reserve = 0, workspace = 0;
   for (const Algo& a : space.candidates) {

@@ -1,16 +1,21 @@
 // The fast CPU backend behind a Plan: sizes every buffer at plan time and runs the
 // forward and backward passes of passes.hpp, float32 on rnnx's packed AVX-512 GEMM (or
 // oneDNN's sgemm, or rnnx's plain loops), float64 on a BLAS's dgemm (or the plain loops).
+#include "cpu/cpu_backend.hpp"
+
+#include <omp.h>
+
 #include <string>
 
 #include "core/backend.hpp"
 #include "core/backend_registry.hpp"
-#include "core/thread_scope.hpp"
 #include "cpu/autotune.hpp"
 #include "cpu/buffers.hpp"
+#include "cpu/gemm.hpp"
 #include "cpu/half_data_backend.hpp"
 #include "cpu/passes.hpp"
 #include "cpu/plan_spec.hpp"
+#include "cpu/thread_scope.hpp"
 #include "rnnx/error.hpp"
 #include "rnnx/version.hpp"
 
@@ -36,11 +41,11 @@ class CpuBackend final : public BackendImpl {
 
   // Each call runs on the plan's thread count (PlanOptions::num_threads).
   void forward(const ForwardArgs& args, void* workspace) override {
-    core::ThreadScope threads(ctx_.options.num_threads);
+    cpu::ThreadScope threads(ctx_.options.num_threads);
     cpu::run_forward<T>(problem_, args, workspace);
   }
   void backward(const BackwardArgs& args, void* workspace, uint64_t dropout_counter) override {
-    core::ThreadScope threads(ctx_.options.num_threads);
+    cpu::ThreadScope threads(ctx_.options.num_threads);
     cpu::run_backward<T>(problem_, args, workspace, dropout_counter);
   }
 
@@ -73,6 +78,16 @@ std::unique_ptr<BackendImpl> make_cpu_backend(const PlanContext& ctx) {
     return cpu::make_half_data_backend(ctx);
   }
   return std::make_unique<CpuBackend<float>>(ctx);
+}
+
+core::BackendRegistration cpu_backend_registration() {
+  return {Backend::cpu, &make_cpu_backend, &cpu::describe_build};
+}
+
+// The threads a call of a plan without num_threads runs on: OpenMP's, which the cpu backend
+// runs on (the caller's omp_set_num_threads or OMP_NUM_THREADS).
+int max_threads() {
+  return omp_get_max_threads();
 }
 
 }  // namespace rnnx

@@ -9,12 +9,12 @@
 #include <string>
 #include <type_traits>
 
-#include "core/backend_registry.hpp"
 #include "cpu/library_gemm.hpp"
 #include "cpu/packed_gemm.hpp"
 #include "cpu/plain_gemm.hpp"
 #include "rnnx/cpu.hpp"
 #include "rnnx/error.hpp"
+#include "rnnx/version.hpp"
 
 namespace rnnx::cpu {
 namespace {
@@ -159,7 +159,7 @@ template class WeightGemm<double>;
 
 namespace rnnx {
 
-CpuBuild cpu_build() {
+void cpu::describe_build(BuildInfo& info) {
   // Both float32 engines are candidates of the algorithm search where the build has oneDNN.
   static const std::string engines =
       std::string("float32 ") +
@@ -170,7 +170,9 @@ CpuBuild cpu_build() {
       ", float64 " +
       (cpu::have_blas() ? std::string(cpu::library_gemm_name(false))
                         : std::string("plain (no BLAS in this build)"));
-  return CpuBuild{engines.c_str(), cpu::have_onednn(), cpu::have_blas()};
+  info.gemm_engine = engines.c_str();
+  info.with_onednn = cpu::have_onednn();
+  info.with_blas = cpu::have_blas();
 }
 
 const char* cpu_bf16_gemm() {

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "cpu/isa.hpp"
+#include "rnnx/version.hpp"
 
 namespace rnnx::cpu {
 
@@ -55,6 +56,9 @@ GemmEngine gemm_engine_for(bool float32, bool allow_conversion, GemmForce force,
 // "packed-avx2", "packed-scalar", "onednn-sgemm", "openblas-dgemm", "plain", ...
 const char* gemm_engine_name(GemmEngine engine, bool float32, Isa isa);
 bool is_packed(GemmEngine engine);
+// The cpu backend's fields of build_info(): its GEMM engines in words, and whether the build
+// links oneDNN (float32) and a BLAS (float64).
+void describe_build(BuildInfo& info);
 
 // A plan's engine and ISA level, which its products run on.
 struct GemmRoute {

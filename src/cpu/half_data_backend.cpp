@@ -14,12 +14,12 @@
 #include <string>
 #include <type_traits>
 
-#include "core/backend_registry.hpp"
 #include "core/bfloat16.hpp"
 #include "core/float16.hpp"
-#include "core/thread_scope.hpp"
+#include "cpu/cpu_backend.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/kernel_dispatch.hpp"
+#include "cpu/thread_scope.hpp"
 
 namespace rnnx::cpu {
 namespace {
@@ -109,7 +109,7 @@ class HalfDataBackend final : public BackendImpl {
   size_t reserve_size() const override { return inner_->reserve_size(); }
 
   void forward(const ForwardArgs& a, void* workspace) override {
-    core::ThreadScope threads(ctx_.options.num_threads);
+    cpu::ThreadScope threads(ctx_.options.num_threads);
     char* base = static_cast<char*>(workspace);
     Copies k;
     carve_forward(base + align_up(inner_->forward_workspace_size(a.training)), &k);
@@ -132,7 +132,7 @@ class HalfDataBackend final : public BackendImpl {
   }
 
   void backward(const BackwardArgs& a, void* workspace, uint64_t dropout_counter) override {
-    core::ThreadScope threads(ctx_.options.num_threads);
+    cpu::ThreadScope threads(ctx_.options.num_threads);
     char* base = static_cast<char*>(workspace);
     Copies k;
     carve_backward(base + align_up(inner_->backward_workspace_size()), &k);

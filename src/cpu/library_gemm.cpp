@@ -12,7 +12,7 @@
 #include <tuple>
 #include <type_traits>
 
-#include "core/thread_scope.hpp"
+#include "cpu/thread_scope.hpp"
 #include "rnnx/error.hpp"
 
 #if RNNX_HAVE_ONEDNN
@@ -86,7 +86,7 @@ void tiled_sgemm(char ta, char tb, int64_t M, int64_t N, int64_t K, float alpha,
                           : static_cast<int>(std::min<int64_t>(omp_get_max_threads(), tiles));
   if (threads <= 1) {
     // oneDNN asks the calling thread's OpenMP setting how many threads to use.
-    core::ThreadScope one(1);
+    cpu::ThreadScope one(1);
     for (int64_t t = 0; t < tiles; ++t) {
       sgemm_tile(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, t);
     }

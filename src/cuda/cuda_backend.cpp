@@ -433,6 +433,8 @@ std::unique_ptr<BackendImpl> make_cudnn_backend_unrouted(const PlanContext& ctx,
 
 }  // namespace cuda
 
+namespace {
+
 std::unique_ptr<BackendImpl> make_cuda_backend(const PlanContext& ctx) {
   const std::string refusal = core::cudnn_refusal(ctx.config);
   if (refusal.empty()) {
@@ -449,6 +451,12 @@ std::unique_ptr<BackendImpl> make_cuda_backend(const PlanContext& ctx) {
   }
   cuda::current_device();  // a machine without a GPU is refused before anything is made
   return core::make_step_backend(ctx, cuda::make_step_device(ctx));
+}
+
+}  // namespace
+
+core::BackendRegistration cuda_backend_registration() {
+  return {Backend::cuda, &make_cuda_backend, nullptr};
 }
 
 }  // namespace rnnx

@@ -303,8 +303,6 @@ class ReferenceBackend final : public BackendImpl {
   }
 };
 
-}  // namespace
-
 std::unique_ptr<BackendImpl> make_reference_backend(const PlanContext& ctx) {
   switch (ctx.config.dtype) {
     case DataType::f64:
@@ -319,6 +317,12 @@ std::unique_ptr<BackendImpl> make_reference_backend(const PlanContext& ctx) {
       break;
   }
   return std::make_unique<ReferenceBackend<float>>(ctx);
+}
+
+}  // namespace
+
+core::BackendRegistration reference_backend_registration() {
+  return {Backend::reference, &make_reference_backend, nullptr};
 }
 
 }  // namespace rnnx

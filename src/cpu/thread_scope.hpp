@@ -4,7 +4,7 @@
 
 #include <omp.h>
 
-namespace rnnx::core {
+namespace rnnx::cpu {
 
 class ThreadScope {
  public:
@@ -22,4 +22,4 @@ class ThreadScope {
   bool active_;
 };
 
-}  // namespace rnnx::core
+}  // namespace rnnx::cpu
