@@ -393,11 +393,19 @@ TEST_P(PackedGemm, TransposedOperandsGiveTheSameBits) {
         bt_pack(b_pack.size());
     const rnnx::cpu::PackedB packed =
         rnnx::cpu::pack_b(Op::N, s.K, s.N, B.data(), ldb, b_pack.data(), 1, type);
-    rnnx::cpu::pack_b(Op::T, s.K, s.N, Bt.data(), ldb_t, bt_pack.data(), 1, type);
+    const rnnx::cpu::PackedB packed_t =
+        rnnx::cpu::pack_b(Op::T, s.K, s.N, Bt.data(), ldb_t, bt_pack.data(), 1, type);
     EXPECT_TRUE(b_pack == bt_pack) << "pack_b of W^T";
-    std::vector<float> a_pack(rnnx::cpu::packed_a_floats(s.M, s.K, type)), C(s.M * s.N);
+    // The step product on either pack; the same bits as packed_gemm_full's C while K fits
+    // one of its blocks (past kPackedFullDepth it sums block by block, rounding otherwise).
+    std::vector<float> a_pack(rnnx::cpu::packed_a_floats(s.M, s.K, type)), C(s.M * s.N),
+        Ct(s.M * s.N);
     rnnx::cpu::packed_gemm(s.M, A.data(), lda, packed, false, C.data(), s.N, a_pack.data());
-    EXPECT_TRUE(C == plain) << "the step product";
+    rnnx::cpu::packed_gemm(s.M, A.data(), lda, packed_t, false, Ct.data(), s.N, a_pack.data());
+    EXPECT_TRUE(Ct == C) << "the step product on pack_b of W^T";
+    if (s.K <= rnnx::cpu::kPackedFullDepth) {
+      EXPECT_TRUE(C == plain) << "the step product";
+    }
   }
 }
 
