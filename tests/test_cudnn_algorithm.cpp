@@ -4,17 +4,17 @@
 
 #include <set>
 
-#include "core/cudnn_algorithm.hpp"
+#include "cuda/rules/cudnn_algorithm.hpp"
 #include "test_util.hpp"
 
 namespace rnnx_test {
 namespace {
 
-using core::CudnnAlgo;
+using cuda::CudnnAlgo;
 
 std::vector<CudnnAlgo> candidates(const Config& c, const SequenceShape& shape) {
   const core::Schedule s = core::make_schedule(shape);
-  return core::cudnn_algorithm_candidates(c, core::cudnn_batch(shape, s, c));
+  return cuda::cudnn_algorithm_candidates(c, cuda::cudnn_batch(shape, s, c));
 }
 
 TEST(CudnnAlgorithm, PersistentOnlyWhereTheirLimitsAllow) {
@@ -49,9 +49,9 @@ TEST(CudnnAlgorithm, PersistentOnlyWhereTheirLimitsAllow) {
 TEST(CudnnAlgorithm, NamesRoundTrip) {
   for (CudnnAlgo a :
        {CudnnAlgo::standard, CudnnAlgo::persist_static, CudnnAlgo::persist_static_small_h})
-    EXPECT_EQ(core::cudnn_algo_from_string(core::to_string(a)), a);
-  EXPECT_EQ(core::cudnn_algo_from_string("persist-dynamic"), std::nullopt);
-  EXPECT_EQ(core::cudnn_algo_from_string(""), std::nullopt);
+    EXPECT_EQ(cuda::cudnn_algo_from_string(cuda::to_string(a)), a);
+  EXPECT_EQ(cuda::cudnn_algo_from_string("persist-dynamic"), std::nullopt);
+  EXPECT_EQ(cuda::cudnn_algo_from_string(""), std::nullopt);
 }
 
 // One key per problem the choice can depend on; the same problem, the same key; never a
@@ -61,31 +61,31 @@ TEST(CudnnAlgorithm, KeyNamesWhatTheChoiceDependsOn) {
   const Config lstm = make_config(CellType::lstm, 8, 64, 2, true, DataType::f32);
   const SequenceShape shape = SequenceShape::padded(5, 3);
   const core::Schedule s = core::make_schedule(shape);
-  const core::CudnnBatch batch = core::cudnn_batch(shape, s, lstm);
+  const cuda::CudnnBatch batch = cuda::cudnn_batch(shape, s, lstm);
   const std::string key =
-      core::cudnn_autotune_key(lstm, MathMode::fp32, batch, kTrain, "NVIDIA H200", 91900);
+      cuda::cudnn_autotune_key(lstm, MathMode::fp32, batch, kTrain, "NVIDIA H200", 91900);
   EXPECT_EQ(key,
-            core::cudnn_autotune_key(lstm, MathMode::fp32, batch, kTrain, "NVIDIA H200", 91900));
+            cuda::cudnn_autotune_key(lstm, MathMode::fp32, batch, kTrain, "NVIDIA H200", 91900));
   std::set<std::string> keys = {key};
-  keys.insert(core::cudnn_autotune_key(lstm, MathMode::allow_conversion, batch, kTrain,
+  keys.insert(cuda::cudnn_autotune_key(lstm, MathMode::allow_conversion, batch, kTrain,
                                        "NVIDIA H200", 91900));
-  keys.insert(core::cudnn_autotune_key(lstm, MathMode::fp32, batch, kTrain, "NVIDIA H100", 91900));
-  keys.insert(core::cudnn_autotune_key(lstm, MathMode::fp32, batch, kTrain, "NVIDIA H200", 90100));
+  keys.insert(cuda::cudnn_autotune_key(lstm, MathMode::fp32, batch, kTrain, "NVIDIA H100", 91900));
+  keys.insert(cuda::cudnn_autotune_key(lstm, MathMode::fp32, batch, kTrain, "NVIDIA H200", 90100));
   Config other = lstm;
   other.hidden_size = 65;
-  keys.insert(core::cudnn_autotune_key(other, MathMode::fp32, batch, kTrain, "NVIDIA H200", 91900));
+  keys.insert(cuda::cudnn_autotune_key(other, MathMode::fp32, batch, kTrain, "NVIDIA H200", 91900));
   other = lstm;
   other.dropout = 0.5;  // one cuDNN call per layer
-  keys.insert(core::cudnn_autotune_key(other, MathMode::fp32, batch, kTrain, "NVIDIA H200", 91900));
+  keys.insert(cuda::cudnn_autotune_key(other, MathMode::fp32, batch, kTrain, "NVIDIA H200", 91900));
   const SequenceShape shorter = SequenceShape::padded(4, 3);
   const core::Schedule s4 = core::make_schedule(shorter);
-  keys.insert(core::cudnn_autotune_key(lstm, MathMode::fp32, core::cudnn_batch(shorter, s4, lstm),
+  keys.insert(cuda::cudnn_autotune_key(lstm, MathMode::fp32, cuda::cudnn_batch(shorter, s4, lstm),
                                        kTrain, "NVIDIA H200", 91900));
-  keys.insert(core::cudnn_autotune_key(lstm, MathMode::fp32, batch, PlanPurpose::inference,
+  keys.insert(cuda::cudnn_autotune_key(lstm, MathMode::fp32, batch, PlanPurpose::inference,
                                        "NVIDIA H200", 91900));
   EXPECT_EQ(keys.size(), 8u);
   const std::string odd =
-      core::cudnn_autotune_key(lstm, MathMode::fp32, batch, kTrain, "a\tb\nc", 1);
+      cuda::cudnn_autotune_key(lstm, MathMode::fp32, batch, kTrain, "a\tb\nc", 1);
   EXPECT_EQ(odd.find_first_of("\t\n"), std::string::npos) << odd;
 }
 

@@ -1,4 +1,4 @@
-// cuDNN's side of the cuda backend, checked without a GPU (src/core/cudnn_layout.hpp): which
+// cuDNN's side of the cuda backend, checked without a GPU (src/cuda/rules/cudnn_layout.hpp): which
 // configs cuDNN runs, the weight space of cuDNN's documentation filled from the flat buffer
 // (every element where the PyTorch parameter of that name puts it) and back, and the batch
 // cuDNN sees (sequences of length 0 left out, lengths sorted).
@@ -6,13 +6,13 @@
 
 #include <numeric>
 
-#include "core/cudnn_layout.hpp"
+#include "cuda/rules/cudnn_layout.hpp"
 #include "test_util.hpp"
 
 namespace rnnx_test {
 namespace {
 
-using core::CudnnParam;
+using cuda::CudnnParam;
 
 Status status_of(const std::function<void()>& f) {
   try {
@@ -25,14 +25,14 @@ Status status_of(const std::function<void()>& f) {
 
 TEST(CudnnLayout, RefusesWhatCudnnCannotRun) {
   const Config lstm = make_config(CellType::lstm, 4, 6, 2, true, DataType::f32, 3);
-  EXPECT_EQ(core::cudnn_refusal(lstm), "");
+  EXPECT_EQ(cuda::cudnn_refusal(lstm), "");
   Config dropped = lstm;
   dropped.dropout = 0.5;
-  EXPECT_EQ(core::cudnn_refusal(dropped), "") << "dropout runs on cuDNN (one call per layer)";
+  EXPECT_EQ(cuda::cudnn_refusal(dropped), "") << "dropout runs on cuDNN (one call per layer)";
   Config defaults_spelt = make_config(CellType::gru, 4, 6, 1, true);
   defaults_spelt.activations = {default_activation(ActivationKind::sigmoid),
                                 default_activation(ActivationKind::tanh)};
-  EXPECT_EQ(core::cudnn_refusal(defaults_spelt), "");
+  EXPECT_EQ(cuda::cudnn_refusal(defaults_spelt), "");
 
   struct Case {
     Config config;
@@ -70,7 +70,7 @@ TEST(CudnnLayout, RefusesWhatCudnnCannotRun) {
       },
       "activations");
   for (const Case& k : refused) {
-    const std::string why = core::cudnn_refusal(k.config);
+    const std::string why = cuda::cudnn_refusal(k.config);
     EXPECT_NE(why.find(k.reason), std::string::npos) << why;
   }
 }
@@ -109,7 +109,7 @@ TEST(CudnnLayout, DocumentedWeightSpaceHoldsEachPyTorchParameter) {
   for (const Config& c : layout_configs()) {
     SCOPED_TRACE(std::string(to_string(c.cell)) + " L" + std::to_string(c.num_layers));
     const WeightLayout layout(c);
-    const auto params = core::cudnn_documented_layout(c);
+    const auto params = cuda::cudnn_documented_layout(c);
     int64_t space = 0;
     for (const CudnnParam& p : params) space = std::max(space, p.offset + p.numel());
     EXPECT_EQ(space, layout.numel()) << "cuDNN's double bias holds what PyTorch's params do";
@@ -117,8 +117,8 @@ TEST(CudnnLayout, DocumentedWeightSpaceHoldsEachPyTorchParameter) {
     std::vector<double> flat(static_cast<size_t>(layout.numel()));
     std::iota(flat.begin(), flat.end(), 1.0);
     std::vector<double> cudnn(static_cast<size_t>(space), -1.0);
-    const auto segs = core::cudnn_weight_segments(c, layout, params);
-    core::apply_segments_to_cudnn(segs, flat.data(), cudnn.data());
+    const auto segs = cuda::cudnn_weight_segments(c, layout, params);
+    cuda::apply_segments_to_cudnn(segs, flat.data(), cudnn.data());
     for (const CudnnParam& p : params) {
       const Expected e = pytorch_block(c, p);
       const WeightParam& w = layout.find(e.name);
@@ -131,9 +131,9 @@ TEST(CudnnLayout, DocumentedWeightSpaceHoldsEachPyTorchParameter) {
     }
     // Back again, overwriting, then adding.
     std::vector<double> back(flat.size(), 0.0);
-    core::apply_segments_to_flat(segs, cudnn.data(), back.data(), false);
+    cuda::apply_segments_to_flat(segs, cudnn.data(), back.data(), false);
     EXPECT_EQ(back, flat);
-    core::apply_segments_to_flat(segs, cudnn.data(), back.data(), true);
+    cuda::apply_segments_to_flat(segs, cudnn.data(), back.data(), true);
     for (size_t i = 0; i < flat.size(); ++i) ASSERT_EQ(back[i], 2 * flat[i]);
   }
 }
@@ -142,7 +142,7 @@ TEST(CudnnLayout, AdjacentCopiesAreMerged) {
   // Per pseudo-layer: weight_ih + weight_hh (ids 0-7), weight_hr (id 8), bias_ih + bias_hh.
   const Config c = make_config(CellType::lstm, 5, 7, 2, true, DataType::f32, 3);
   const WeightLayout layout(c);
-  const auto segs = core::cudnn_weight_segments(c, layout, core::cudnn_documented_layout(c));
+  const auto segs = cuda::cudnn_weight_segments(c, layout, cuda::cudnn_documented_layout(c));
   EXPECT_EQ(segs.size(), 3u * 4u);
   int64_t total = 0;
   for (const auto& s : segs) total += s.count;
@@ -152,17 +152,17 @@ TEST(CudnnLayout, AdjacentCopiesAreMerged) {
 TEST(CudnnLayout, ShapesOtherThanExpectedAndOverlapsAreRefused) {
   const Config c = make_config(CellType::gru, 6, 4, 1, false, DataType::f32);
   const WeightLayout layout(c);
-  auto params = core::cudnn_documented_layout(c);
-  EXPECT_EQ(status_of([&] { core::cudnn_weight_segments(c, layout, core::cudnn_params(c)); }),
+  auto params = cuda::cudnn_documented_layout(c);
+  EXPECT_EQ(status_of([&] { cuda::cudnn_weight_segments(c, layout, cuda::cudnn_params(c)); }),
             Status::internal)
       << "offsets not filled";
   auto wrong_shape = params;
   wrong_shape[1].rows += 1;
-  EXPECT_EQ(status_of([&] { core::cudnn_weight_segments(c, layout, wrong_shape); }),
+  EXPECT_EQ(status_of([&] { cuda::cudnn_weight_segments(c, layout, wrong_shape); }),
             Status::internal);
   auto overlap = params;
   overlap[1].offset = overlap[0].offset + 1;
-  EXPECT_EQ(status_of([&] { core::cudnn_weight_segments(c, layout, overlap); }), Status::internal);
+  EXPECT_EQ(status_of([&] { cuda::cudnn_weight_segments(c, layout, overlap); }), Status::internal);
 }
 
 TEST(CudnnLayout, BatchLeavesZeroLengthsOutSorted) {
@@ -170,7 +170,7 @@ TEST(CudnnLayout, BatchLeavesZeroLengthsOutSorted) {
   {
     const auto shape = SequenceShape::padded(5, 4, {3, 0, 5, 2});
     const auto s = core::make_schedule(shape);
-    const auto b = core::cudnn_batch(shape, s, c);
+    const auto b = cuda::cudnn_batch(shape, s, c);
     EXPECT_EQ(b.batch, 3);
     EXPECT_EQ(b.max_seq_len, 5);
     EXPECT_EQ(b.lengths, (std::vector<int32_t>{5, 3, 2}));
@@ -180,22 +180,22 @@ TEST(CudnnLayout, BatchLeavesZeroLengthsOutSorted) {
   }
   {
     const auto shape = SequenceShape::padded(5, 2, {0, 0});
-    const auto b = core::cudnn_batch(shape, core::make_schedule(shape), c);
+    const auto b = cuda::cudnn_batch(shape, core::make_schedule(shape), c);
     EXPECT_EQ(b.batch, 0);
     EXPECT_TRUE(b.lengths.empty());
   }
   {
     const auto shape = SequenceShape::padded(3, 2, {});
-    const auto b = core::cudnn_batch(shape, core::make_schedule(shape), c);
+    const auto b = cuda::cudnn_batch(shape, core::make_schedule(shape), c);
     EXPECT_EQ(b.lengths, (std::vector<int32_t>{3, 3}));
     EXPECT_TRUE(b.states_in_order);
     EXPECT_TRUE(b.rows_in_place);
     const auto bf = SequenceShape::padded(3, 2, {}, true);
-    EXPECT_FALSE(core::cudnn_batch(bf, core::make_schedule(bf), c).rows_in_place);
+    EXPECT_FALSE(cuda::cudnn_batch(bf, core::make_schedule(bf), c).rows_in_place);
   }
   {
     const auto shape = SequenceShape::packed({2, 1}, {1, 0});
-    const auto b = core::cudnn_batch(shape, core::make_schedule(shape), c);
+    const auto b = cuda::cudnn_batch(shape, core::make_schedule(shape), c);
     EXPECT_EQ(b.lengths, (std::vector<int32_t>{2, 1}));
     EXPECT_TRUE(b.rows_in_place);
     EXPECT_FALSE(b.states_in_order);

@@ -9,6 +9,7 @@
 
 #include "core/dropout.hpp"
 #include "core/schedule.hpp"
+#include "cpu/rows.hpp"
 #include "test_util.hpp"
 
 namespace rnnx_test {
@@ -107,7 +108,7 @@ TEST(DropoutGenerator, ApplyRowsMatchesKeep) {
     std::vector<double> rows(s.tokens * width, 1.0);
     const int saved = omp_get_max_threads();
     omp_set_num_threads(threads);
-    core::dropout_apply_rows(key, s, width, rows.data());
+    rnnx::cpu::dropout_rows_parallel(key, s, width, rows.data());
     omp_set_num_threads(saved);
     for (int64_t t = 0; t < s.T_eff; ++t)
       for (int64_t i = 0; i < s.batch_sizes[t]; ++i)
@@ -120,7 +121,7 @@ TEST(DropoutGenerator, ApplyRowsMatchesKeep) {
   }
   EXPECT_EQ(results[0], results[1]);
   std::vector<float> rows(s.tokens * width, 1.0f);
-  core::dropout_apply_rows(key, s, width, rows.data());
+  rnnx::cpu::dropout_rows_parallel(key, s, width, rows.data());
   for (size_t i = 0; i < rows.size(); ++i)
     ASSERT_EQ(rows[i], results[0][i] == 0.0 ? 0.0f : static_cast<float>(scale));
 }

@@ -79,7 +79,8 @@ class HostDevice final : public core::StepDevice {
         std::copy_n(ptr(c->src), c->count, ptr(c->dst));
       } else if (const auto* d = std::get_if<core::DropoutOp>(&op)) {
         const core::DropoutKey key{drop.seed, drop.counter, d->layer, drop.p};
-        core::dropout_apply_rows(key, ctx_.schedule, d->width, ptr(d->data));
+        for (int64_t t = 0; t < ctx_.schedule.T_eff; ++t)
+          core::dropout_apply_step_rows(key, ctx_.schedule, d->width, t, ptr(d->data));
       } else {
         const auto& cell = std::get<core::CellOp>(op);
         const auto a = cuda::step::resolve<T, T>(cell, ctx_.config, dims_, options_, base);

@@ -29,9 +29,12 @@ inline uint64_t dropout_element(int64_t t, int64_t b, int64_t B, int64_t width, 
 // True when element e is kept (probability 1 - p).
 bool dropout_keep(const DropoutKey& key, uint64_t element);
 
-// Multiplies packed sorted rows [tokens, width] by mask / (1 - p) in place: the forward
-// of dropout and, applied to gradients, its backward.
+// Multiplies step t's packed sorted rows (of [tokens, width]) by mask / (1 - p) in place:
+// the forward of dropout and, applied to gradients, its backward. One step, so that each
+// backend spreads the steps over its own threads (cpu/rows.hpp); an element's decision
+// depends only on its own index, never on which thread or step order applies it.
 template <typename T>
-void dropout_apply_rows(const DropoutKey& key, const Schedule& s, int64_t width, T* rows);
+void dropout_apply_step_rows(const DropoutKey& key, const Schedule& s, int64_t width, int64_t t,
+                             T* rows);
 
 }  // namespace rnnx::core

@@ -556,7 +556,7 @@ void run_backward(const PlanSpec& p, const BackwardArgs& a, void* workspace,
       // The gradient flows back through the dropout that fed this layer.
       if (p.dropout_after(l - 1)) {
         const core::DropoutKey key{p.config().seed, dropout_counter, l - 1, p.dropout};
-        core::dropout_apply_rows(key, s, p.DP, io.dX);
+        dropout_rows_parallel(key, s, p.DP, io.dX);
       }
       dY = io.dX;
     } else if (a.dx && !p.rows_in_place) {

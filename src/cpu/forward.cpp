@@ -506,7 +506,7 @@ void run_forward(const PlanSpec& p, const ForwardArgs& a, void* workspace) {
       // The undropped output stays in y: it holds the recurrent states backward needs.
       std::memcpy(res.y_dropped, Y, sizeof(T) * p.N * p.DP);
       const core::DropoutKey key{p.config().seed, a.dropout_counter, l, p.dropout};
-      core::dropout_apply_rows(key, s, p.DP, res.y_dropped);
+      dropout_rows_parallel(key, s, p.DP, res.y_dropped);
       X = {res.y_dropped, p.DP};
     }
   }

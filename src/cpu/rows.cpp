@@ -1,6 +1,6 @@
-// Threaded row gathers and scatters between the caller's layout and packed sorted rows
-// (rows.hpp): the steps of core's gather_step_rows / scatter_step_rows split over the
-// OpenMP threads.
+// Threaded row gathers and scatters between the caller's layout and packed sorted rows, and
+// dropout on those rows (rows.hpp): the steps of core's gather_step_rows / scatter_step_rows
+// / dropout_apply_step_rows split over the OpenMP threads.
 #include "cpu/rows.hpp"
 
 #include <omp.h>
@@ -38,11 +38,22 @@ void scatter_rows_parallel(const SequenceShape& shape, const core::Schedule& s, 
   for (int64_t t = 0; t < steps; ++t) core::scatter_step_rows(shape, s, src, dst, width, fill, t);
 }
 
+template <typename T>
+void dropout_rows_parallel(const core::DropoutKey& key, const core::Schedule& s, int64_t width,
+                           T* rows) {
+  // Philox per element costs far more than a copy: worth the team from a few rows on.
+  const bool par = !omp_in_parallel() && omp_get_max_threads() > 1 && s.T_eff > 1;
+#pragma omp parallel for schedule(static) if (par)
+  for (int64_t t = 0; t < s.T_eff; ++t) core::dropout_apply_step_rows(key, s, width, t, rows);
+}
+
 #define RNNX_INSTANTIATE(T)                                                                        \
   template void gather_rows_parallel<T>(const SequenceShape&, const core::Schedule&, const T*, T*, \
                                         int64_t);                                                  \
   template void scatter_rows_parallel<T>(const SequenceShape&, const core::Schedule&, const T*,    \
-                                         T*, int64_t, T);
+                                         T*, int64_t, T);                                          \
+  template void dropout_rows_parallel<T>(const core::DropoutKey&, const core::Schedule&, int64_t,  \
+                                         T*);
 RNNX_INSTANTIATE(float)
 RNNX_INSTANTIATE(double)
 #undef RNNX_INSTANTIATE

@@ -1,12 +1,12 @@
 // The cuda backend on cuDNN 9: the batch cuDNN sees is the plan's sorted sequences of length
-// > 0 in cuDNN's packed layout (core::CudnnBatch), gathered from the caller's layout when it
+// > 0 in cuDNN's packed layout (CudnnBatch), gathered from the caller's layout when it
 // differs and scattered back with padding_fill; states are permuted to that order and back,
 // and the sequences of length 0 (which cuDNN refuses) get hy = h0, cy = c0, dh0 = dhy,
 // dc0 = dcy here. Weights are copied from the flat buffer into cuDNN's weight space each
 // forward (into the reserve when training, so that backward does not copy them again), and
 // gradients back into the flat buffer, overwritten or added. With dropout between layers each
 // layer is its own cuDNN call and rnnx's own masks (philox.hpp) go between them, the same as
-// on the CPU. What cuDNN cannot express (core::cudnn_refusal) runs on rnnx's own kernels
+// on the CPU. What cuDNN cannot express (cudnn_refusal) runs on rnnx's own kernels
 // instead (core/step_backend.hpp, step_device.hpp).
 #include "cuda/cuda_backend.hpp"
 
@@ -17,13 +17,13 @@
 
 #include "core/backend.hpp"
 #include "core/backend_registry.hpp"
-#include "core/cudnn_layout.hpp"
 #include "core/dropout.hpp"
 #include "core/step_backend.hpp"
 #include "cuda/cuda_api.hpp"
 #include "cuda/cudnn_rnn.hpp"
 #include "cuda/cudnn_search.hpp"
 #include "cuda/kernels.hpp"
+#include "cuda/rules/cudnn_layout.hpp"
 #include "cuda/step_device.hpp"
 #include "rnnx/error.hpp"
 
@@ -41,11 +41,11 @@ P at(P p, int64_t elems, int64_t elem) {
 
 class CudaBackend final : public BackendImpl {
  public:
-  CudaBackend(const PlanContext& ctx, core::CudnnAlgo algo)
+  CudaBackend(const PlanContext& ctx, CudnnAlgo algo)
       : BackendImpl(ctx),
         algo_(algo),
         device_(current_device()),
-        batch_(core::cudnn_batch(ctx.shape, ctx.schedule, ctx.config)) {
+        batch_(cudnn_batch(ctx.shape, ctx.schedule, ctx.config)) {
     const Config& c = ctx.config;
     const core::Schedule& s = ctx.schedule;
     elem_ = dtype_size(c.dtype);
@@ -65,7 +65,7 @@ class CudaBackend final : public BackendImpl {
   }
 
   std::string name() const override {
-    return std::string("cuda:cudnn-") + core::to_string(algo_) + "/" + rnn_->math_name() +
+    return std::string("cuda:cudnn-") + to_string(algo_) + "/" + rnn_->math_name() +
            (rnn_->per_layer() ? "/per-layer" : "");
   }
   size_t forward_workspace_size(bool training) const override {
@@ -222,9 +222,9 @@ class CudaBackend final : public BackendImpl {
     dropout_base_ = base + drop_at;
   }
 
-  core::CudnnAlgo algo_;
+  CudnnAlgo algo_;
   int device_;
-  core::CudnnBatch batch_;
+  CudnnBatch batch_;
   CudnnHandle setup_;
   std::unique_ptr<CudnnRnn> rnn_;
   CudnnHandlePool handles_{&make_handle, &attach_stream};
@@ -273,8 +273,8 @@ void CudaBackend::forward(const ForwardArgs& a, void* workspace) {
       const CudnnGroup& g = groups[gi];
       const bool last = gi + 1 == groups.size();
       void* weights = a.training ? reserve[gi].weights : f.weights;
-      weights_to_cudnn(dt, static_cast<const core::WeightSegment*>(g.segments.get()),
-                       g.segment_count, g.longest_segment, a.weights, g.flat_base, weights, stream);
+      weights_to_cudnn(dt, static_cast<const WeightSegment*>(g.segments.get()), g.segment_count,
+                       g.longest_segment, a.weights, g.flat_base, weights, stream);
       void* out = a.training ? reserve[gi].y : (last && batch_.rows_in_place) ? a.y : f.y[gi % 2];
       const int64_t slab = g.first_layer * D_ * Bp;
       check(cudnnRNNForward(
@@ -395,9 +395,8 @@ void CudaBackend::backward(const BackwardArgs& a, void* workspace, uint64_t drop
                   at(hx, slab * P_, elem_), g.y.get(), reserve[gi].y, g.weight_bytes, w.dw,
                   g.workspace_training, w.cudnn, g.reserve_training, cudnn_reserve),
               "cudnnRNNBackwardWeights_v8");
-        weights_to_flat(dt, static_cast<const core::WeightSegment*>(g.segments.get()),
-                        g.segment_count, g.longest_segment, w.dw, a.dweights, g.flat_base,
-                        accumulate, stream);
+        weights_to_flat(dt, static_cast<const WeightSegment*>(g.segments.get()), g.segment_count,
+                        g.longest_segment, w.dw, a.dweights, g.flat_base, accumulate, stream);
       }
       if (gi > 0) {
         if (dropout_between()) {
@@ -426,8 +425,7 @@ void CudaBackend::backward(const BackwardArgs& a, void* workspace, uint64_t drop
 
 }  // namespace
 
-std::unique_ptr<BackendImpl> make_cudnn_backend_unrouted(const PlanContext& ctx,
-                                                         core::CudnnAlgo algo) {
+std::unique_ptr<BackendImpl> make_cudnn_backend_unrouted(const PlanContext& ctx, CudnnAlgo algo) {
   return std::make_unique<CudaBackend>(ctx, algo);
 }
 
@@ -436,9 +434,9 @@ std::unique_ptr<BackendImpl> make_cudnn_backend_unrouted(const PlanContext& ctx,
 namespace {
 
 std::unique_ptr<BackendImpl> make_cuda_backend(const PlanContext& ctx) {
-  const std::string refusal = core::cudnn_refusal(ctx.config);
+  const std::string refusal = cuda::cudnn_refusal(ctx.config);
   if (refusal.empty()) {
-    return cuda::with_fastest_cudnn_algorithm(ctx, [&ctx](core::CudnnAlgo algo) {
+    return cuda::with_fastest_cudnn_algorithm(ctx, [&ctx](cuda::CudnnAlgo algo) {
       return std::unique_ptr<BackendImpl>(std::make_unique<cuda::CudaBackend>(ctx, algo));
     });
   }

@@ -44,13 +44,13 @@ void set_state_descriptor(const TensorDescriptor& d, cudnnDataType_t type, int64
 
 // cuDNN's placement of every weight of `g`, read with cudnnGetRNNWeightParams from a weight
 // space allocated for the purpose, as element offsets.
-std::vector<core::CudnnParam> query_params(const Config& sub, const CudnnGroup& g,
-                                           cudnnHandle_t handle, int64_t elem) {
+std::vector<CudnnParam> query_params(const Config& sub, const CudnnGroup& g, cudnnHandle_t handle,
+                                     int64_t elem) {
   core::Buffer space = device_memory().allocate(g.weight_bytes, "plan", "cuDNN weight space");
   const auto base = static_cast<const char*>(space.get());
   TensorDescriptor m = make_tensor_descriptor(), b = make_tensor_descriptor();
-  std::vector<core::CudnnParam> params = core::cudnn_params(sub);
-  for (core::CudnnParam& p : params) {
+  std::vector<CudnnParam> params = cudnn_params(sub);
+  for (CudnnParam& p : params) {
     void* m_addr = nullptr;
     void* b_addr = nullptr;
     check(cudnnGetRNNWeightParams(handle, g.rnn.get(), static_cast<int32_t>(p.pseudo_layer),
@@ -80,13 +80,13 @@ std::vector<core::CudnnParam> query_params(const Config& sub, const CudnnGroup& 
   return params;
 }
 
-cudnnRNNAlgo_t cudnn_algo(core::CudnnAlgo algo) {
+cudnnRNNAlgo_t cudnn_algo(CudnnAlgo algo) {
   switch (algo) {
-    case core::CudnnAlgo::persist_static:
+    case CudnnAlgo::persist_static:
       return CUDNN_RNN_ALGO_PERSIST_STATIC;
-    case core::CudnnAlgo::persist_static_small_h:
+    case CudnnAlgo::persist_static_small_h:
       return CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H;
-    case core::CudnnAlgo::standard:
+    case CudnnAlgo::standard:
       break;
   }
   return CUDNN_RNN_ALGO_STANDARD;
@@ -94,8 +94,8 @@ cudnnRNNAlgo_t cudnn_algo(core::CudnnAlgo algo) {
 
 }  // namespace
 
-CudnnRnn::CudnnRnn(const PlanContext& ctx, const core::CudnnBatch& batch, cudnnHandle_t handle,
-                   core::CudnnAlgo algo) {
+CudnnRnn::CudnnRnn(const PlanContext& ctx, const CudnnBatch& batch, cudnnHandle_t handle,
+                   CudnnAlgo algo) {
   const Config& c = ctx.config;
   const int64_t D = c.num_directions(), P = c.output_size(), H = c.hidden_size;
   const cudnnDataType_t type = cudnn_type(c.dtype);
@@ -184,14 +184,14 @@ CudnnRnn::CudnnRnn(const PlanContext& ctx, const core::CudnnBatch& batch, cudnnH
     check(cudnnGetRNNWeightSpaceSize(handle, g.rnn.get(), &g.weight_bytes),
           "cudnnGetRNNWeightSpaceSize");
     const auto params = query_params(sub, g, handle, elem);
-    const auto segments = core::cudnn_weight_segments(sub, WeightLayout(sub), params);
-    const auto documented = core::cudnn_documented_layout(sub);
+    const auto segments = cudnn_weight_segments(sub, WeightLayout(sub), params);
+    const auto documented = cudnn_documented_layout(sub);
     g.documented_layout = true;
     for (size_t k = 0; k < params.size(); ++k)
       g.documented_layout &= params[k].offset == documented[k].offset;
     g.segment_count = static_cast<int64_t>(segments.size());
     for (const auto& s : segments) g.longest_segment = std::max(g.longest_segment, s.count);
-    const size_t bytes = sizeof(core::WeightSegment) * segments.size();
+    const size_t bytes = sizeof(WeightSegment) * segments.size();
     g.segments = device_memory().allocate(bytes, "plan", "weight copies");
     upload(g.segments.get(), segments.data(), bytes);
     groups_.push_back(std::move(g));

@@ -1,6 +1,6 @@
 // cuDNN's descriptors for one plan: the RNN descriptors (all layers in one, or one per layer
 // when dropout sits between layers, because rnnx applies its own masks there), the data and
-// state descriptors of the batch cuDNN sees (core::CudnnBatch), the buffer sizes cuDNN asks
+// state descriptors of the batch cuDNN sees (CudnnBatch), the buffer sizes cuDNN asks
 // for, and where cuDNN keeps each weight (the copies from and to the flat buffer). Built
 // once per plan; calls only read it, so several threads may share it.
 #pragma once
@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "core/backend.hpp"
-#include "core/cudnn_algorithm.hpp"
-#include "core/cudnn_layout.hpp"
 #include "cuda/cuda_api.hpp"
+#include "cuda/rules/cudnn_algorithm.hpp"
+#include "cuda/rules/cudnn_layout.hpp"
 
 namespace rnnx::cuda {
 
@@ -34,7 +34,7 @@ struct CudnnGroup {
   core::Buffer segments;
   int64_t segment_count = 0;
   int64_t longest_segment = 0;
-  // Whether cuDNN placed the weights as core::cudnn_documented_layout says (informative:
+  // Whether cuDNN placed the weights as cudnn_documented_layout says (informative:
   // cuDNN's own answer is what the copies use).
   bool documented_layout = false;
 };
@@ -42,8 +42,7 @@ struct CudnnGroup {
 class CudnnRnn {
  public:
   // `handle` for the set-up queries. Throws Error(unsupported) for what cuDNN refuses.
-  CudnnRnn(const PlanContext& ctx, const core::CudnnBatch& batch, cudnnHandle_t handle,
-           core::CudnnAlgo algo);
+  CudnnRnn(const PlanContext& ctx, const CudnnBatch& batch, cudnnHandle_t handle, CudnnAlgo algo);
 
   const std::vector<CudnnGroup>& groups() const { return groups_; }
   // One group per layer (dropout between layers) or one for all.

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "core/autotune_cache.hpp"
-#include "core/cudnn_layout.hpp"
 #include "core/fastest_candidate.hpp"
 #include "cuda/cuda_api.hpp"
 #include "cuda/kernels.hpp"
+#include "cuda/rules/cudnn_layout.hpp"
 #include "rnnx/convert.hpp"
 #include "rnnx/error.hpp"
 
@@ -139,21 +139,20 @@ bool same_result(const std::vector<double>& got, const std::vector<double>& want
 
 std::unique_ptr<BackendImpl> with_fastest_cudnn_algorithm(const PlanContext& ctx,
                                                           const CudnnBackendMaker& make) {
-  const core::CudnnBatch batch = core::cudnn_batch(ctx.shape, ctx.schedule, ctx.config);
-  const std::vector<core::CudnnAlgo> candidates =
-      core::cudnn_algorithm_candidates(ctx.config, batch);
-  std::unique_ptr<BackendImpl> standard = make(core::CudnnAlgo::standard);
+  const CudnnBatch batch = cudnn_batch(ctx.shape, ctx.schedule, ctx.config);
+  const std::vector<CudnnAlgo> candidates = cudnn_algorithm_candidates(ctx.config, batch);
+  std::unique_ptr<BackendImpl> standard = make(CudnnAlgo::standard);
   if (candidates.size() < 2 || !core::autotune_enabled()) return standard;
 
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, current_device()), "cudaGetDeviceProperties");
-  const std::string key = core::cudnn_autotune_key(ctx.config, ctx.math, batch, ctx.options.purpose,
-                                                   prop.name, static_cast<int>(cudnnGetVersion()));
+  const std::string key = cudnn_autotune_key(ctx.config, ctx.math, batch, ctx.options.purpose,
+                                             prop.name, static_cast<int>(cudnnGetVersion()));
   const double spread_limit = core::interference_spread();
   if (const auto text = core::autotune_lookup(key)) {
     if (*text == core::kDisturbedSearch) return standard;
-    const auto algo = core::cudnn_algo_from_string(*text);
-    if (algo == core::CudnnAlgo::standard) return standard;
+    const auto algo = cudnn_algo_from_string(*text);
+    if (algo == CudnnAlgo::standard) return standard;
     if (algo && std::find(candidates.begin(), candidates.end(), *algo) != candidates.end()) {
       try {
         return make(*algo);
@@ -167,9 +166,9 @@ std::unique_ptr<BackendImpl> with_fastest_cudnn_algorithm(const PlanContext& ctx
     // The backends of the two candidates measured last (an incumbent and its challenger are
     // measured in pairs), each built once while it is in use: the others are let go, so that
     // the search holds at most two beside the plan's memory.
-    std::vector<std::pair<core::CudnnAlgo, std::unique_ptr<BackendImpl>>> built;
-    built.emplace_back(core::CudnnAlgo::standard, std::move(standard));
-    const auto backend_of = [&](core::CudnnAlgo algo) -> BackendImpl& {
+    std::vector<std::pair<CudnnAlgo, std::unique_ptr<BackendImpl>>> built;
+    built.emplace_back(CudnnAlgo::standard, std::move(standard));
+    const auto backend_of = [&](CudnnAlgo algo) -> BackendImpl& {
       auto it =
           std::find_if(built.begin(), built.end(), [&](const auto& e) { return e.first == algo; });
       if (it == built.end()) {
@@ -182,8 +181,8 @@ std::unique_ptr<BackendImpl> with_fastest_cudnn_algorithm(const PlanContext& ctx
     };
     // STANDARD's y (its first measurement) is what every other candidate must reproduce.
     std::vector<double> want, got;
-    const auto measure = [&](core::CudnnAlgo algo) -> std::optional<double> {
-      const bool reference = algo == core::CudnnAlgo::standard && want.empty();
+    const auto measure = [&](CudnnAlgo algo) -> std::optional<double> {
+      const bool reference = algo == CudnnAlgo::standard && want.empty();
       try {
         const double t = search.measure(backend_of(algo), reference ? &want : &got);
         if (!reference && !same_result(got, want, ctx.math)) return std::nullopt;
@@ -194,29 +193,29 @@ std::unique_ptr<BackendImpl> with_fastest_cudnn_algorithm(const PlanContext& ctx
         return std::nullopt;
       }
     };
-    const auto others = [&](core::CudnnAlgo from) {
-      std::vector<core::CudnnAlgo> out;
-      for (core::CudnnAlgo c : candidates) {
+    const auto others = [&](CudnnAlgo from) {
+      std::vector<CudnnAlgo> out;
+      for (CudnnAlgo c : candidates) {
         if (c != from) out.push_back(c);
       }
       return out;
     };
-    const std::optional<core::CudnnAlgo> chosen =
-        core::fastest_candidate(core::CudnnAlgo::standard, measure, others, spread_limit);
+    const std::optional<CudnnAlgo> chosen =
+        core::fastest_candidate(CudnnAlgo::standard, measure, others, spread_limit);
     if (!chosen) {
       // Measured under interference: STANDARD for this key in this process, nothing in the
       // file (core/fastest_candidate.hpp).
       core::autotune_remember(key, core::kDisturbedSearch);
-      return make(core::CudnnAlgo::standard);
+      return make(CudnnAlgo::standard);
     }
-    core::autotune_store(key, core::to_string(*chosen));
+    core::autotune_store(key, to_string(*chosen));
     for (auto& [algo, backend] : built) {
       if (algo == *chosen) return std::move(backend);
     }
     return make(*chosen);
   } catch (const Error& e) {
     if (e.code() == Status::out_of_memory) throw;
-    return make(core::CudnnAlgo::standard);
+    return make(CudnnAlgo::standard);
   }
 }
 

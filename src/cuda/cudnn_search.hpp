@@ -1,6 +1,6 @@
 // The cuDNN algorithm search (cuDNN 9 has no find API for RNNs): the plan's backend built for
-// each candidate of core::cudnn_algorithm_candidates, timed on synthetic data of the plan's own
-// shape, the fastest kept and remembered under core::cudnn_autotune_key (in memory, and in
+// each candidate of cudnn_algorithm_candidates, timed on synthetic data of the plan's own
+// shape, the fastest kept and remembered under cudnn_autotune_key (in memory, and in
 // RNNX_AUTOTUNE_CACHE's file when set), exactly as the cpu backend's search does.
 #pragma once
 
@@ -8,11 +8,11 @@
 #include <memory>
 
 #include "core/backend.hpp"
-#include "core/cudnn_algorithm.hpp"
+#include "cuda/rules/cudnn_algorithm.hpp"
 
 namespace rnnx::cuda {
 
-using CudnnBackendMaker = std::function<std::unique_ptr<BackendImpl>(core::CudnnAlgo)>;
+using CudnnBackendMaker = std::function<std::unique_ptr<BackendImpl>(CudnnAlgo)>;
 
 // The backend of the fastest candidate: STANDARD when it is the only one or RNNX_AUTOTUNE=0,
 // the cached choice when there is one, else the result of a search by the cpu search's rules

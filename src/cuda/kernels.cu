@@ -80,9 +80,9 @@ __global__ void fill_kernel(T* dst, int64_t n, double value) {
 
 // blockIdx.y: the segment; x: its elements.
 template <typename T>
-__global__ void weights_kernel(const core::WeightSegment* segs, const T* from, T* to,
-                               int64_t flat_base, bool to_cudnn, bool accumulate) {
-  const core::WeightSegment s = segs[blockIdx.y];
+__global__ void weights_kernel(const WeightSegment* segs, const T* from, T* to, int64_t flat_base,
+                               bool to_cudnn, bool accumulate) {
+  const WeightSegment s = segs[blockIdx.y];
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < s.count;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     if (to_cudnn) {
@@ -184,7 +184,7 @@ void fill_pattern(DataType dtype, void* dst, int64_t n, uint64_t seed, double sc
 }
 
 namespace {
-void weights_launch(DataType dtype, const core::WeightSegment* segs, int64_t count, int64_t longest,
+void weights_launch(DataType dtype, const WeightSegment* segs, int64_t count, int64_t longest,
                     const void* from, void* to, int64_t flat_base, bool to_cudnn, bool accumulate,
                     cudaStream_t stream) {
   if (count <= 0) return;
@@ -198,15 +198,14 @@ void weights_launch(DataType dtype, const core::WeightSegment* segs, int64_t cou
 }
 }  // namespace
 
-void weights_to_cudnn(DataType dtype, const core::WeightSegment* segments, int64_t count,
-                      int64_t longest, const void* flat, int64_t flat_base, void* cudnn,
-                      cudaStream_t stream) {
+void weights_to_cudnn(DataType dtype, const WeightSegment* segments, int64_t count, int64_t longest,
+                      const void* flat, int64_t flat_base, void* cudnn, cudaStream_t stream) {
   weights_launch(dtype, segments, count, longest, flat, cudnn, flat_base, true, false, stream);
 }
 
-void weights_to_flat(DataType dtype, const core::WeightSegment* segments, int64_t count,
-                     int64_t longest, const void* cudnn, void* flat, int64_t flat_base,
-                     bool accumulate, cudaStream_t stream) {
+void weights_to_flat(DataType dtype, const WeightSegment* segments, int64_t count, int64_t longest,
+                     const void* cudnn, void* flat, int64_t flat_base, bool accumulate,
+                     cudaStream_t stream) {
   weights_launch(dtype, segments, count, longest, cudnn, flat, flat_base, false, accumulate,
                  stream);
 }

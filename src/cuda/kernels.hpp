@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "core/cudnn_layout.hpp"
+#include "cuda/rules/cudnn_layout.hpp"
 #include "rnnx/config.hpp"
 
 namespace rnnx::cuda {
@@ -28,12 +28,11 @@ void fill_pattern(DataType dtype, void* dst, int64_t n, uint64_t seed, double sc
 
 // The segments (device array of `count` WeightSegment, the longest `longest` elements) copied
 // from flat (+ flat_base) into cudnn, or back from cudnn into flat overwriting or adding.
-void weights_to_cudnn(DataType dtype, const core::WeightSegment* segments, int64_t count,
-                      int64_t longest, const void* flat, int64_t flat_base, void* cudnn,
-                      cudaStream_t stream);
-void weights_to_flat(DataType dtype, const core::WeightSegment* segments, int64_t count,
-                     int64_t longest, const void* cudnn, void* flat, int64_t flat_base,
-                     bool accumulate, cudaStream_t stream);
+void weights_to_cudnn(DataType dtype, const WeightSegment* segments, int64_t count, int64_t longest,
+                      const void* flat, int64_t flat_base, void* cudnn, cudaStream_t stream);
+void weights_to_flat(DataType dtype, const WeightSegment* segments, int64_t count, int64_t longest,
+                     const void* cudnn, void* flat, int64_t flat_base, bool accumulate,
+                     cudaStream_t stream);
 
 // dst[j] += the sum of column j of src [rows, width] (dense) for j < width, each column added
 // up in row order (core/column_sums.hpp, one thread per column) as the cpu backend adds its
@@ -43,7 +42,7 @@ void add_column_sums(DataType dtype, const void* src, int64_t rows, int64_t widt
 
 // Dropout on packed rows [rows, width] in place: element j of row r is kept (and scaled by
 // 1 / (1 - p)) when rnnx's generator keeps element element_base[r] + j of (seed, counter,
-// layer), as core::dropout_apply_rows decides on the host.
+// layer), as core::dropout_apply_step_rows decides on the host.
 void apply_dropout(DataType dtype, void* data, int64_t rows, int64_t width,
                    const int64_t* element_base, uint64_t seed, uint64_t counter, int64_t layer,
                    double p, cudaStream_t stream);

@@ -9,13 +9,13 @@
 
 #include "core/autotune_cache.hpp"
 #include "core/backend.hpp"
-#include "core/cudnn_layout.hpp"
 #include "core/dropout.hpp"
 #include "core/reserve_ledger.hpp"
 #include "cuda/cublas_loader.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cudnn_rnn.hpp"
 #include "cuda/kernels.hpp"
+#include "cuda/rules/cudnn_layout.hpp"
 #include "device_hooks.hpp"
 #include "problems.hpp"
 
@@ -25,11 +25,11 @@ namespace {
 using Param = std::tuple<TestCase, DataType>;
 class CudaVsReference : public ::testing::TestWithParam<Param> {};
 
-// cuDNN where it fits, rnnx's own kernels where it does not (core::cudnn_refusal).
+// cuDNN where it fits, rnnx's own kernels where it does not (cuda::cudnn_refusal).
 TEST_P(CudaVsReference, ForwardAndBackward) {
   TestCase p = std::get<0>(GetParam());
   p.cfg.dtype = std::get<1>(GetParam());
-  const std::string refusal = core::cudnn_refusal(p.cfg);
+  const std::string refusal = cuda::cudnn_refusal(p.cfg);
   if (p.cfg.dtype == DataType::f16 && !refusal.empty()) {  // checked before a GPU is looked for
     expect_error([&] { Plan plan(p.cfg, p.shape, backend_options(Backend::cuda)); },
                  Status::unsupported, {"backend cuda", refusal, "float16"});
@@ -154,7 +154,7 @@ TEST(Cuda, OwnKernelsRefuseBfloat16) {
 }
 
 // The GPU's masks are the CPU's: the dropout kernel on rows of ones against
-// core::dropout_apply_rows, for float32 and float64, exactly.
+// core::dropout_apply_step_rows, for float32 and float64, exactly.
 TEST(Cuda, DropoutMasksEqualTheCpuBitForBit) {
   RNNX_SKIP_WITHOUT_GPU();
   const auto shape = SequenceShape::padded(9, 5, {9, 0, 4, 9, 1});
@@ -170,10 +170,12 @@ TEST(Cuda, DropoutMasksEqualTheCpuBitForBit) {
   for (DataType dt : {DataType::f32, DataType::f64}) {
     Buf host = Buf(dt, s.tokens * width, 1.0);
     Buf want = host;
-    if (dt == DataType::f32) {
-      core::dropout_apply_rows(key, s, width, static_cast<float*>(want.data()));
-    } else {
-      core::dropout_apply_rows(key, s, width, static_cast<double*>(want.data()));
+    for (int64_t t = 0; t < s.T_eff; ++t) {
+      if (dt == DataType::f32) {
+        core::dropout_apply_step_rows(key, s, width, t, static_cast<float*>(want.data()));
+      } else {
+        core::dropout_apply_step_rows(key, s, width, t, static_cast<double*>(want.data()));
+      }
     }
     const size_t bytes = static_cast<size_t>(host.size() * dtype_size(dt));
     void* d_rows = h.allocate(bytes);
@@ -305,7 +307,7 @@ TEST(Cuda, ReserveIsCheckedWithoutAReadBack) {
 }
 
 // cuDNN's cell clipping against the contract, for the record of the first GPU runs. rnnx runs
-// clipping on its own kernels (core::cudnn_refusal) because cuDNN documents neither the NaN
+// clipping on its own kernels (cuda::cudnn_refusal) because cuDNN documents neither the NaN
 // rule of CUDNN_NOT_PROPAGATE_NAN (the contract's `replace`: NaN becomes the upper bound) nor
 // its backward through the clip. This probe runs cuDNN itself on a clipped LSTM with a NaN
 // in one sequence, under both NaN policies, forward and backward, against the reference, and
@@ -329,7 +331,7 @@ TEST(Cuda, CudnnCellClipAgainstTheContract) {
       const Results want = run(ref, in, o);
       PlanContext ctx{c, shape, core::make_schedule(shape), WeightLayout(c), {}, MathMode::fp32};
       const std::unique_ptr<BackendImpl> b =
-          cuda::make_cudnn_backend_unrouted(ctx, core::CudnnAlgo::standard);
+          cuda::make_cudnn_backend_unrouted(ctx, cuda::CudnnAlgo::standard);
       std::vector<void*> owned;
       auto bytes_of = [](const Buf& buf) { return static_cast<size_t>(buf.size()) * 4; };
       auto up = [&](const Buf& buf) -> void* {
@@ -378,7 +380,7 @@ TEST(Cuda, CudnnCellClipAgainstTheContract) {
   }
 }
 
-// Where cuDNN puts each weight, against core::cudnn_documented_layout: informative (the
+// Where cuDNN puts each weight, against cuda::cudnn_documented_layout: informative (the
 // copies use cuDNN's own answer either way), printed for the record of the first GPU runs.
 TEST(Cuda, WeightPlacementAgainstTheDocumentation) {
   RNNX_SKIP_WITHOUT_GPU();
@@ -388,9 +390,9 @@ TEST(Cuda, WeightPlacementAgainstTheDocumentation) {
     c.math = MathMode::fp32;
     const SequenceShape shape = SequenceShape::padded(3, 2);
     PlanContext ctx{c, shape, core::make_schedule(shape), WeightLayout(c), {}, MathMode::fp32};
-    const core::CudnnBatch batch = core::cudnn_batch(shape, ctx.schedule, c);
+    const cuda::CudnnBatch batch = cuda::cudnn_batch(shape, ctx.schedule, c);
     cuda::CudnnHandle handle = cuda::make_handle();
-    const cuda::CudnnRnn rnn(ctx, batch, handle.get(), core::CudnnAlgo::standard);
+    const cuda::CudnnRnn rnn(ctx, batch, handle.get(), cuda::CudnnAlgo::standard);
     for (const cuda::CudnnGroup& g : rnn.groups()) {
       std::printf("[   NOTE   ] %s: cuDNN's weight space (%zu bytes) %s the documented layout\n",
                   to_string(c.cell), g.weight_bytes,

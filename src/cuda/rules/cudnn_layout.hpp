@@ -13,7 +13,7 @@
 #include "rnnx/config.hpp"
 #include "rnnx/weights.hpp"
 
-namespace rnnx::core {
+namespace rnnx::cuda {
 
 // Why cuDNN's RNN cannot run this config, or "" when it can. cuDNN runs PyTorch's cells
 // (LSTM with projection and cell clipping, GRU with linear-before-reset, RNN tanh/relu),
@@ -84,6 +84,6 @@ struct CudnnBatch {
   bool rows_in_place = false;    // the caller's x/y rows already are the packed rows
 };
 // Throws Error(unsupported) naming the value when a size exceeds cuDNN's int arguments.
-CudnnBatch cudnn_batch(const SequenceShape& shape, const Schedule& s, const Config& config);
+CudnnBatch cudnn_batch(const SequenceShape& shape, const core::Schedule& s, const Config& config);
 
-}  // namespace rnnx::core
+}  // namespace rnnx::cuda

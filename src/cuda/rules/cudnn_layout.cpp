@@ -1,5 +1,5 @@
 // cuDNN's weight space and batch as plain values (cudnn_layout.hpp).
-#include "core/cudnn_layout.hpp"
+#include "cuda/rules/cudnn_layout.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -7,7 +7,7 @@
 #include "core/schedule.hpp"
 #include "rnnx/error.hpp"
 
-namespace rnnx::core {
+namespace rnnx::cuda {
 
 std::string cudnn_refusal(const Config& c) {
   if (c.cell == CellType::gru && !c.gru_linear_before_reset)
@@ -178,7 +178,7 @@ template void apply_segments_to_flat<float>(const std::vector<WeightSegment>&, c
 template void apply_segments_to_flat<double>(const std::vector<WeightSegment>&, const double*,
                                              double*, bool);
 
-CudnnBatch cudnn_batch(const SequenceShape& shape, const Schedule& s, const Config& c) {
+CudnnBatch cudnn_batch(const SequenceShape& shape, const core::Schedule& s, const Config& c) {
   constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
   CudnnBatch b;
   b.batch = s.T_eff > 0 ? s.batch_sizes[0] : 0;
@@ -202,4 +202,4 @@ CudnnBatch cudnn_batch(const SequenceShape& shape, const Schedule& s, const Conf
   return b;
 }
 
-}  // namespace rnnx::core
+}  // namespace rnnx::cuda

@@ -1,5 +1,5 @@
 // cuDNN's RNN algorithm candidates and the key of their search (cudnn_algorithm.hpp).
-#include "core/cudnn_algorithm.hpp"
+#include "cuda/rules/cudnn_algorithm.hpp"
 
 #include <algorithm>
 #include <sstream>
@@ -7,7 +7,7 @@
 #include "core/autotune_cache.hpp"
 #include "rnnx/version.hpp"
 
-namespace rnnx::core {
+namespace rnnx::cuda {
 
 const char* to_string(CudnnAlgo algo) {
   switch (algo) {
@@ -45,7 +45,7 @@ std::vector<CudnnAlgo> cudnn_algorithm_candidates(const Config& c, const CudnnBa
 std::string cudnn_autotune_key(const Config& c, MathMode math, const CudnnBatch& batch,
                                PlanPurpose purpose, const std::string& device, int cudnn_version) {
   std::ostringstream k;
-  k << "rnnx-" << build_info().version << " cuda " << config_search_key(c)
+  k << "rnnx-" << build_info().version << " cuda " << core::config_search_key(c)
     << " resolved_math=" << to_string(math) << " B=" << batch.batch << " T=" << batch.max_seq_len
     << " for=" << to_string(purpose) << " gpu=" << device << " cudnn=" << cudnn_version;
   std::string key = k.str();
@@ -54,4 +54,4 @@ std::string cudnn_autotune_key(const Config& c, MathMode math, const CudnnBatch&
   return key;
 }
 
-}  // namespace rnnx::core
+}  // namespace rnnx::cuda

@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "core/cudnn_layout.hpp"
+#include "cuda/rules/cudnn_layout.hpp"
 #include "rnnx/config.hpp"
 #include "rnnx/plan.hpp"
 
-namespace rnnx::core {
+namespace rnnx::cuda {
 
 // CUDNN_RNN_ALGO_STANDARD, _PERSIST_STATIC, _PERSIST_STATIC_SMALL_H. (PERSIST_DYNAMIC needs a
 // kernel compiled per batch size at run time, cudnnBuildRNNDynamic: not among them yet.)
@@ -37,4 +37,4 @@ std::vector<CudnnAlgo> cudnn_algorithm_candidates(const Config& config, const Cu
 std::string cudnn_autotune_key(const Config& config, MathMode math, const CudnnBatch& batch,
                                PlanPurpose purpose, const std::string& device, int cudnn_version);
 
-}  // namespace rnnx::core
+}  // namespace rnnx::cuda
