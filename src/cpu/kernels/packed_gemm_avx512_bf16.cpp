@@ -5,8 +5,8 @@
 // [KP / 16][rows][16][2] per tile, KP = ceil(K/2) rounded up to whole chunks of 16 pairs,
 // the padding zero (AMX tiles, packed_gemm_amx.cpp, then need no partial chunk). They are
 // the float32 layouts of packed_gemm_avx512.cpp with K halved and every element a pair.
-// The micro-kernel is the same 14 x 32 tile (28 zmm accumulators), one vdpbf16ps doing two
-// k per column.
+// The micro-kernel is the same 14 x 32 tile (kernels/packed_tile_avx512.inl: 28 zmm
+// accumulators), one vdpbf16ps doing two k per column.
 // Built with the avx512-bf16 level's flags (as packed_gemm_avx512.cpp); runs only when
 // packed_gemm_available(PackedType::bf16) says so.
 #include "cpu/packed_gemm.hpp"
@@ -21,28 +21,28 @@
 namespace rnnx::cpu::packed_avx512_bf16 {
 namespace {
 
-constexpr int kPanel = static_cast<int>(kPackedPanel);
-constexpr int kRows = static_cast<int>(kPackedTileRows);
-constexpr int kVecs = kPanel / 16;                           // zmm per panel row (of pairs)
-constexpr int kChunk = static_cast<int>(kPackedDepthChunk);  // packed A's chunk, in pairs
-static_assert(kPanel % 16 == 0 && kRows * kVecs + kVecs + 1 <= 32, "tile must fit 32 zmm");
-// Pair rows of B prefetched ahead in the micro-kernel.
-constexpr int64_t kPrefetchRows = 16;
-
-inline int64_t min64(int64_t a, int64_t b) {
-  return a < b ? a : b;
-}
-inline int64_t max64(int64_t a, int64_t b) {
-  return a > b ? a : b;
-}
+// One step of k per pair: vdpbf16ps multiplies both of a slot's bf16 and adds them.
+struct Dot {
+  using Elem = int32_t;
+  using Operand = __m512i;
+  static Operand load(const int32_t* p) { return _mm512_loadu_si512(p); }
+  static Operand broadcast(int32_t a) { return _mm512_set1_epi32(a); }
+  static __m512 madd(__m512 acc, __m512i a, __m512i b) {
+    return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(a), reinterpret_cast<__m512bh>(b));
+  }
+};
 // Pairs of K rounded up to whole chunks: the k extent of packed A and B.
 inline int64_t packed_depth(int64_t K) {
-  return ((K + 1) / 2 + kChunk - 1) / kChunk * kChunk;
+  return ((K + 1) / 2 + kPackedDepthChunk - 1) / kPackedDepthChunk * kPackedDepthChunk;
 }
-inline __mmask16 lanes(int64_t n) {
-  return n <= 0    ? static_cast<__mmask16>(0)
-         : n >= 16 ? static_cast<__mmask16>(0xFFFF)
-                   : static_cast<__mmask16>((1u << n) - 1u);
+inline int64_t tile_depth(int64_t K) {
+  return packed_depth(K);
+}
+
+#include "cpu/kernels/packed_tile_avx512.inl"
+
+inline int64_t max64(int64_t a, int64_t b) {
+  return a > b ? a : b;
 }
 inline __mmask32 lanes32(int64_t n) {
   return n <= 0 ? 0u : n >= 32 ? 0xFFFFFFFFu : static_cast<__mmask32>((1u << n) - 1u);
@@ -56,123 +56,6 @@ inline __m512i interleave_bf16(__m512 lo, __m512 hi) {
                                          8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
   return _mm512_permutexvar_epi16(order, both);
 }
-
-// r[i] = row i of a 16 x 16 block in, column i out.
-inline void transpose16(__m512 r[16]) {
-  __m512 t[16];
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 16; i += 4) {
-    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
-    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
-    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-  }
-  for (int h = 0; h < 16; h += 8) {
-    for (int i = 0; i < 4; ++i) {
-      t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + 4 + i], 0x88);
-      t[h + 4 + i] = _mm512_shuffle_f32x4(r[h + i], r[h + 4 + i], 0xDD);
-    }
-  }
-  for (int i = 0; i < 8; ++i) {
-    r[i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0x88);
-    r[8 + i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0xDD);
-  }
-}
-
-inline __m512 dot2(__m512 acc, __m512i a, __m512i b) {
-  return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(a), reinterpret_cast<__m512bh>(b));
-}
-
-// One tile: C[0:MR, 0:ncols] (+)= Ap * Bp over KP pairs, Ap the tile's rows packed as
-// [KP / 16][MR][16] pairs, Bp [KP][kPanel] pairs. As packed_gemm_avx512.cpp's tile.
-template <int MR>
-void tile(int64_t KP, const int32_t* __restrict Ap, const int32_t* __restrict Bp, float* C,
-          int64_t ldc, int64_t ncols, bool accumulate) {
-  constexpr int KS = MR * kVecs >= 8 ? 1 : (MR * kVecs >= 4 ? 2 : 4);
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i) {
-#pragma GCC unroll 4
-    for (int v = 0; v <= kVecs; ++v) {
-      __builtin_prefetch(C + i * ldc + min64(16 * v, ncols - 1), 1, 3);
-    }
-  }
-  __m512 acc[KS][MR][kVecs];
-#pragma GCC unroll 4
-  for (int s = 0; s < KS; ++s)
-#pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 4
-      for (int v = 0; v < kVecs; ++v) acc[s][i][v] = _mm512_setzero_ps();
-
-  const int64_t chunks = KP / kChunk;
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int32_t* a = Ap + c * MR * kChunk;
-    const int32_t* b = Bp + c * kChunk * kPanel;
-#pragma GCC unroll 2
-    for (int kk = 0; kk < kChunk; kk += KS) {
-#pragma GCC unroll 4
-      for (int s = 0; s < KS; ++s) {
-        const int32_t* bk = b + (kk + s) * kPanel;
-        __m512i bv[kVecs];
-#pragma GCC unroll 4
-        for (int v = 0; v < kVecs; ++v) bv[v] = _mm512_loadu_si512(bk + 16 * v);
-#pragma GCC unroll 4
-        for (int v = 0; v < kVecs; ++v) {
-          _mm_prefetch(reinterpret_cast<const char*>(bk + kPrefetchRows * kPanel + 16 * v),
-                       _MM_HINT_T0);
-        }
-#pragma GCC unroll 16
-        for (int i = 0; i < MR; ++i) {
-          const __m512i av = _mm512_set1_epi32(a[i * kChunk + kk + s]);
-#pragma GCC unroll 4
-          for (int v = 0; v < kVecs; ++v) acc[s][i][v] = dot2(acc[s][i][v], av, bv[v]);
-        }
-      }
-    }
-  }
-  const int32_t* a = Ap + chunks * MR * kChunk;
-  const int32_t* b = Bp + chunks * kChunk * kPanel;
-  for (int64_t kk = 0; kk < KP - chunks * kChunk; ++kk) {
-    __m512i bv[kVecs];
-#pragma GCC unroll 4
-    for (int v = 0; v < kVecs; ++v) bv[v] = _mm512_loadu_si512(b + kk * kPanel + 16 * v);
-#pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) {
-      const __m512i av = _mm512_set1_epi32(a[i * kChunk + kk]);
-#pragma GCC unroll 4
-      for (int v = 0; v < kVecs; ++v) acc[0][i][v] = dot2(acc[0][i][v], av, bv[v]);
-    }
-  }
-#pragma GCC unroll 4
-  for (int s = 1; s < KS; ++s)
-#pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 4
-      for (int v = 0; v < kVecs; ++v) acc[0][i][v] = _mm512_add_ps(acc[0][i][v], acc[s][i][v]);
-
-#pragma GCC unroll 4
-  for (int v = 0; v < kVecs; ++v) {
-    const int64_t n = ncols - 16 * v;
-    if (n <= 0) break;
-    const __mmask16 m = lanes(n);
-#pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) {
-      float* c = C + i * ldc + 16 * v;
-      __m512 r = acc[0][i][v];
-      if (accumulate) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(m, c));
-      _mm512_mask_storeu_ps(c, m, r);
-    }
-  }
-}
-
-using TileFn = void (*)(int64_t, const int32_t*, const int32_t*, float*, int64_t, int64_t, bool);
-constexpr TileFn kTiles[kRows] = {&tile<1>,  &tile<2>,  &tile<3>,  &tile<4>, &tile<5>,
-                                  &tile<6>,  &tile<7>,  &tile<8>,  &tile<9>, &tile<10>,
-                                  &tile<11>, &tile<12>, &tile<13>, &tile<14>};
-static_assert(kRows == 14, "kTiles lists one tile per height");
 
 void pack_b_panels(bool trans, int64_t K, int64_t N, const float* W, int64_t ldw, int64_t p0,
                    int64_t p1, float* out, const int64_t* row_map) {
@@ -285,21 +168,6 @@ void pack_a_blocks(bool trans, int64_t M, int64_t K, int64_t k0, int64_t k1, con
       _mm_prefetch(reinterpret_cast<const char*>(row + m_hi - 1), _MM_HINT_T0);
     }
     for (int64_t b = b0; b < b1; ++b) pack(b, c);
-  }
-}
-
-void multiply_panels(int64_t M, int64_t K, const float* a_packed, const float* b_packed, int64_t N,
-                     int64_t p0, int64_t p1, bool accumulate, float* C, int64_t ldc) {
-  const int64_t KP = packed_depth(K), depth = KP;
-  const int32_t* ap = reinterpret_cast<const int32_t*>(a_packed);
-  for (int64_t p = p0; p < p1; ++p) {
-    const int64_t n0 = p * kPanel;
-    const int64_t ncols = min64(kPanel, N - n0);
-    const int32_t* bp = reinterpret_cast<const int32_t*>(b_packed) + p * KP * kPanel;
-    for (int64_t m0 = 0; m0 < M; m0 += kRows) {
-      const int64_t rows = min64(kRows, M - m0);
-      kTiles[rows - 1](KP, ap + m0 * depth, bp, C + m0 * ldc + n0, ldc, ncols, accumulate);
-    }
   }
 }
 
