@@ -39,7 +39,8 @@ TEST(BackendRegistry, EachBackendDescribesItsOwnFields) {
   EXPECT_NE(engines.find("float32 packed"), std::string::npos) << engines;
   EXPECT_NE(engines.find("float64"), std::string::npos) << engines;
   EXPECT_EQ(info.with_onednn, engines.find("onednn-sgemm") != std::string::npos) << engines;
-  EXPECT_EQ(info.with_blas, engines.find("(no BLAS in this build)") == std::string::npos) << engines;
+  EXPECT_EQ(info.with_blas, engines.find("(no BLAS in this build)") == std::string::npos)
+      << engines;
 }
 
 }  // namespace

@@ -58,9 +58,8 @@ inline void transpose16(__m512 r[16]) {
 // Tiles of few rows keep KS independent partial sums over k so that the latency of the
 // multiply-adds is hidden.
 template <int MR>
-void tile(int64_t depth, const Dot::Elem* __restrict Ap,
-          const Dot::Elem* __restrict Bp, float* C, int64_t ldc, int64_t ncols,
-          bool accumulate) {
+void tile(int64_t depth, const Dot::Elem* __restrict Ap, const Dot::Elem* __restrict Bp, float* C,
+          int64_t ldc, int64_t ncols, bool accumulate) {
   using Elem = Dot::Elem;
   using Operand = Dot::Operand;
   constexpr int KS = MR * kVecs >= 8 ? 1 : (MR * kVecs >= 4 ? 2 : 4);
@@ -144,8 +143,8 @@ void tile(int64_t depth, const Dot::Elem* __restrict Ap,
   }
 }
 
-using TileFn = void (*)(int64_t, const Dot::Elem*, const Dot::Elem*, float*,
-                        int64_t, int64_t, bool);
+using TileFn = void (*)(int64_t, const Dot::Elem*, const Dot::Elem*, float*, int64_t, int64_t,
+                        bool);
 constexpr TileFn kTiles[kRows] = {&tile<1>,  &tile<2>,  &tile<3>,  &tile<4>, &tile<5>,
                                   &tile<6>,  &tile<7>,  &tile<8>,  &tile<9>, &tile<10>,
                                   &tile<11>, &tile<12>, &tile<13>, &tile<14>};
