@@ -40,10 +40,18 @@ TARGETS = {
 }
 TARGET_FULL_VS_ONEDNN = TARGETS["avx512"]["full"]
 TARGET_VAR_VS_PEERS = TARGETS["avx512"]["var"]
-# The ISA levels a run can be capped to: RNNX_CPU_ISA for rnnx and bench/peak, and oneDNN's
-# own cap (ONEDNN_MAX_CPU_ISA) for the oneDNN peer and PyTorch's oneDNN; PyTorch's own
-# kernels by ATEN_CPU_CAPABILITY.
-ISA_CAPS = {"avx2": ("avx2", "AVX2", "avx2"), "avx512": ("avx512", "AVX512_CORE", "avx512")}
+# The ISA levels a run can be capped to, as each library's own switch, set for every runner:
+# RNNX_CPU_ISA for rnnx and bench/peak, ONEDNN_MAX_CPU_ISA for the oneDNN peer and PyTorch's
+# oneDNN, ATEN_CPU_CAPABILITY for PyTorch's own kernels, and the BLAS under PyTorch's GEMMs:
+# MKL_ENABLE_INSTRUCTIONS for MKL (PyTorch from pip; without it MKL kept running AVX-512 in a
+# run capped to AVX2, so that peer was not capped) and OPENBLAS_CORETYPE for OpenBLAS.
+ISA_CAPS = {
+    "avx2": {"RNNX_CPU_ISA": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2",
+             "MKL_ENABLE_INSTRUCTIONS": "AVX2", "OPENBLAS_CORETYPE": "Haswell"},
+    "avx512": {"RNNX_CPU_ISA": "avx512", "ONEDNN_MAX_CPU_ISA": "AVX512_CORE",
+               "ATEN_CPU_CAPABILITY": "avx512", "MKL_ENABLE_INSTRUCTIONS": "AVX512",
+               "OPENBLAS_CORETYPE": "SkylakeX"},
+}
 
 
 def torch_peers(pythons):
@@ -64,8 +72,8 @@ def section_of(args):
     native = machine_isa()
     if args.isa in ("native", native):
         return native, "native"
-    return args.isa, f"capped (RNNX_CPU_ISA={ISA_CAPS[args.isa][0]}, ONEDNN_MAX_CPU_ISA="\
-        f"{ISA_CAPS[args.isa][1]}, ATEN_CPU_CAPABILITY={ISA_CAPS[args.isa][2]}) on a {native} CPU"
+    caps = ", ".join(f"{k}={v}" for k, v in ISA_CAPS[args.isa].items())
+    return args.isa, f"capped ({caps}) on a {native} CPU"
 
 
 # ----------------------------------------------------------------------------------------
@@ -130,10 +138,7 @@ class Runners:
         else:
             e.pop("OMP_WAIT_POLICY", None)
         if self.args.isa != "native":
-            rnnx_cap, onednn_cap, aten_cap = ISA_CAPS[self.args.isa]
-            e["RNNX_CPU_ISA"] = rnnx_cap
-            e["ONEDNN_MAX_CPU_ISA"] = onednn_cap
-            e["ATEN_CPU_CAPABILITY"] = aten_cap
+            e.update(ISA_CAPS[self.args.isa])
         if runner.startswith("torch") and self.args.torch_malloc == "keep":
             # glibc keeps freed memory instead of returning it to the kernel, so PyTorch's
             # per-call tensors are not fresh pages (first touch ~0.3 GB/s, PERF-NOTES.md).
@@ -556,7 +561,7 @@ def write_results(path, args, rows, peaks, ceilings, runners, started, elapsed, 
         f"oneDNN: {wait_policy(args.wait_policy, 'onednn') or 'unset'}, "
         f"PyTorch: {wait_policy(args.wait_policy, 'torch') or 'unset'}); "
         f"OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = thread count; "
-        f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}; "
+        f"OPENBLAS_CORETYPE={ISA_CAPS.get(args.isa, {}).get('OPENBLAS_CORETYPE') or os.environ.get('OPENBLAS_CORETYPE', 'unset')}; "
         f"PyTorch malloc: {args.torch_malloc}",
         "",
     ]
