@@ -41,7 +41,8 @@ void scatter_rows_parallel(const SequenceShape& shape, const core::Schedule& s, 
 template <typename T>
 void dropout_rows_parallel(const core::DropoutKey& key, const core::Schedule& s, int64_t width,
                            T* rows) {
-  // Philox per element costs far more than a copy: worth the team from a few rows on.
+  // Philox per element costs far more than a copy, so unlike the copies above there is no
+  // size below which one thread does it: any team with two steps to share splits them.
   const bool par = !omp_in_parallel() && omp_get_max_threads() > 1 && s.T_eff > 1;
 #pragma omp parallel for schedule(static) if (par)
   for (int64_t t = 0; t < s.T_eff; ++t) core::dropout_apply_step_rows(key, s, width, t, rows);
