@@ -41,14 +41,22 @@ inline void store(float* p, Vec v) {
   std::memcpy(p, &v, sizeof v);
 }
 
+// The next block of B that the sub-tiles of this one ask into L2 while they run on the
+// current block in L1 (multiply_panels): `lines` cache lines from `next`, `per_chunk` of
+// them at every chunk of k.
+struct Prefetch {
+  const char* next = nullptr;
+  int64_t lines = 0;
+  int64_t per_chunk = 0;
+};
+
 // C[0:MR, 0:ncols] (+)= A * B over all K: `a` the sub-tile's first row in a packed A block
 // whose chunks are `chunk_floats` apart ([K / 16][rows][16]), `b` the sub-tile's first
-// column in a packed panel ([K][kPanel]); ncols <= NV * kLanes.
-// No software prefetch: B's panels are read in order, which the hardware prefetchers
-// follow (asking for the next block of k ahead measured no different on a Zen 3).
+// column in a packed panel ([K][kPanel]); ncols <= NV * kLanes. `pf` (may be null) is the
+// prefetch of the next block, continued where the last sub-tile left it.
 template <int MR, int NV>
 void sub_tile(int64_t K, const float* __restrict a, int64_t chunk_floats, const float* __restrict b,
-              float* C, int64_t ldc, int64_t ncols, bool accumulate) {
+              float* C, int64_t ldc, int64_t ncols, bool accumulate, Prefetch* pf) {
   // The chain of each element starts from C's value when accumulating (so that a product
   // split into blocks of k sums exactly as one chain would), else from zero.
   // Zeros go straight into the registers: through a zeroed array on the stack they cost a
@@ -94,6 +102,12 @@ void sub_tile(int64_t K, const float* __restrict a, int64_t chunk_floats, const 
   for (int64_t c = 0; c < chunks; ++c) {
     const float* ac = a + c * chunk_floats;
     const float* bc = b + c * kChunk * kPanel;
+    if (pf != nullptr && pf->lines > 0) {
+      const int64_t n = min64(pf->per_chunk, pf->lines);
+      for (int64_t l = 0; l < n; ++l) __builtin_prefetch(pf->next + 64 * l, 0, 2);
+      pf->next += 64 * n;
+      pf->lines -= n;
+    }
 #pragma GCC unroll 4
     for (int kk = 0; kk < kChunk; ++kk) step(ac + kk, bc + kk * kPanel);
   }
@@ -114,7 +128,7 @@ void sub_tile(int64_t K, const float* __restrict a, int64_t chunk_floats, const 
 }
 
 using SubTileFn = void (*)(int64_t, const float*, int64_t, const float*, float*, int64_t, int64_t,
-                           bool);
+                           bool, Prefetch*);
 // sub_tile<rows, kSubVecs> for rows 1..kSubRows; one or two rows take wider sub-tiles (more
 // accumulators to hide the FMA latency, fewer passes over the panel).
 template <int... R>
@@ -133,15 +147,25 @@ inline int first_sub_rows(int rows) {
   return rest >= kMinSubRows ? kSubRows : rows - kMinSubRows;
 }
 
-// One tile of a block: C[0:rows, 0:ncols] (+)= block * panel.
+// How many sub-tiles a tile of `rows` rows x ncols runs (tile() below).
+inline int64_t sub_tile_count(int rows, int64_t ncols) {
+  if (rows <= 2) return (ncols + kWideVecs * kLanes - 1) / (kWideVecs * kLanes);
+  int count = 0;
+  for (int r = 0; r < rows; r += first_sub_rows(rows - r)) ++count;
+  return count * ((ncols + kSubVecs * kLanes - 1) / (kSubVecs * kLanes));
+}
+
+// One tile of a block: C[0:rows, 0:ncols] (+)= block * panel. The first sub-tile prefetches
+// nothing when `first_streams` (it reads the block from beyond L1 itself).
 void tile(int64_t K, int rows, const float* a_block, const float* panel, float* C, int64_t ldc,
-          int64_t ncols, bool accumulate) {
+          int64_t ncols, bool accumulate, Prefetch* pf, bool first_streams) {
   const int64_t chunk_floats = static_cast<int64_t>(rows) * kChunk;
+  Prefetch* first = first_streams ? nullptr : pf;
   if (rows <= 2) {
     constexpr int kWideCols = kWideVecs * kLanes;
     for (int64_t j = 0; j < ncols; j += kWideCols) {
       kWideTiles[rows - 1](K, a_block, chunk_floats, panel + j, C + j, ldc,
-                           min64(kWideCols, ncols - j), accumulate);
+                           min64(kWideCols, ncols - j), accumulate, j == 0 ? first : pf);
     }
     return;
   }
@@ -151,7 +175,7 @@ void tile(int64_t K, int rows, const float* a_block, const float* panel, float* 
     for (int r = 0; r < rows;) {
       const int mr = first_sub_rows(rows - r);
       kSubTiles[mr - 1](K, a_block + r * kChunk, chunk_floats, panel + j, C + r * ldc + j, ldc,
-                        cols, accumulate);
+                        cols, accumulate, j == 0 && r == 0 ? first : pf);
       r += mr;
     }
   }
@@ -243,6 +267,10 @@ void pack_a_blocks(bool trans, int64_t M, int64_t K, int64_t k0, int64_t k1, con
 // with each: that much of the panel stays in L1 while every sub-tile of every row block
 // reads it again (each sub-tile reads B's row once per few rows of A). Each block continues
 // the chains where the last left them in C, so the blocks change no bit.
+// The first sub-tile of a block reads it from L2, L3 or memory (weights of a few MB, as the
+// step products' at H = 1024, stay in none of the nearer caches); the others ask for the next
+// block (the rest of the panel, then the next panel: they follow in memory) into L2, a few
+// lines at every chunk of k, so that the first sub-tile of the next block finds it there.
 static_assert(kDepthBlock % kChunk == 0, "depth blocks are whole chunks of packed A");
 void multiply_panels(int64_t M, int64_t K, const float* a_packed, const float* b_packed, int64_t N,
                      int64_t p0, int64_t p1, bool accumulate, float* C, int64_t ldc) {
@@ -254,11 +282,24 @@ void multiply_panels(int64_t M, int64_t K, const float* a_packed, const float* b
     // K = 0 still runs once: C = 0, or C unchanged when accumulating, as the AVX-512 tiles do.
     for (int64_t k0 = 0; k0 == 0 || k0 < K; k0 += kDepthBlock) {
       const int64_t kc = min64(kDepthBlock, K - k0);
+      // The next block: this panel's next k, else the next panel's first (none after p1).
+      const int64_t next_kc = k0 + kc < K  ? min64(kDepthBlock, K - k0 - kc)
+                              : p + 1 < p1 ? min64(kDepthBlock, K)
+                                           : 0;
+      int64_t calls = 0;
+      for (int64_t m0 = 0; m0 < M; m0 += kRows) {
+        calls += sub_tile_count(static_cast<int>(min64(kRows, M - m0)), ncols);
+      }
+      Prefetch pf;
+      pf.next = reinterpret_cast<const char*>(bp + (k0 + kc) * kPanel);
+      pf.lines = next_kc * kPanel * static_cast<int64_t>(sizeof(float)) / 64;
+      const int64_t slots = (calls > 1 ? calls - 1 : 1) * (kc / kChunk);
+      pf.per_chunk = slots > 0 ? (pf.lines + slots - 1) / slots : 0;
       for (int64_t m0 = 0; m0 < M; m0 += kRows) {
         const int rows = static_cast<int>(min64(kRows, M - m0));
         const float* a_block = a_packed + m0 * depth + k0 / kChunk * rows * kChunk;
         tile(kc, rows, a_block, bp + k0 * kPanel, C + m0 * ldc + n0, ldc, ncols,
-             accumulate || k0 > 0);
+             accumulate || k0 > 0, &pf, m0 == 0 && calls > 1);
       }
     }
   }
