@@ -68,12 +68,14 @@ def machine_isa():
 
 
 def section_of(args):
-    """The ISA section a run measures, and how: ("avx2", "capped on an AVX-512 CPU")."""
+    """The ISA level a run measures, how, and the section of RESULTS.md it writes:
+    ("avx2", "capped (...) on a avx512 CPU", "avx2-capped"). A capped run has a section of its
+    own, so that it never replaces a run on a machine whose native level that is."""
     native = machine_isa()
     if args.isa in ("native", native):
-        return native, "native"
+        return native, "native", native
     caps = ", ".join(f"{k}={v}" for k, v in ISA_CAPS[args.isa].items())
-    return args.isa, f"capped ({caps}) on a {native} CPU"
+    return args.isa, f"capped ({caps}) on a {native} CPU", f"{args.isa}-capped"
 
 
 # ----------------------------------------------------------------------------------------
@@ -479,7 +481,8 @@ def tool_output(cmd):
         return ""
 
 
-SECTION_TITLES = {"avx512": "AVX-512", "avx2": "AVX2 + FMA", "scalar": "baseline x86-64"}
+SECTION_TITLES = {"avx512": "AVX-512", "avx2": "AVX2 + FMA", "avx2-capped": "AVX2 + FMA",
+                  "scalar": "baseline x86-64"}
 RESULTS_TITLE = "# rnnx benchmark results"
 
 
@@ -517,8 +520,9 @@ def write_sections(path, sections):
     order = [s for s in SECTION_TITLES if s in sections or s in ("avx512", "avx2")]
     lines = [RESULTS_TITLE, "",
              "One section per ISA level, each written by `bench/run_all.py` on a machine with that "
-             "level (`--isa avx2` caps an AVX-512 machine to AVX2; the section says which). A "
-             "run rewrites its own section and keeps the others.", ""]
+             "level, or capped to it on a machine with more (`--isa avx2` on an AVX-512 machine: a "
+             "section of its own, after the native one). A run rewrites its own section and "
+             "keeps the others.", ""]
     for s in order:
         start, end = section_markers(s)
         body = sections.get(s) or (f"## {SECTION_TITLES[s]}\n\nNot available here: no run "
@@ -536,7 +540,8 @@ def write_unavailable(path, section, why):
 
 
 def write_results(path, args, rows, peaks, ceilings, runners, started, elapsed, notes,
-                  section="avx512", how="native"):
+                  section="avx512", how="native", key=None):
+    """Writes the run as RESULTS.md's section `key` (default: the level's own, `section`)."""
     now = datetime.datetime.now().astimezone()
     goals = TARGETS.get(section, {})
     versions = "; ".join(
@@ -604,7 +609,7 @@ def write_results(path, args, rows, peaks, ceilings, runners, started, elapsed, 
             lines.append(f"* {e} — {len(where)} row(s), e.g. {where[0]}")
         lines.append("")
     sections = read_sections(path)
-    sections[section] = "\n".join(lines).strip("\n")
+    sections[key or section] = "\n".join(lines).strip("\n")
     write_sections(path, sections)
 
 
@@ -684,7 +689,7 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     PEERS[:] = ["onednn"] + torch_peers(args.torch_python)
-    section, how = section_of(args)
+    section, how, key = section_of(args)
     levels = ("scalar", "avx2", "avx512")
     if levels.index(section) > levels.index(machine_isa()):
         # Not a failure: the level's section says so (and keeps an earlier run's table).
@@ -796,8 +801,8 @@ def main(argv=None):
         print(f"note: {n}")
     if not args.no_write:
         write_results(args.out, args, rows, peaks, ceilings, runners, started, elapsed, notes,
-                      section, how)
-        stem = os.path.splitext(args.out)[0] + ("" if section == "avx512" else f"-{section}")
+                      section, how, key)
+        stem = os.path.splitext(args.out)[0] + ("" if key == "avx512" else f"-{key}")
         with open(stem + ".jsonl", "w") as f:
             for r in raw:
                 f.write(json.dumps(r) + "\n")

@@ -6,12 +6,14 @@ contention.py's refusals of option combinations it cannot measure. Standard libr
 
     python3 bench/test_scripts.py
 """
+import argparse
 import contextlib
 import io
 import os
 import sys
 import tempfile
 import unittest
+from unittest import mock
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import contention  # noqa: E402
@@ -108,6 +110,26 @@ class IsaSections(unittest.TestCase):
                 text = f.read()
             self.assertIn("Not available here: no AVX-512 here.", text)
             self.assertIn("Not available here: no run on a machine with AVX2 + FMA yet.", text)
+
+    def test_a_capped_run_has_a_section_of_its_own(self):
+        args = argparse.Namespace(isa="avx2")
+        with mock.patch.object(run_all, "machine_isa", return_value="avx512"):
+            level, how, key = run_all.section_of(args)
+            self.assertEqual((level, key), ("avx2", "avx2-capped"))
+            self.assertIn("RNNX_CPU_ISA=avx2", how)
+            args.isa = "native"
+            self.assertEqual(run_all.section_of(args), ("avx512", "native", "avx512"))
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "RESULTS.md")
+            sections = {"avx2": "## AVX2 + FMA (native)\n\nthe native table",
+                        "avx2-capped": "## AVX2 + FMA (capped)\n\nthe capped table"}
+            run_all.write_sections(path, sections)
+            again = run_all.read_sections(path)
+            self.assertEqual(again["avx2"], sections["avx2"])
+            self.assertEqual(again["avx2-capped"], sections["avx2-capped"])
+            with open(path) as f:
+                text = f.read()
+            self.assertLess(text.index("the native table"), text.index("the capped table"))
 
     def test_every_python_gives_a_pair_of_peers_and_columns(self):
         self.assertEqual(run_all.torch_peers(["a", "b"]),
