@@ -279,6 +279,10 @@ void multiply_panels(int64_t M, int64_t K, const float* a_packed, const float* b
     const int64_t n0 = p * kPanel;
     const int64_t ncols = min64(kPanel, N - n0);
     const float* bp = b_packed + p * K * kPanel;
+    int64_t calls = 0;  // sub-tiles per depth block
+    for (int64_t m0 = 0; m0 < M; m0 += kRows) {
+      calls += sub_tile_count(static_cast<int>(min64(kRows, M - m0)), ncols);
+    }
     // K = 0 still runs once: C = 0, or C unchanged when accumulating, as the AVX-512 tiles do.
     for (int64_t k0 = 0; k0 == 0 || k0 < K; k0 += kDepthBlock) {
       const int64_t kc = min64(kDepthBlock, K - k0);
@@ -286,10 +290,6 @@ void multiply_panels(int64_t M, int64_t K, const float* a_packed, const float* b
       const int64_t next_kc = k0 + kc < K  ? min64(kDepthBlock, K - k0 - kc)
                               : p + 1 < p1 ? min64(kDepthBlock, K)
                                            : 0;
-      int64_t calls = 0;
-      for (int64_t m0 = 0; m0 < M; m0 += kRows) {
-        calls += sub_tile_count(static_cast<int>(min64(kRows, M - m0)), ncols);
-      }
       Prefetch pf;
       pf.next = reinterpret_cast<const char*>(bp + (k0 + kc) * kPanel);
       pf.lines = next_kc * kPanel * static_cast<int64_t>(sizeof(float)) / 64;
