@@ -69,13 +69,13 @@ def machine_isa():
 
 def section_of(args):
     """The ISA level a run measures, how, and the section of RESULTS.md it writes:
-    ("avx2", "capped (...) on a avx512 CPU", "avx2-capped"). A capped run has a section of its
+    ("avx2", "capped (...) on a CPU with avx512", "avx2-capped"). A capped run has a section of its
     own, so that it never replaces a run on a machine whose native level that is."""
     native = machine_isa()
     if args.isa in ("native", native):
         return native, "native", native
     caps = ", ".join(f"{k}={v}" for k, v in ISA_CAPS[args.isa].items())
-    return args.isa, f"capped ({caps}) on a {native} CPU", f"{args.isa}-capped"
+    return args.isa, f"capped ({caps}) on a CPU with {native}", f"{args.isa}-capped"
 
 
 # ----------------------------------------------------------------------------------------
@@ -474,9 +474,10 @@ class BusyProbe:
         return None
 
 
-def tool_output(cmd):
+def tool_output(cmd, env=None):
     try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout.strip()
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=60,
+                              env=env).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
         return ""
 
@@ -499,7 +500,8 @@ def read_sections(path):
     except OSError:
         return {}
     found = {}
-    for section in SECTION_TITLES:
+    named = re.findall(r"<!-- run_all\.py section (\S+) -->", text)
+    for section in list(SECTION_TITLES) + [s for s in named if s not in SECTION_TITLES]:
         start, end = section_markers(section)
         i, j = text.find(start), text.find(end)
         if i >= 0 and j > i:
@@ -518,6 +520,7 @@ def write_sections(path, sections):
     """RESULTS.md: the title, then each ISA's section (avx512, avx2, scalar where measured).
     A level this machine cannot run and no earlier run measured says so."""
     order = [s for s in SECTION_TITLES if s in sections or s in ("avx512", "avx2")]
+    order += sorted(s for s in sections if s not in SECTION_TITLES)  # never drop a table
     lines = [RESULTS_TITLE, "",
              "One section per ISA level, each written by `bench/run_all.py` on a machine with that "
              "level, or capped to it on a machine with more (`--isa avx2` on an AVX-512 machine: a "
@@ -525,8 +528,9 @@ def write_sections(path, sections):
              "keeps the others.", ""]
     for s in order:
         start, end = section_markers(s)
-        body = sections.get(s) or (f"## {SECTION_TITLES[s]}\n\nNot available here: no run "
-                                   f"on a machine with {SECTION_TITLES[s]} yet.")
+        title = SECTION_TITLES.get(s, s)
+        body = sections.get(s) or (f"## {title}\n\nNot available here: no run "
+                                   f"on a machine with {title} yet.")
         lines += [start, body, end, ""]
     with open(path, "w") as f:
         f.write("\n".join(lines))
@@ -540,8 +544,9 @@ def write_unavailable(path, section, why):
 
 
 def write_results(path, args, rows, peaks, ceilings, runners, started, elapsed, notes,
-                  section="avx512", how="native", key=None):
-    """Writes the run as RESULTS.md's section `key` (default: the level's own, `section`)."""
+                  section="avx512", how="native", section_key=None):
+    """Writes the run as RESULTS.md's section `section_key` (default: the level's own,
+    `section`)."""
     now = datetime.datetime.now().astimezone()
     goals = TARGETS.get(section, {})
     versions = "; ".join(
@@ -570,7 +575,9 @@ def write_results(path, args, rows, peaks, ceilings, runners, started, elapsed, 
         f"PyTorch malloc: {args.torch_malloc}",
         "",
     ]
-    info = tool_output([runners.rnnx, "info"]) if runners.rnnx else ""
+    # Under the run's ISA cap, so that it says which level rnnx used.
+    info = tool_output([runners.rnnx, "info"], dict(os.environ, **ISA_CAPS.get(args.isa, {}))) \
+        if runners.rnnx else ""
     if info:
         lines += ["```", info, "```", ""]
     lines += ["### GEMM peak (oneDNN, m = n = k = %d, GFLOP/s)" % args.gemm_size, "",
@@ -609,7 +616,7 @@ def write_results(path, args, rows, peaks, ceilings, runners, started, elapsed, 
             lines.append(f"* {e} — {len(where)} row(s), e.g. {where[0]}")
         lines.append("")
     sections = read_sections(path)
-    sections[key or section] = "\n".join(lines).strip("\n")
+    sections[section_key or section] = "\n".join(lines).strip("\n")
     write_sections(path, sections)
 
 
@@ -689,7 +696,7 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     PEERS[:] = ["onednn"] + torch_peers(args.torch_python)
-    section, how, key = section_of(args)
+    section, how, section_key = section_of(args)
     levels = ("scalar", "avx2", "avx512")
     if levels.index(section) > levels.index(machine_isa()):
         # Not a failure: the level's section says so (and keeps an earlier run's table).
@@ -801,8 +808,8 @@ def main(argv=None):
         print(f"note: {n}")
     if not args.no_write:
         write_results(args.out, args, rows, peaks, ceilings, runners, started, elapsed, notes,
-                      section, how, key)
-        stem = os.path.splitext(args.out)[0] + ("" if key == "avx512" else f"-{key}")
+                      section, how, section_key)
+        stem = os.path.splitext(args.out)[0] + ("" if section_key == "avx512" else f"-{section_key}")
         with open(stem + ".jsonl", "w") as f:
             for r in raw:
                 f.write(json.dumps(r) + "\n")

@@ -130,6 +130,10 @@ class IsaSections(unittest.TestCase):
             with open(path) as f:
                 text = f.read()
             self.assertLess(text.index("the native table"), text.index("the capped table"))
+            # A section of a name the list does not know is kept, never dropped.
+            sections["some-other"] = "## Other\n\nanother table"
+            run_all.write_sections(path, sections)
+            self.assertEqual(run_all.read_sections(path)["some-other"], sections["some-other"])
 
     def test_every_python_gives_a_pair_of_peers_and_columns(self):
         self.assertEqual(run_all.torch_peers(["a", "b"]),
