@@ -5,6 +5,8 @@
 // every sequence's final state, also for the reverse direction and for length 0.
 #include "core/step_program.hpp"
 
+#include "core/direction.hpp"
+#include "core/weight_gradients.hpp"
 #include "rnnx/error.hpp"
 
 namespace rnnx::core {
@@ -83,7 +85,7 @@ class Builder {
   }
   int64_t layer_input(int64_t l) const { return l == 0 ? c_.input_size : d_.DP(); }
   // Whether direction d runs from each sequence's end.
-  bool reversed(int64_t d) const { return d == 1 || c_.reverse; }
+  bool reversed(int64_t d) const { return direction_reversed(c_, d); }
   // The steps of direction d in the order it runs them (backward: reverse this).
   std::vector<int64_t> steps(int64_t d) const {
     std::vector<int64_t> order;
@@ -310,19 +312,35 @@ StepProgram Builder::backward() {
         multiply(p.ops, n, P, gru_original_ ? 2 * H : GH, a.dgh, GH, w_hh, P, false,
                  gru_ ? 1.0 : 0.0, dhs, P);
       }
-      // Weight gradients over all tokens, then the layer input's gradient.
-      over_tokens(p.ops, dgx, GH, GH, in, I, I, dweight(l, d, WeightKind::w_ih), I);
-      const Ref dw_hh = dweight(l, d, WeightKind::w_hh);
-      over_tokens(p.ops, dgh, GH, gru_original_ ? 2 * H : GH, rec.h_prev, P, P, dw_hh, P);
-      if (gru_original_) {
-        over_tokens(p.ops, dgh.plus(2 * H), GH, H, rh, H, H, dw_hh.plus(2 * H * P), P);
+      // Weight gradients over all tokens (core/weight_gradients.hpp), then the layer input's
+      // gradient.
+      const auto rows_of = [&](TokenRows rows) {
+        switch (rows) {
+          case TokenRows::gates_grad:
+            return dgx;
+          case TokenRows::hidden_gates_grad:
+            return dgh;
+          case TokenRows::proj_grad:
+            return dhr;
+          case TokenRows::layer_input:
+            return in;
+          case TokenRows::prev_state:
+            return rec.h_prev;
+          case TokenRows::reset_state:
+            return rh;
+          case TokenRows::proj_input:
+            return rec.hraw;
+        }
+        return Ref{};
+      };
+      const auto width = [&](TokenRows rows) { return token_rows_width(c_, I, rows); };
+      const WeightGradients grads = weight_gradients(c_, I);
+      for (const TokenProduct& g : grads.products) {
+        over_tokens(p.ops, rows_of(g.lhs).plus(g.lhs_col0), width(g.lhs), g.m, rows_of(g.rhs),
+                    width(g.rhs), g.n, dweight(l, d, g.weight).plus(g.row0 * g.n), g.n);
       }
-      if (c_.bias) {
-        column_sums(p.ops, dgx, GH, dweight(l, d, WeightKind::b_ih));
-        column_sums(p.ops, dgh, GH, dweight(l, d, WeightKind::b_hh));
-      }
-      if (proj_) {
-        over_tokens(p.ops, dhr, P, P, rec.hraw, H, H, dweight(l, d, WeightKind::w_hr), H);
+      for (const TokenColumnSums& g : grads.sums) {
+        column_sums(p.ops, rows_of(g.rows), g.width, dweight(l, d, g.weight));
       }
       if (c_.peephole) {
         column_sums(p.ops, dpeep, 3 * H, dweight(l, d, WeightKind::w_peephole));

@@ -10,6 +10,7 @@
 
 #include "core/column_sums.hpp"
 #include "core/dropout.hpp"
+#include "core/weight_gradients.hpp"
 #include "cpu/buffers.hpp"
 #include "cpu/cell_kernels.hpp"
 #include "cpu/gemm.hpp"
@@ -449,7 +450,6 @@ void backward_finish(const PlanSpec& p, const BackwardArgs& a, int64_t l, int64_
                      const BackwardDirBuffers<T>& db, T* colsum, T* gemm_scratch) {
   const core::Schedule& s = p.schedule();
   const int64_t H = p.H, P = p.P, GH = p.GH, I = p.input_width(l), N = p.N;
-  const bool gru = p.cell == CellType::gru;
   const T* w = static_cast<const T*>(a.weights);
   const ParamOffsets& po = p.param(l, d);
   const int64_t sd = (l * p.D + d) * p.B;
@@ -462,34 +462,44 @@ void backward_finish(const PlanSpec& p, const BackwardArgs& a, int64_t l, int64_
   if (a.dweights) {
     T* dw = static_cast<T*>(a.dweights);
     const bool acc = a.weight_grad_mode == GradMode::accumulate;
-    // The hidden side's pre-activation gradient equals the input side's except for the
-    // n gate of linear-before-reset GRU (dn * r), kept apart in dgh.
-    const bool lbr = gru && p.gru_lbr;
-    const T* dgh = lbr ? db.dgh : db.dg;
-    gemm_all_tokens<T>(r, Op::T, Op::N, GH, I, N, db.dg, GH, io.X, I, acc, dw + po.w_ih, I, scratch,
-                       nullptr, io.x_rows);
-    if (p.gru_orig()) {
-      gemm_all_tokens<T>(r, Op::T, Op::N, 2 * H, P, N, db.dg, GH, db.h_prev, P, acc, dw + po.w_hh,
-                         P, scratch);
-      gemm_all_tokens<T>(r, Op::T, Op::N, H, P, N, db.dg + 2 * H, GH, res.dir[d].hn, H, acc,
-                         dw + po.w_hh + 2 * H * P, P, scratch);
-    } else {
-      gemm_all_tokens<T>(r, Op::T, Op::N, GH, P, N, dgh, GH, db.h_prev, P, acc, dw + po.w_hh, P,
-                         scratch);
+    const Config& c = p.config();
+    // Where this pass keeps each kind of rows that the products read (core/weight_gradients.hpp).
+    const auto rows_of = [&](core::TokenRows rows) -> const T* {
+      switch (rows) {
+        case core::TokenRows::gates_grad:
+          return db.dg;
+        case core::TokenRows::hidden_gates_grad:
+          return db.dgh;
+        case core::TokenRows::proj_grad:
+          return db.dr;
+        case core::TokenRows::layer_input:
+          return io.X;
+        case core::TokenRows::prev_state:
+          return db.h_prev;
+        case core::TokenRows::reset_state:
+          return res.dir[d].hn;
+        case core::TokenRows::proj_input:
+          return res.dir[d].h_full;
+      }
+      return nullptr;
+    };
+    const auto width = [&](core::TokenRows rows) { return core::token_rows_width(c, I, rows); };
+    const core::WeightGradients& grads = p.weight_grads[l];
+    for (const core::TokenProduct& g : grads.products) {
+      const bool input = g.rhs == core::TokenRows::layer_input;  // the caller's rows, maybe
+      gemm_all_tokens<T>(r, Op::T, Op::N, g.m, g.n, N, rows_of(g.lhs) + g.lhs_col0, width(g.lhs),
+                         rows_of(g.rhs), width(g.rhs), acc, dw + po.of(g.weight) + g.row0 * g.n,
+                         g.n, scratch, nullptr, input ? io.x_rows : nullptr);
     }
-    if (p.bias) {
-      // Column sums of dG over the tokens; b_hh's are b_ih's but for linear-before-reset GRU.
-      auto store = [&](T* b) {
-        for (int64_t j = 0; j < GH; ++j) b[j] = acc ? b[j] + colsum[j] : colsum[j];
-      };
-      column_sums(N, GH, db.dg, colsum);
-      store(dw + po.b_ih);
-      if (lbr) column_sums(N, GH, dgh, colsum);
-      store(dw + po.b_hh);
-    }
-    if (p.proj) {
-      gemm_all_tokens<T>(r, Op::T, Op::N, P, H, N, db.dr, P, res.dir[d].h_full, H, acc,
-                         dw + po.w_hr, H, scratch);
+    // Column sums (the biases); b_hh's are b_ih's, summed once, but for linear-before-reset GRU.
+    const T* summed = nullptr;
+    for (const core::TokenColumnSums& g : grads.sums) {
+      if (rows_of(g.rows) != summed) {
+        column_sums(N, g.width, rows_of(g.rows), colsum);
+        summed = rows_of(g.rows);
+      }
+      T* b = dw + po.of(g.weight);
+      for (int64_t j = 0; j < g.width; ++j) b[j] = acc ? b[j] + colsum[j] : colsum[j];
     }
     if (p.peephole) peephole_grad(p, d, res.dir[d], db.c0, db.dg, acc, dw + po.w_peephole);
   }

@@ -54,6 +54,7 @@ PlanSpec::PlanSpec(const PlanContext& c, const Algo& a, Isa i) : ctx(&c), algo(a
                            off(WeightKind::b_ih), off(WeightKind::b_hh),
                            off(WeightKind::w_hr), off(WeightKind::w_peephole)};
     }
+    weight_grads.push_back(core::weight_gradients(cfg, input_width(l)));
   }
 }
 

@@ -9,10 +9,12 @@
 
 #include "core/backend.hpp"
 #include "core/direction.hpp"
+#include "core/weight_gradients.hpp"
 #include "cpu/algo.hpp"
 #include "cpu/gemm.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/kernel_dispatch.hpp"
+#include "rnnx/weights.hpp"
 
 namespace rnnx::cpu {
 
@@ -20,6 +22,23 @@ namespace rnnx::cpu {
 // (-1 when absent).
 struct ParamOffsets {
   int64_t w_ih = -1, w_hh = -1, b_ih = -1, b_hh = -1, w_hr = -1, w_peephole = -1;
+  int64_t of(WeightKind kind) const {
+    switch (kind) {
+      case WeightKind::w_ih:
+        return w_ih;
+      case WeightKind::w_hh:
+        return w_hh;
+      case WeightKind::b_ih:
+        return b_ih;
+      case WeightKind::b_hh:
+        return b_hh;
+      case WeightKind::w_hr:
+        return w_hr;
+      case WeightKind::w_peephole:
+        return w_peephole;
+    }
+    return -1;
+  }
 };
 
 struct PlanSpec {
@@ -51,8 +70,11 @@ struct PlanSpec {
   std::vector<Activation> acts[2];  // each direction's activations, defaults filled in
   double dropout;
   int64_t L, D, H, P, G, GH, I0, DP;
-  int64_t B, N, T_eff;                // batch, real tokens, steps actually run
-  std::vector<ParamOffsets> params;   // [L * D]
+  int64_t B, N, T_eff;               // batch, real tokens, steps actually run
+  std::vector<ParamOffsets> params;  // [L * D]
+  // [L] the weight gradients backward makes over the tokens of each layer (built with the
+  // plan: a call with the caller's workspace allocates nothing).
+  std::vector<core::WeightGradients> weight_grads;
   std::vector<size_t> reserve_layer;  // [L] byte offset of each layer's reserve block
   GemmEngine engine;                  // for the products with recurrent/projection weights
   // The two directions' time loops run at once, one thread each (bidirectional plans for
