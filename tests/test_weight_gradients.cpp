@@ -92,8 +92,8 @@ TEST(WeightGradients, EveryWeightOnceEveryOperandWithinItsRows) {
       }
       for (const auto& [kind, counts] : written) {
         for (size_t e = 0; e < counts.size(); ++e) {
-          ASSERT_EQ(counts[e], 1) << "layer " << l << ", weight kind "
-                                  << static_cast<int>(kind) << ", element " << e;
+          ASSERT_EQ(counts[e], 1) << "layer " << l << ", weight kind " << static_cast<int>(kind)
+                                  << ", element " << e;
         }
       }
     }

@@ -6,6 +6,7 @@
 #include "core/step_program.hpp"
 
 #include "core/direction.hpp"
+#include "core/forward_step.hpp"
 #include "core/weight_gradients.hpp"
 #include "rnnx/error.hpp"
 
@@ -49,7 +50,7 @@ struct Records {
 class Builder {
  public:
   Builder(const Config& c, const Schedule& s, const WeightLayout& w)
-      : c_(c), s_(s), w_(w), d_(step_dims(c)), N_(s.tokens) {
+      : c_(c), s_(s), w_(w), d_(step_dims(c)), N_(s.tokens), step_(forward_step(c)) {
     lstm_ = c.cell == CellType::lstm;
     gru_ = c.cell == CellType::gru;
     gru_original_ = gru_ && !c.gru_linear_before_reset;
@@ -135,6 +136,7 @@ class Builder {
   const WeightLayout& w_;
   StepDims d_;
   int64_t N_;
+  ForwardStep step_;
   bool lstm_ = false, gru_ = false, gru_original_ = false, proj_ = false;
   Records rec_;
   int64_t reserve_ = 0;
@@ -173,22 +175,19 @@ StepProgram Builder::forward(bool training) {
       for (int64_t t : steps(d)) {
         const int64_t n = s_.batch_sizes[t], off = s_.offsets[t];
         auto tok = [&](Ref r, int64_t width) { return r ? r.plus(off * width) : r; };
-        // The original GRU's n takes W_hn (r * h): the r and z columns first, then n's.
-        multiply(p.ops, n, gru_original_ ? 2 * H : GH, P, hs, P, w_hh, P, true, 0.0, R, GH);
-        CellOp cell = cell_op(CellKind::lstm_forward, d, n);
+        // What every cell op of the step reads: the gates' products, the biases, the state.
+        CellRefs base;
+        base.g = tok(G, GH);
+        base.r = R;
+        base.b_ih = weight(l, d, WeightKind::b_ih);
+        base.b_hh = weight(l, d, WeightKind::b_hh);
+        base.hs = hs;
+        CellOp cell = cell_op(lstm_  ? CellKind::lstm_forward
+                              : gru_ ? CellKind::gru_forward
+                                     : CellKind::rnn_forward,
+                              d, n);
+        cell.at = base;
         CellRefs& a = cell.at;
-        a.g = tok(G, GH);
-        a.r = R;
-        a.b_ih = weight(l, d, WeightKind::b_ih);
-        a.b_hh = weight(l, d, WeightKind::b_hh);
-        a.hs = hs;
-        if (gru_original_) {
-          CellOp reset = cell;
-          reset.kind = CellKind::gru_reset_forward;
-          reset.at.rh = rh;
-          p.ops.emplace_back(reset);
-          multiply(p.ops, n, H, H, rh, H, w_hh.plus(2 * H * P), P, true, 0.0, R.plus(2 * H), GH);
-        }
         a.cs = cs;
         a.y = out.plus(off * DP + d * P);
         a.peep = weight(l, d, WeightKind::w_peephole);
@@ -198,17 +197,38 @@ StepProgram Builder::forward(bool training) {
           a.rec_h = tok(rec.h_prev, P);
         }
         if (proj_) a.hraw = training ? tok(rec.hraw, H) : step_hraw;
-        cell.kind = lstm_  ? CellKind::lstm_forward
-                    : gru_ ? CellKind::gru_forward
-                           : CellKind::rnn_forward;
-        p.ops.emplace_back(cell);
-        if (proj_) {
-          multiply(p.ops, n, P, H, a.hraw, H, w_hr, H, true, 0.0, a.y, DP);
-          CellOp project = cell_op(CellKind::project_forward, d, n);
-          project.at.y = a.y;
-          project.at.hs = hs;
-          if (training) project.at.praw = tok(rec.praw, P);
-          p.ops.emplace_back(project);
+        // The stages of a step (core/forward_step.hpp).
+        for (const ForwardStage stage : step_.stages) {
+          switch (stage) {
+            case ForwardStage::recurrent_product:
+              multiply(p.ops, n, step_.recurrent_columns, P, hs, P, w_hh, P, true, 0.0, R, GH);
+              break;
+            case ForwardStage::reset_gates: {
+              CellOp reset = cell_op(CellKind::gru_reset_forward, d, n);
+              reset.at = base;
+              reset.at.rh = rh;
+              p.ops.emplace_back(reset);
+              break;
+            }
+            case ForwardStage::reset_product:
+              multiply(p.ops, n, H, H, rh, H, w_hh.plus(2 * H * P), P, true, 0.0, R.plus(2 * H),
+                       GH);
+              break;
+            case ForwardStage::cell:
+              p.ops.emplace_back(cell);
+              break;
+            case ForwardStage::projection_product:
+              multiply(p.ops, n, P, H, a.hraw, H, w_hr, H, true, 0.0, a.y, DP);
+              break;
+            case ForwardStage::projection: {
+              CellOp project = cell_op(CellKind::project_forward, d, n);
+              project.at.y = a.y;
+              project.at.hs = hs;
+              if (training) project.at.praw = tok(rec.praw, P);
+              p.ops.emplace_back(project);
+              break;
+            }
+          }
         }
       }
     }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "core/dropout.hpp"
 #include "cpu/buffers.hpp"
@@ -261,48 +262,60 @@ void forward_time_loop(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64
       ox.gate_pass = training && rd.gate_pass ? rd.gate_pass + r0 * GH : nullptr;
       ox.pre = p.is_rnn() && training ? gates : nullptr;
     }
-    switch (p.cell) {
-      case CellType::rnn_tanh:
-      case CellType::rnn_relu:
-        fw.hh.run(bs, hs, P, false, db.hg, H, ap);
-        step(p, rnn_forward<T>, extended_rnn_forward<T>, ox, rnn_forward_args(p, db, bs, y, hs));
-        break;
-      case CellType::lstm: {
-        fw.hh.run(bs, hs, P, false, db.hg, GH, ap);
-        // With projection h_full goes to the reserve (training) or scratch, then r = h_full
-        // W_hr^T lands in y and becomes the state; without, h is the output and the state.
-        T* h_full = !p.proj ? nullptr : training ? rd.h_full + r0 * H : db.scratch;
-        LstmForward<T> kl = lstm_forward_args(p, rd, db, training, bs, r0, gates, cell_clip, y, hs);
-        if (p.proj) {
-          kl.h = h_full;
-          kl.ld_h = H;
-          kl.h_state = nullptr;
-        }
-        step(p, lstm_forward<T>, extended_lstm_forward<T>, ox, kl);
-        if (p.proj) {
-          fw.hr.run(bs, h_full, H, false, y, DP, ap);
-          proj_forward(p.kernels<T>(),
-                       proj_forward_args(p, rd, training, bs, r0, proj_clip, y, hs));
-        }
-        break;
-      }
-      case CellType::gru: {
-        if (p.gru_lbr) {
+    // LSTMP: h_full goes to the reserve (training) or scratch, then r = h_full W_hr^T lands
+    // in y and becomes the state. The original GRU: r * h likewise.
+    T* h_full = !p.proj ? nullptr : training ? rd.h_full + r0 * H : db.scratch;
+    T* rh = !p.gru_orig() ? nullptr : training ? rd.hn + r0 * H : db.scratch;
+    // The original GRU's (r * h) W_hn^T, beside r and z's products.
+    T* u = p.gru_orig() ? db.hg + 2 * H : nullptr;
+    for (const core::ForwardStage stage : p.forward_step.stages) {
+      switch (stage) {
+        case core::ForwardStage::recurrent_product:
           fw.hh.run(bs, hs, P, false, db.hg, GH, ap);
-          step(p, gru_forward<T>, extended_gru_forward<T>, ox,
-               gru_forward_args(p, rd, db, training, bs, r0, gates, y, hs));
-        } else {
-          // r and z first: n needs W_hn (r * h), a second GEMM.
-          fw.hh.run(bs, hs, P, false, db.hg, GH, ap);
-          T* rh = training ? rd.hn + r0 * H : db.scratch;
+          break;
+        case core::ForwardStage::reset_gates:
           step(p, gru_orig_gates_forward<T>, extended_gru_orig_gates_forward<T>, ox,
                gru_orig_gates_args(p, db, bs, gates, hs, rh));
-          T* u = db.hg + 2 * H;
+          break;
+        case core::ForwardStage::reset_product:
           fw.hh_n.run(bs, rh, H, false, u, GH, ap);
-          step(p, gru_orig_forward<T>, extended_gru_orig_forward<T>, ox,
-               gru_orig_args(p, db, bs, u, gates, hs, y));
-        }
-        break;
+          break;
+        case core::ForwardStage::cell:
+          switch (p.cell) {
+            case CellType::rnn_tanh:
+            case CellType::rnn_relu:
+              step(p, rnn_forward<T>, extended_rnn_forward<T>, ox,
+                   rnn_forward_args(p, db, bs, y, hs));
+              break;
+            case CellType::lstm: {
+              LstmForward<T> kl =
+                  lstm_forward_args(p, rd, db, training, bs, r0, gates, cell_clip, y, hs);
+              if (p.proj) {
+                kl.h = h_full;
+                kl.ld_h = H;
+                kl.h_state = nullptr;
+              }
+              step(p, lstm_forward<T>, extended_lstm_forward<T>, ox, kl);
+              break;
+            }
+            case CellType::gru:
+              if (p.gru_lbr) {
+                step(p, gru_forward<T>, extended_gru_forward<T>, ox,
+                     gru_forward_args(p, rd, db, training, bs, r0, gates, y, hs));
+              } else {
+                step(p, gru_orig_forward<T>, extended_gru_orig_forward<T>, ox,
+                     gru_orig_args(p, db, bs, u, gates, hs, y));
+              }
+              break;
+          }
+          break;
+        case core::ForwardStage::projection_product:
+          fw.hr.run(bs, h_full, H, false, y, DP, ap);
+          break;
+        case core::ForwardStage::projection:
+          proj_forward(p.kernels<T>(),
+                       proj_forward_args(p, rd, training, bs, r0, proj_clip, y, hs));
+          break;
       }
     }
   }
@@ -310,6 +323,42 @@ void forward_time_loop(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64
   // sequence's state after its own last step (and h0 for length 0).
   if (a.hy) core::scatter_state(s, hs, static_cast<T*>(a.hy) + sd * P, P);
   if (a.cy) core::scatter_state(s, db.c_state, static_cast<T*>(a.cy) + sd * H, H);
+}
+
+// The cell stage of a team time loop on one thread's tile: the fixed-cell kernel of the
+// plan's table or the generic one (tile_step). LSTMP's cells write h_full, not the state; the
+// original GRU's take n's product u.
+template <typename T>
+void team_cell(const PlanSpec& p, const StepKernels<float>& kernels, const ExtendedCell<T>& o,
+               const ReserveDir<T>& rd, const ForwardDirBuffers<T>& db, bool training, int64_t bs,
+               int64_t r0, T* gates, const Clamp<T>& cell_clip, T* y, T* hs, T* h_full, T* u,
+               Tile tile) {
+  switch (p.cell) {
+    case CellType::rnn_tanh:
+    case CellType::rnn_relu:
+      tile_step(p, kernels.rnn_forward, kernels.extended_rnn_forward, o,
+                rnn_forward_args(p, db, bs, y, hs), tile);
+      break;
+    case CellType::lstm: {
+      LstmForward<T> kl = lstm_forward_args(p, rd, db, training, bs, r0, gates, cell_clip, y, hs);
+      if (p.proj) {
+        kl.h = h_full;
+        kl.ld_h = p.H;
+        kl.h_state = nullptr;
+      }
+      tile_step(p, kernels.lstm_forward, kernels.extended_lstm_forward, o, kl, tile);
+      break;
+    }
+    case CellType::gru:
+      if (p.gru_orig()) {
+        tile_step(p, kernels.gru_orig_forward, kernels.extended_gru_orig_forward, o,
+                  gru_orig_args(p, db, bs, u, gates, hs, y), tile);
+      } else {
+        tile_step(p, kernels.gru_forward, kernels.extended_gru_forward, o,
+                  gru_forward_args(p, rd, db, training, bs, r0, gates, y, hs), tile);
+      }
+      break;
+  }
 }
 
 // The time loop of one direction as one parallel region for all its steps (every cell; fixed
@@ -387,65 +436,53 @@ void forward_time_loop_team(const PlanSpec& p, const ForwardArgs& a, int64_t l, 
       if (t < p.step_input_steps) {
         multiply_panel_range(bs, db.ax_pack[buf], w_ih, q0, q1, false, gates, g.ld);
       }
-      multiply_panel_range(bs, db.ah_pack[buf], w_hh, q0, q1, false, db.hg, GH);
       const Tile tile{0, bs, j0, j1};
       // LSTMP: the cells' h_full goes to the reserve (training) or scratch; r lands in y.
       T* h_full = !proj ? nullptr : training ? rd.h_full + r0 * H : db.scratch;
       T* rh = !orig ? nullptr : training ? rd.hn + r0 * H : db.scratch;  // original GRU's r * h
-      if (j0 < j1) {
-        ExtendedCell<T> o = ox;
-        if (p.extended_cell) {
-          o.gate_pass = training && rd.gate_pass ? rd.gate_pass + r0 * GH : nullptr;
-          o.pre = p.is_rnn() && training ? gates : nullptr;
-        }
-        switch (p.cell) {
-          case CellType::rnn_tanh:
-          case CellType::rnn_relu:
-            tile_step(p, kernels.rnn_forward, kernels.extended_rnn_forward, o,
-                      rnn_forward_args(p, db, bs, y, hs), tile);
+      T* u = orig ? db.hg + 2 * H : nullptr;                             // and its (r * h) W_hn^T
+      ExtendedCell<T> o = ox;
+      if (p.extended_cell) {
+        o.gate_pass = training && rd.gate_pass ? rd.gate_pass + r0 * GH : nullptr;
+        o.pre = p.is_rnn() && training ? gates : nullptr;
+      }
+      const std::vector<core::ForwardStage>& stages = p.forward_step.stages;
+      for (size_t i = 0; i < stages.size(); ++i) {
+        const core::ForwardStage stage = stages[i];
+        if (core::reads_every_cell(stage)) barrier.wait(n);  // every cell's operand packed
+        switch (stage) {
+          case core::ForwardStage::recurrent_product:
+            multiply_panel_range(bs, db.ah_pack[buf], w_hh, q0, q1, false, db.hg, GH);
             break;
-          case CellType::lstm: {
-            LstmForward<T> kl =
-                lstm_forward_args(p, rd, db, training, bs, r0, gates, cell_clip, y, hs);
-            if (proj) {
-              kl.h = h_full;
-              kl.ld_h = H;
-              kl.h_state = nullptr;
-            }
-            tile_step(p, kernels.lstm_forward, kernels.extended_lstm_forward, o, kl, tile);
-            if (proj) pack_a_columns(bs, H, h_full, H, j0, j1, db.a_pack, type);
-            break;
-          }
-          case CellType::gru:
-            if (orig) {
+          case core::ForwardStage::reset_gates:
+            if (j0 < j1) {
               tile_step(p, kernels.gru_orig_gates_forward, kernels.extended_gru_orig_gates_forward,
                         o, gru_orig_gates_args(p, db, bs, gates, hs, rh), tile);
-              pack_a_columns(bs, H, rh, H, j0, j1, db.a_pack, type);
-            } else {
-              tile_step(p, kernels.gru_forward, kernels.extended_gru_forward, o,
-                        gru_forward_args(p, rd, db, training, bs, r0, gates, y, hs), tile);
+            }
+            break;
+          case core::ForwardStage::reset_product:
+            multiply_panel_range(bs, db.a_pack, w_hn, q0, q1, false, u, GH);
+            break;
+          case core::ForwardStage::cell:
+            if (j0 < j1)
+              team_cell(p, kernels, o, rd, db, training, bs, r0, gates, cell_clip, y, hs, h_full, u,
+                        tile);
+            break;
+          case core::ForwardStage::projection_product:
+            multiply_panel_range(bs, db.a_pack, w_hr, state.q0, state.q1, false, y, DP);
+            break;
+          case core::ForwardStage::projection:
+            if (state.j0 < state.j1) {
+              kernels.proj_forward(proj_forward_args(p, rd, training, bs, r0, proj_clip, y, hs),
+                                   Tile{0, bs, state.j0, state.j1});
             }
             break;
         }
-      }
-      if (orig) {
-        barrier.wait(n);  // every cell's r * h packed
-        T* u = db.hg + 2 * H;
-        multiply_panel_range(bs, db.a_pack, w_hn, q0, q1, false, u, GH);
-        if (j0 < j1) {
-          ExtendedCell<T> o = ox;
-          if (p.extended_cell)
-            o.gate_pass = training && rd.gate_pass ? rd.gate_pass + r0 * GH : nullptr;
-          tile_step(p, kernels.gru_orig_forward, kernels.extended_gru_orig_forward, o,
-                    gru_orig_args(p, db, bs, u, gates, hs, y), tile);
-        }
-      }
-      if (proj) {
-        barrier.wait(n);  // every cell's h_full packed
-        multiply_panel_range(bs, db.a_pack, w_hr, state.q0, state.q1, false, y, DP);
-        if (state.j0 < state.j1) {
-          kernels.proj_forward(proj_forward_args(p, rd, training, bs, r0, proj_clip, y, hs),
-                               Tile{0, bs, state.j0, state.j1});
+        // The next stage multiplies every cell's output of this one (r * h, or h_full): this
+        // thread packs its cells' columns of it.
+        if (i + 1 < stages.size() && core::reads_every_cell(stages[i + 1]) && j0 < j1) {
+          T* out = stage == core::ForwardStage::reset_gates ? rh : h_full;
+          pack_a_columns(bs, H, out, H, j0, j1, db.a_pack, type);
         }
       }
       if (k + 1 < p.T_eff) pack_operands(k + 1);
