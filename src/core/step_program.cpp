@@ -6,7 +6,7 @@
 #include "core/step_program.hpp"
 
 #include "core/direction.hpp"
-#include "core/forward_step.hpp"
+#include "core/step_stages.hpp"
 #include "core/weight_gradients.hpp"
 #include "rnnx/error.hpp"
 
@@ -50,7 +50,7 @@ struct Records {
 class Builder {
  public:
   Builder(const Config& c, const Schedule& s, const WeightLayout& w)
-      : c_(c), s_(s), w_(w), d_(step_dims(c)), N_(s.tokens), step_(forward_step(c)) {
+      : c_(c), s_(s), w_(w), d_(step_dims(c)), N_(s.tokens), step_(step_stages(c)) {
     lstm_ = c.cell == CellType::lstm;
     gru_ = c.cell == CellType::gru;
     gru_original_ = gru_ && !c.gru_linear_before_reset;
@@ -136,7 +136,7 @@ class Builder {
   const WeightLayout& w_;
   StepDims d_;
   int64_t N_;
-  ForwardStep step_;
+  StepStages step_;
   bool lstm_ = false, gru_ = false, gru_original_ = false, proj_ = false;
   Records rec_;
   int64_t reserve_ = 0;
@@ -197,8 +197,8 @@ StepProgram Builder::forward(bool training) {
           a.rec_h = tok(rec.h_prev, P);
         }
         if (proj_) a.hraw = training ? tok(rec.hraw, H) : step_hraw;
-        // The stages of a step (core/forward_step.hpp).
-        for (const ForwardStage stage : step_.stages) {
+        // The stages of a step (core/step_stages.hpp).
+        for (const ForwardStage stage : step_.forward) {
           switch (stage) {
             case ForwardStage::recurrent_product:
               multiply(p.ops, n, step_.recurrent_columns, P, hs, P, w_hh, P, true, 0.0, R, GH);
@@ -292,20 +292,14 @@ StepProgram Builder::backward() {
         const int64_t t = order[k];
         const int64_t n = s_.batch_sizes[t], off = s_.offsets[t];
         auto tok = [&](Ref r, int64_t width) { return r ? r.plus(off * width) : r; };
-        CellOp cell = cell_op(CellKind::lstm_forward, d, n);
+        CellOp cell = cell_op(lstm_  ? CellKind::lstm_backward
+                              : gru_ ? CellKind::gru_backward
+                                     : CellKind::rnn_backward,
+                              d, n);
         CellRefs& a = cell.at;
         a.dy = dy.plus(off * DP + d * P);
         a.dhs = dhs;
-        if (proj_) {
-          CellOp project = cell_op(CellKind::project_backward, d, n);
-          project.at.dy = a.dy;
-          project.at.dhs = dhs;
-          project.at.praw = tok(rec.praw, P);
-          project.at.dhr = tok(dhr, P);
-          p.ops.emplace_back(project);
-          multiply(p.ops, n, H, P, project.at.dhr, P, w_hr, H, false, 0.0, dh, H);
-          a.dh = dh;
-        }
+        if (proj_) a.dh = dh;  // the projection's product leaves the cell's gradient there
         a.rec_a = tok(rec.a, RW);
         a.rec_c = tok(rec.c_prev, H);
         a.rec_h = tok(rec.h_prev, P);
@@ -315,22 +309,43 @@ StepProgram Builder::backward() {
         a.dgh = tok(dgh, GH);
         a.dpeep = tok(dpeep, 3 * H);
         a.rh = tok(rh, H);
-        cell.kind = lstm_  ? CellKind::lstm_backward
-                    : gru_ ? CellKind::gru_backward
-                           : CellKind::rnn_backward;
-        p.ops.emplace_back(cell);
-        // dh_prev = dG_h W_hh: overwrites the rows' state gradient (LSTM, RNN) or adds to the
-        // direct part dh * z the GRU kernel left there.
-        if (gru_original_) {
-          multiply(p.ops, n, H, H, a.dgh.plus(2 * H), GH, w_hh.plus(2 * H * P), P, false, 0.0, drh,
-                   H);
-          CellOp reset = cell;
-          reset.kind = CellKind::gru_reset_backward;
-          reset.at.drh = drh;
-          p.ops.emplace_back(reset);
+        // The stages of a step (core/step_stages.hpp).
+        for (const BackwardStage stage : step_.backward) {
+          switch (stage) {
+            case BackwardStage::projection: {
+              CellOp project = cell_op(CellKind::project_backward, d, n);
+              project.at.dy = a.dy;
+              project.at.dhs = dhs;
+              project.at.praw = tok(rec.praw, P);
+              project.at.dhr = tok(dhr, P);
+              p.ops.emplace_back(project);
+              break;
+            }
+            case BackwardStage::projection_product:
+              multiply(p.ops, n, H, P, tok(dhr, P), P, w_hr, H, false, 0.0, dh, H);
+              break;
+            case BackwardStage::cell:
+              p.ops.emplace_back(cell);
+              break;
+            case BackwardStage::reset_product:
+              multiply(p.ops, n, H, H, a.dgh.plus(2 * H), GH, w_hh.plus(2 * H * P), P, false, 0.0,
+                       drh, H);
+              break;
+            case BackwardStage::reset_gates: {
+              CellOp reset = cell;
+              reset.kind = CellKind::gru_reset_backward;
+              reset.at.drh = drh;
+              p.ops.emplace_back(reset);
+              break;
+            }
+            case BackwardStage::recurrent_product:
+              // dh_prev = dG_h W_hh: overwrites the rows' state gradient (LSTM, RNN) or adds to
+              // the direct part dh * z the GRU kernel left there.
+              multiply(p.ops, n, P, step_.recurrent_columns, a.dgh, GH, w_hh, P, false,
+                       gru_ ? 1.0 : 0.0, dhs, P);
+              break;
+          }
         }
-        multiply(p.ops, n, P, gru_original_ ? 2 * H : GH, a.dgh, GH, w_hh, P, false,
-                 gru_ ? 1.0 : 0.0, dhs, P);
       }
       // Weight gradients over all tokens (core/weight_gradients.hpp), then the layer input's
       // gradient.

@@ -10,6 +10,7 @@
 
 #include "core/column_sums.hpp"
 #include "core/dropout.hpp"
+#include "core/step_stages.hpp"
 #include "core/weight_gradients.hpp"
 #include "cpu/buffers.hpp"
 #include "cpu/cell_kernels.hpp"
@@ -235,44 +236,93 @@ void backward_time_loop(const PlanSpec& p, const BackwardArgs& a, int64_t l, int
       ox.gate_pass = rd.gate_pass ? rd.gate_pass + r0 * GH : nullptr;
       ox.pre = rd.gates + r0 * GH;
     }
-    switch (p.cell) {
-      case CellType::rnn_tanh:
-      case CellType::rnn_relu:
-        step(p, rnn_backward<T>, extended_rnn_backward<T>, ox,
-             rnn_backward_args(p, res, d, st, dh));
-        bw.hh.run(bs, dg, GH, false, dh, P, ap);
-        break;
-      case CellType::lstm: {
-        LstmBackward<T> kl = lstm_backward_args(p, rd, db, d, st, dh);
-        if (p.proj) {
-          // dr per token is kept for dW_hr; dh_full = dr W_hr goes to scratch.
-          T* dr = db.dr + r0 * P;
+    T* dr = p.proj ? db.dr + r0 * P : nullptr;  // LSTMP: kept per token for dW_hr
+    // The left operand of dh_{t-1} = dG W_hh: linear-before-reset GRU's hidden side apart.
+    T* dgh = p.cell == CellType::gru && p.gru_lbr ? db.dgh + r0 * GH : dg;
+    for (const core::BackwardStage stage : p.stages.backward) {
+      switch (stage) {
+        case core::BackwardStage::projection:
           proj_backward(p.kernels<T>(), proj_backward_args(p, rd, db, st, dh));
+          break;
+        case core::BackwardStage::projection_product:  // dh_full = dr W_hr, into scratch
           bw.hr.run(bs, dr, P, false, db.scratch, H, ap);
-          kl.dh = db.scratch;
-          kl.dy = nullptr;
-        }
-        step(p, lstm_backward<T>, extended_lstm_backward<T>, ox, kl);
-        bw.hh.run(bs, dg, GH, false, dh, P, ap);
-        break;
-      }
-      case CellType::gru: {
-        if (p.gru_lbr) {
-          const GruBackward<T> kg = gru_backward_args(p, rd, db, st, dh);
-          step(p, gru_backward<T>, extended_gru_backward<T>, ox, kg);
-          bw.hh.run(bs, kg.dgh, GH, true, dh, P, ap);
-        } else {
-          step(p, gru_orig_backward_n<T>, extended_gru_orig_backward_n<T>, ox,
-               gru_orig_backward_n_args(p, rd, db, st, dh));
-          // d(r*h) = dn W_hn, then dr and its share of dh_{t-1}, then the r, z GEMM.
+          break;
+        case core::BackwardStage::cell:
+          switch (p.cell) {
+            case CellType::rnn_tanh:
+            case CellType::rnn_relu:
+              step(p, rnn_backward<T>, extended_rnn_backward<T>, ox,
+                   rnn_backward_args(p, res, d, st, dh));
+              break;
+            case CellType::lstm: {
+              LstmBackward<T> kl = lstm_backward_args(p, rd, db, d, st, dh);
+              if (p.proj) {
+                kl.dh = db.scratch;
+                kl.dy = nullptr;
+              }
+              step(p, lstm_backward<T>, extended_lstm_backward<T>, ox, kl);
+              break;
+            }
+            case CellType::gru:
+              if (p.gru_lbr) {
+                step(p, gru_backward<T>, extended_gru_backward<T>, ox,
+                     gru_backward_args(p, rd, db, st, dh));
+              } else {
+                step(p, gru_orig_backward_n<T>, extended_gru_orig_backward_n<T>, ox,
+                     gru_orig_backward_n_args(p, rd, db, st, dh));
+              }
+              break;
+          }
+          break;
+        case core::BackwardStage::reset_product:  // d(r * h) = dn W_hn, into scratch
           bw.hh_n.run(bs, dg + 2 * H, GH, false, db.scratch, H, ap);
+          break;
+        case core::BackwardStage::reset_gates:
           step(p, gru_orig_backward_r<T>, extended_gru_orig_backward_r<T>, ox,
                gru_orig_backward_r_args(p, rd, db, st, dh));
-          bw.hh.run(bs, dg, GH, true, dh, P, ap);
-        }
-        break;
+          break;
+        case core::BackwardStage::recurrent_product:
+          // GRU's kernels left a share of dh_{t-1} there (dh * z): the product adds to it.
+          bw.hh.run(bs, dgh, GH, p.cell == CellType::gru, dh, P, ap);
+          break;
       }
     }
+  }
+}
+
+// The cell stage of a team time loop on one thread's tile: the fixed-cell kernel of the
+// plan's table or the generic one (tile_step). LSTMP's cells take the gradient of their
+// full-width output from the projection's product (in scratch), not dh + dy.
+template <typename T>
+void team_cell_backward(const PlanSpec& p, const StepKernels<float>& kernels,
+                        const ExtendedCell<T>& o, const ReserveLayer<T>& res, int64_t d,
+                        const BackwardDirBuffers<T>& db, const BackwardStep<T>& st, T* dh,
+                        Tile tile) {
+  const ReserveDir<T>& rd = res.dir[d];
+  switch (p.cell) {
+    case CellType::rnn_tanh:
+    case CellType::rnn_relu:
+      tile_step(p, kernels.rnn_backward, kernels.extended_rnn_backward, o,
+                rnn_backward_args(p, res, d, st, dh), tile);
+      break;
+    case CellType::lstm: {
+      LstmBackward<T> kl = lstm_backward_args(p, rd, db, d, st, dh);
+      if (p.proj) {
+        kl.dh = db.scratch;
+        kl.dy = nullptr;
+      }
+      tile_step(p, kernels.lstm_backward, kernels.extended_lstm_backward, o, kl, tile);
+      break;
+    }
+    case CellType::gru:
+      if (p.gru_orig()) {
+        tile_step(p, kernels.gru_orig_backward_n, kernels.extended_gru_orig_backward_n, o,
+                  gru_orig_backward_n_args(p, rd, db, st, dh), tile);
+      } else {
+        tile_step(p, kernels.gru_backward, kernels.extended_gru_backward, o,
+                  gru_backward_args(p, rd, db, st, dh), tile);
+      }
+      break;
   }
 }
 
@@ -322,71 +372,64 @@ void backward_time_loop_team(const PlanSpec& p, const BackwardArgs& a, int64_t l
       const BackwardStep<T> st = backward_step(p, io, db, d, k);
       const int64_t bs = st.bs, buf = k & 1;
       T* dgh = lbr ? db.dgh + st.r0 * GH : st.dg;  // the left operand of the product
+      T* dr = proj ? db.dr + st.r0 * P : nullptr;  // LSTMP: kept per token for dW_hr
       const Tile tile{0, bs, j0, j1};
-      if (proj) {
-        // dr per token is kept for dW_hr; dh_full = dr W_hr goes to scratch.
-        T* dr = db.dr + st.r0 * P;
-        if (state.j0 < state.j1) {
-          kernels.proj_backward(proj_backward_args(p, rd, db, st, dh),
-                                Tile{0, bs, state.j0, state.j1});
-          pack_a_columns(bs, P, dr, P, state.j0, state.j1, db.a_pack, type);
-        }
-        barrier.wait(n);  // every column of dr packed
-        multiply_panel_range(bs, db.a_pack, w_hr, share.q0, share.q1, false, db.scratch, H);
+      ExtendedCell<T> o = ox;
+      if (p.extended_cell) {
+        o.gate_pass = rd.gate_pass ? rd.gate_pass + st.r0 * GH : nullptr;
+        o.pre = rd.gates + st.r0 * GH;
       }
-      if (j0 < j1) {
-        ExtendedCell<T> o = ox;
-        if (p.extended_cell) {
-          o.gate_pass = rd.gate_pass ? rd.gate_pass + st.r0 * GH : nullptr;
-          o.pre = rd.gates + st.r0 * GH;
-        }
-        switch (p.cell) {
-          case CellType::rnn_tanh:
-          case CellType::rnn_relu:
-            tile_step(p, kernels.rnn_backward, kernels.extended_rnn_backward, o,
-                      rnn_backward_args(p, res, d, st, dh), tile);
-            break;
-          case CellType::lstm: {
-            LstmBackward<T> kl = lstm_backward_args(p, rd, db, d, st, dh);
-            if (proj) {
-              kl.dh = db.scratch;
-              kl.dy = nullptr;
-            }
-            tile_step(p, kernels.lstm_backward, kernels.extended_lstm_backward, o, kl, tile);
-            break;
+      for (const core::BackwardStage stage : p.stages.backward) {
+        if (core::reads_every_cell(stage)) {
+          // This thread packs its columns of the product's left operand, then waits until
+          // every thread has packed its own.
+          switch (stage) {
+            case core::BackwardStage::projection_product:  // dr, its columns of the state
+              if (state.j0 < state.j1) {
+                pack_a_columns(bs, P, dr, P, state.j0, state.j1, db.a_pack, type);
+              }
+              break;
+            case core::BackwardStage::reset_product:  // dn, its cells
+              if (j0 < j1) pack_a_columns(bs, H, st.dg + 2 * H, GH, j0, j1, db.a_pack, type);
+              break;
+            default:  // recurrent_product: dG of W_hh's gates, its cells of each
+              if (j0 < j1) {
+                for (int64_t g = 0; g < hh_gates; ++g) {
+                  pack_a_columns(bs, hh_gates * H, dgh, GH, g * H + j0, g * H + j1, db.ag_pack[buf],
+                                 type);
+                }
+              }
+              break;
           }
-          case CellType::gru:
-            if (orig) {
-              tile_step(p, kernels.gru_orig_backward_n, kernels.extended_gru_orig_backward_n, o,
-                        gru_orig_backward_n_args(p, rd, db, st, dh), tile);
-              pack_a_columns(bs, H, st.dg + 2 * H, GH, j0, j1, db.a_pack, type);
-            } else {
-              tile_step(p, kernels.gru_backward, kernels.extended_gru_backward, o,
-                        gru_backward_args(p, rd, db, st, dh), tile);
+          barrier.wait(n);
+        }
+        switch (stage) {
+          case core::BackwardStage::projection:
+            if (state.j0 < state.j1) {
+              kernels.proj_backward(proj_backward_args(p, rd, db, st, dh),
+                                    Tile{0, bs, state.j0, state.j1});
             }
             break;
+          case core::BackwardStage::projection_product:  // dh_full = dr W_hr, into scratch
+            multiply_panel_range(bs, db.a_pack, w_hr, share.q0, share.q1, false, db.scratch, H);
+            break;
+          case core::BackwardStage::cell:
+            if (j0 < j1) team_cell_backward(p, kernels, o, res, d, db, st, dh, tile);
+            break;
+          case core::BackwardStage::reset_product:  // d(r * h) = dn W_hn, into scratch
+            multiply_panel_range(bs, db.a_pack, w_hn, state.q0, state.q1, false, db.scratch, H);
+            break;
+          case core::BackwardStage::reset_gates:
+            if (j0 < j1) {
+              tile_step(p, kernels.gru_orig_backward_r, kernels.extended_gru_orig_backward_r, o,
+                        gru_orig_backward_r_args(p, rd, db, st, dh), tile);
+            }
+            break;
+          case core::BackwardStage::recurrent_product:
+            multiply_panel_range(bs, db.ag_pack[buf], w_hh, state.q0, state.q1, add_to_dh, dh, P);
+            break;
         }
       }
-      if (orig) {
-        barrier.wait(n);  // every cell's dn packed
-        multiply_panel_range(bs, db.a_pack, w_hn, state.q0, state.q1, false, db.scratch, H);
-        if (j0 < j1) {
-          ExtendedCell<T> o = ox;
-          if (p.extended_cell) {
-            o.gate_pass = rd.gate_pass ? rd.gate_pass + st.r0 * GH : nullptr;
-            o.pre = rd.gates + st.r0 * GH;
-          }
-          tile_step(p, kernels.gru_orig_backward_r, kernels.extended_gru_orig_backward_r, o,
-                    gru_orig_backward_r_args(p, rd, db, st, dh), tile);
-        }
-      }
-      if (j0 < j1) {
-        for (int64_t g = 0; g < hh_gates; ++g) {
-          pack_a_columns(bs, hh_gates * H, dgh, GH, g * H + j0, g * H + j1, db.ag_pack[buf], type);
-        }
-      }
-      barrier.wait(n);
-      multiply_panel_range(bs, db.ag_pack[buf], w_hh, state.q0, state.q1, add_to_dh, dh, P);
     }
   }
 }

@@ -268,7 +268,7 @@ void forward_time_loop(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64
     T* rh = !p.gru_orig() ? nullptr : training ? rd.hn + r0 * H : db.scratch;
     // The original GRU's (r * h) W_hn^T, beside r and z's products.
     T* u = p.gru_orig() ? db.hg + 2 * H : nullptr;
-    for (const core::ForwardStage stage : p.forward_step.stages) {
+    for (const core::ForwardStage stage : p.stages.forward) {
       switch (stage) {
         case core::ForwardStage::recurrent_product:
           fw.hh.run(bs, hs, P, false, db.hg, GH, ap);
@@ -446,7 +446,7 @@ void forward_time_loop_team(const PlanSpec& p, const ForwardArgs& a, int64_t l, 
         o.gate_pass = training && rd.gate_pass ? rd.gate_pass + r0 * GH : nullptr;
         o.pre = p.is_rnn() && training ? gates : nullptr;
       }
-      const std::vector<core::ForwardStage>& stages = p.forward_step.stages;
+      const std::vector<core::ForwardStage>& stages = p.stages.forward;
       for (size_t i = 0; i < stages.size(); ++i) {
         const core::ForwardStage stage = stages[i];
         if (core::reads_every_cell(stage)) barrier.wait(n);  // every cell's operand packed

@@ -43,7 +43,7 @@ PlanSpec::PlanSpec(const PlanContext& c, const Algo& a, Isa i) : ctx(&c), algo(a
     ++step_input_steps;
   }
   for (int64_t d = 0; d < D; ++d) acts[d] = direction_activations(cfg, d);
-  forward_step = core::forward_step(cfg);
+  stages = core::step_stages(cfg);
   params.resize(L * D);
   for (int64_t l = 0; l < L; ++l) {
     for (int64_t d = 0; d < D; ++d) {

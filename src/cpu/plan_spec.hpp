@@ -9,7 +9,7 @@
 
 #include "core/backend.hpp"
 #include "core/direction.hpp"
-#include "core/forward_step.hpp"
+#include "core/step_stages.hpp"
 #include "core/weight_gradients.hpp"
 #include "cpu/algo.hpp"
 #include "cpu/gemm.hpp"
@@ -76,7 +76,7 @@ struct PlanSpec {
   // [L] the weight gradients backward makes over the tokens of each layer (built with the
   // plan: a call with the caller's workspace allocates nothing).
   std::vector<core::WeightGradients> weight_grads;
-  core::ForwardStep forward_step;     // the stages of a forward step, in order
+  core::StepStages stages;            // the stages of a forward and a backward step, in order
   std::vector<size_t> reserve_layer;  // [L] byte offset of each layer's reserve block
   GemmEngine engine;                  // for the products with recurrent/projection weights
   // The two directions' time loops run at once, one thread each (bidirectional plans for
