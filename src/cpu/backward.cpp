@@ -137,10 +137,12 @@ LstmBackward<T> lstm_backward_args(const PlanSpec& p, const ReserveDir<T>& rd,
   const core::Schedule& s = p.schedule();
   const int64_t H = p.H;
   const PrevStep prev = prev_step(s, p.reversed(d), st.t);
+  // LSTMP's cells take the gradient of their full-width output from the projection's
+  // product (in scratch), not dh + dy.
   return {.rows = st.bs,
           .H = H,
-          .dh = dh,
-          .dy = st.dy,
+          .dh = p.proj ? db.scratch : dh,
+          .dy = p.proj ? nullptr : st.dy,
           .ld_dy = p.DP,
           .gates = rd.gates + st.r0 * p.GH,
           .c = rd.c + st.r0 * H,
@@ -254,15 +256,10 @@ void backward_time_loop(const PlanSpec& p, const BackwardArgs& a, int64_t l, int
               step(p, rnn_backward<T>, extended_rnn_backward<T>, ox,
                    rnn_backward_args(p, res, d, st, dh));
               break;
-            case CellType::lstm: {
-              LstmBackward<T> kl = lstm_backward_args(p, rd, db, d, st, dh);
-              if (p.proj) {
-                kl.dh = db.scratch;
-                kl.dy = nullptr;
-              }
-              step(p, lstm_backward<T>, extended_lstm_backward<T>, ox, kl);
+            case CellType::lstm:
+              step(p, lstm_backward<T>, extended_lstm_backward<T>, ox,
+                   lstm_backward_args(p, rd, db, d, st, dh));
               break;
-            }
             case CellType::gru:
               if (p.gru_lbr) {
                 step(p, gru_backward<T>, extended_gru_backward<T>, ox,
@@ -291,8 +288,7 @@ void backward_time_loop(const PlanSpec& p, const BackwardArgs& a, int64_t l, int
 }
 
 // The cell stage of a team time loop on one thread's tile: the fixed-cell kernel of the
-// plan's table or the generic one (tile_step). LSTMP's cells take the gradient of their
-// full-width output from the projection's product (in scratch), not dh + dy.
+// plan's table or the generic one (tile_step).
 template <typename T>
 void team_cell_backward(const PlanSpec& p, const StepKernels<float>& kernels,
                         const ExtendedCell<T>& o, const ReserveLayer<T>& res, int64_t d,
@@ -305,15 +301,10 @@ void team_cell_backward(const PlanSpec& p, const StepKernels<float>& kernels,
       tile_step(p, kernels.rnn_backward, kernels.extended_rnn_backward, o,
                 rnn_backward_args(p, res, d, st, dh), tile);
       break;
-    case CellType::lstm: {
-      LstmBackward<T> kl = lstm_backward_args(p, rd, db, d, st, dh);
-      if (p.proj) {
-        kl.dh = db.scratch;
-        kl.dy = nullptr;
-      }
-      tile_step(p, kernels.lstm_backward, kernels.extended_lstm_backward, o, kl, tile);
+    case CellType::lstm:
+      tile_step(p, kernels.lstm_backward, kernels.extended_lstm_backward, o,
+                lstm_backward_args(p, rd, db, d, st, dh), tile);
       break;
-    }
     case CellType::gru:
       if (p.gru_orig()) {
         tile_step(p, kernels.gru_orig_backward_n, kernels.extended_gru_orig_backward_n, o,

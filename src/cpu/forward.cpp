@@ -152,7 +152,9 @@ RnnForward<T> rnn_forward_args(const PlanSpec& p, const ForwardDirBuffers<T>& db
 template <typename T>
 LstmForward<T> lstm_forward_args(const PlanSpec& p, const ReserveDir<T>& rd,
                                  const ForwardDirBuffers<T>& db, bool training, int64_t bs,
-                                 int64_t r0, T* gates, const Clamp<T>& cell_clip, T* y, T* hs) {
+                                 int64_t r0, T* gates, const Clamp<T>& cell_clip, T* y, T* hs,
+                                 T* h_full) {
+  // LSTMP (h_full not null): h goes there, full width, and the projection makes the state.
   return {.rows = bs,
           .H = p.H,
           .bias = db.bias,
@@ -163,9 +165,9 @@ LstmForward<T> lstm_forward_args(const PlanSpec& p, const ReserveDir<T>& rd,
           .c_keep = training ? rd.c + r0 * p.H : nullptr,
           .c_pass = training && rd.c_pass ? rd.c_pass + r0 * p.H : nullptr,
           .cell_clip = cell_clip,
-          .h = y,
-          .ld_h = p.DP,
-          .h_state = hs};
+          .h = h_full ? h_full : y,
+          .ld_h = h_full ? p.H : p.DP,
+          .h_state = h_full ? nullptr : hs};
 }
 
 // Linear-before-reset GRU.
@@ -287,17 +289,10 @@ void forward_time_loop(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64
               step(p, rnn_forward<T>, extended_rnn_forward<T>, ox,
                    rnn_forward_args(p, db, bs, y, hs));
               break;
-            case CellType::lstm: {
-              LstmForward<T> kl =
-                  lstm_forward_args(p, rd, db, training, bs, r0, gates, cell_clip, y, hs);
-              if (p.proj) {
-                kl.h = h_full;
-                kl.ld_h = H;
-                kl.h_state = nullptr;
-              }
-              step(p, lstm_forward<T>, extended_lstm_forward<T>, ox, kl);
+            case CellType::lstm:
+              step(p, lstm_forward<T>, extended_lstm_forward<T>, ox,
+                   lstm_forward_args(p, rd, db, training, bs, r0, gates, cell_clip, y, hs, h_full));
               break;
-            }
             case CellType::gru:
               if (p.gru_lbr) {
                 step(p, gru_forward<T>, extended_gru_forward<T>, ox,
@@ -326,8 +321,7 @@ void forward_time_loop(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64
 }
 
 // The cell stage of a team time loop on one thread's tile: the fixed-cell kernel of the
-// plan's table or the generic one (tile_step). LSTMP's cells write h_full, not the state; the
-// original GRU's take n's product u.
+// plan's table or the generic one (tile_step). The original GRU's cells take n's product u.
 template <typename T>
 void team_cell(const PlanSpec& p, const StepKernels<float>& kernels, const ExtendedCell<T>& o,
                const ReserveDir<T>& rd, const ForwardDirBuffers<T>& db, bool training, int64_t bs,
@@ -339,16 +333,11 @@ void team_cell(const PlanSpec& p, const StepKernels<float>& kernels, const Exten
       tile_step(p, kernels.rnn_forward, kernels.extended_rnn_forward, o,
                 rnn_forward_args(p, db, bs, y, hs), tile);
       break;
-    case CellType::lstm: {
-      LstmForward<T> kl = lstm_forward_args(p, rd, db, training, bs, r0, gates, cell_clip, y, hs);
-      if (p.proj) {
-        kl.h = h_full;
-        kl.ld_h = p.H;
-        kl.h_state = nullptr;
-      }
-      tile_step(p, kernels.lstm_forward, kernels.extended_lstm_forward, o, kl, tile);
+    case CellType::lstm:
+      tile_step(p, kernels.lstm_forward, kernels.extended_lstm_forward, o,
+                lstm_forward_args(p, rd, db, training, bs, r0, gates, cell_clip, y, hs, h_full),
+                tile);
       break;
-    }
     case CellType::gru:
       if (p.gru_orig()) {
         tile_step(p, kernels.gru_orig_forward, kernels.extended_gru_orig_forward, o,
