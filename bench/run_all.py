@@ -17,6 +17,7 @@ import os
 import platform
 import re
 import shlex
+import statistics
 import subprocess
 import sys
 import time
@@ -251,6 +252,32 @@ def by_mode(recs, threads):
         if r.get("threads") == threads or len({x.get("threads") for x in recs}) == 1:
             out[r.get("mode")] = r
     return out
+
+
+def combine_rounds(rounds):
+    """One record per mode from the rounds of one runner (each a by_mode dict): the median of
+    the rounds' medians, every round's kept in ms_rounds, and the fastest and slowest run of
+    all rounds. A round that failed is left out."""
+    out = {}
+    for mode in dict.fromkeys(m for r in rounds for m in r):
+        recs = [r[mode] for r in rounds if mode in r]
+        ok = [r for r in recs if ms_of(r)]
+        if not ok:
+            out[mode] = recs[0]
+            continue
+        times = [ms_of(r) for r in ok]
+        out[mode] = dict(ok[0], ms_median=statistics.median(times), ms_rounds=times)
+        for key, pick in (("ms_min", min), ("ms_max", max)):  # the range over every run
+            if all(key in r for r in ok):
+                out[mode][key] = pick(r[key] for r in ok)
+    return out
+
+
+def rotated(jobs, k):
+    """The jobs of round k, starting one further on each round: no runner always goes first
+    (right after another runner's process) or always last."""
+    k %= max(1, len(jobs))
+    return jobs[k:] + jobs[:k]
 
 
 def ms_of(rec):
@@ -565,6 +592,7 @@ def write_results(path, args, rows, peaks, ceilings, runners, started, elapsed, 
         f"* rnnx: `{runners.rnnx}` --backend {args.rnnx_backend}; oneDNN peer: `{runners.onednn}`; "
         f"PyTorch: {versions}",
         f"* Repeat {args.repeat}, warm-up {args.warmup}"
+        f"{f'; {args.rounds} rounds, runners in turn, each time the median round' if args.rounds > 1 else ''}"
         f"{f', PyTorch capped at about {args.torch_budget_s:g} s per measurement (at least 3 runs)' if args.torch_budget_s > 0 else ''}; "
         f"seed {args.seed}",
         f"* OMP_WAIT_POLICY: {args.wait_policy} (rnnx: {wait_policy(args.wait_policy, 'rnnx') or 'unset'}, "
@@ -647,6 +675,10 @@ def parse_args(argv=None):
     p.add_argument("--modes", default=",".join(MODES), help="comma-separated: infer, train, fwdbwd")
     p.add_argument("--repeat", type=int, default=None, help="timed runs per measurement (default 10)")
     p.add_argument("--warmup", type=int, default=None, help="untimed runs first (default 2)")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="run every runner of a row this many times, in turn (each round's "
+                        "--repeat runs in one process), and keep each runner's median round: "
+                        "a change of the machine's speed then hits every runner alike")
     p.add_argument("--torch-budget-s", type=float, default=20.0,
                    help="cap PyTorch's timed runs at about this many seconds per measurement "
                         "(at least 3 runs; 0 = always --repeat): packed training is very slow")
@@ -682,6 +714,8 @@ def parse_args(argv=None):
     a.modes = [m for m in a.modes.split(",") if m]
     a.lengths = [d for d in a.lengths.split(",") if d]
     a.skip = set(s for s in a.skip.split(",") if s)
+    if a.rounds < 1:
+        p.error(f"--rounds: {a.rounds} (must be at least 1)")
     for m in a.modes:
         if m not in MODES:
             p.error(f"--modes: '{m}' is not one of {', '.join(MODES)}")
@@ -749,34 +783,42 @@ def main(argv=None):
         # oneDNN peer with the one generator they link (bench/case), PyTorch by asking rnnx.
         res = {"errors": {}}
         t0 = time.monotonic()
-
-        def go(key, cmd):
-            busy.sample()
-            recs, err = runners.run(key, cmd, threads)
-            for r in recs:
-                raw.append(dict(r, runner=key, lengths_dist=dist, line=case.line))
-            res[key] = by_mode(recs, threads)
-            if err:
-                res["errors"][key] = err
-
-        go("rnnx", runners.rnnx_cmd(case, args.modes, threads, dist, args.seed))
+        jobs = [("rnnx", runners.rnnx_cmd(case, args.modes, threads, dist, args.seed), dist)]
         for peer in PEERS:
             if peer in args.skip:
                 res[peer] = {}
                 res["errors"][peer] = "skipped (--skip)"
             elif peer == "onednn":
-                go(peer, runners.onednn_cmd(case, args.modes, threads, dist, args.seed))
+                jobs.append((peer, runners.onednn_cmd(case, args.modes, threads, dist, args.seed),
+                             dist))
             else:
-                go(peer, runners.torch_cmd(peer, case, args.modes, threads, dist, args.seed))
+                jobs.append((peer, runners.torch_cmd(peer, case, args.modes, threads, dist,
+                                                     args.seed), dist))
         ragged_ref = None
         if dist != "full" and case.tokens > 0 and "ragged" not in args.skip:
             Tr = max(case.lengths)
             Br = max(1, round(case.tokens / Tr))
-            recs, err = runners.run("rnnx", runners.rnnx_cmd(case, args.modes, threads, "full",
-                                                             args.seed, T=Tr, B=Br), threads)
-            for r in recs:
-                raw.append(dict(r, runner="rnnx-ragged-ref", lengths_dist="full", line=case.line))
-            ragged_ref = {"T": Tr, "B": Br, "recs": by_mode(recs, threads)}
+            ragged_ref = {"T": Tr, "B": Br}
+            jobs.append(("rnnx-ragged-ref", runners.rnnx_cmd(case, args.modes, threads, "full",
+                                                             args.seed, T=Tr, B=Br), "full"))
+        # Rounds: every runner once per round, in turn, so that a change of the machine's speed
+        # (a VM's phases, a neighbour) falls on all of them alike; each keeps its rounds' median.
+        rounds = {key: [] for key, _, _ in jobs}
+        for rnd in range(args.rounds):
+            for key, cmd, lengths_dist in rotated(jobs, rnd):
+                busy.sample()
+                recs, err = runners.run(key, cmd, threads)
+                for r in recs:
+                    raw.append(dict(r, runner=key, lengths_dist=lengths_dist, line=case.line,
+                                    round=rnd))
+                rounds[key].append(by_mode(recs, threads))
+                if err:
+                    res["errors"][key] = err
+        for key, got in rounds.items():
+            res[key] = combine_rounds(got)
+        if ragged_ref is not None:
+            ragged_ref["recs"] = res.pop("rnnx-ragged-ref")
+            res["errors"].pop("rnnx-ragged-ref", None)
         for mode in args.modes:
             row = make_row(case, dist, mode, threads, res, ragged_ref,
                            best_f32_peak(peaks.get(threads, {})), ceilings.get(threads, {}),

@@ -148,6 +148,35 @@ class IsaSections(unittest.TestCase):
         finally:
             run_all.PEERS[:] = saved
 
+    def test_rounds_keep_each_runners_median_round(self):
+        rounds = [{"infer": {"mode": "infer", "ms_median": ms, "ms_min": ms - 1, "ms_max": ms + 1}}
+                  for ms in (30.0, 10.0, 20.0)]
+        rounds[1]["fwdbwd"] = {"mode": "fwdbwd", "error": "out of memory"}
+        got = run_all.combine_rounds(rounds)
+        self.assertEqual(got["infer"]["ms_median"], 20.0)
+        self.assertEqual(got["infer"]["ms_rounds"], [30.0, 10.0, 20.0])
+        self.assertEqual((got["infer"]["ms_min"], got["infer"]["ms_max"]), (9.0, 31.0))
+        self.assertEqual(got["fwdbwd"], {"mode": "fwdbwd", "error": "out of memory"})
+        # A failed round is left out, not counted as a time.
+        rounds[2]["infer"] = {"mode": "infer", "error": "killed"}
+        self.assertEqual(run_all.combine_rounds(rounds)["infer"]["ms_median"], 20.0)
+        self.assertEqual(run_all.combine_rounds([]), {})
+
+    def test_rounds_take_the_runners_in_turn(self):
+        jobs = ["rnnx", "onednn", "torch-padded"]
+        firsts = [run_all.rotated(jobs, k)[0] for k in range(3)]
+        self.assertEqual(sorted(firsts), sorted(jobs))
+        for k in range(4):
+            self.assertEqual(sorted(run_all.rotated(jobs, k)), sorted(jobs))
+        self.assertEqual(run_all.rotated([], 2), [])
+
+    def test_rounds_must_be_positive(self):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), self.assertRaises(SystemExit):
+            run_all.parse_args(["--build", "b", "--rounds", "0"])
+        self.assertIn("--rounds: 0", err.getvalue())
+        self.assertEqual(run_all.parse_args(["--build", "b"]).rounds, 1)
+
 
 class ContentionOptions(unittest.TestCase):
     def refused(self, argv):
