@@ -21,7 +21,10 @@
 #include <thread>
 #include <vector>
 
+#include "core/column_sums.hpp"
 #include "core/float16.hpp"
+#include "core/peephole_grad.hpp"
+#include "core/schedule.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/kernel_dispatch.hpp"
 #include "reference/activations.hpp"
@@ -319,6 +322,38 @@ TEST(CpuKernels, IsasAgree) {
             << m.name << " " << cpu::isa_name(isa) << " vs scalar at x = " << x[i];
       }
     }
+  }
+}
+
+// The sums over the tokens (bias and peephole gradients) are core's, compiled into every
+// level's table: each gives core's bits, so that neither the thread count nor the ISA cap
+// changes a gradient. Widths that end in a partial vector and a partial block of columns.
+TEST(CpuKernels, TokenSumsAreCoresOnEveryIsa) {
+  Rng rng(11);
+  const int64_t H = 37, GH = 4 * H;
+  const SequenceShape shape = SequenceShape::padded(6, 3, {6, 3, 5});
+  const core::Schedule s = core::make_schedule(shape);
+  const int64_t N = s.tokens;
+  auto random = [&](int64_t n) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = static_cast<float>(rng.uniform(-1e3, 1e3));
+    return v;
+  };
+  const std::vector<float> c = random(N * H), c0 = random(3 * H), dg = random(N * GH);
+  std::vector<float> sums(GH), peep(3 * H);
+  core::column_sums(dg.data(), GH, N, GH, sums.data());
+  core::peephole_grad_columns(s, true, c.data(), c0.data(), dg.data(), H, GH, 0, H, false,
+                              peep.data());
+  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+    if (isa > cpu::isa_detected()) continue;
+    SCOPED_TRACE(cpu::isa_name(isa));
+    const StepKernels<float>& k = cpu::step_kernels<float>(isa);
+    std::vector<float> got(GH, -1.0f), got_peep(3 * H, -1.0f);
+    k.column_sums(dg.data(), GH, N, GH, got.data());
+    k.peephole_grad_columns(s, true, c.data(), c0.data(), dg.data(), H, GH, 0, H, false,
+                            got_peep.data());
+    EXPECT_EQ(got, sums);
+    EXPECT_EQ(got_peep, peep);
   }
 }
 

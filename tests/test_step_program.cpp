@@ -7,9 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <random>
 
 #include "core/column_sums.hpp"
 #include "core/dropout.hpp"
+#include "core/peephole_grad.hpp"
 #include "core/step_backend.hpp"
 #include "cuda/step_kernels.hpp"
 #include "problems.hpp"
@@ -192,31 +194,91 @@ INSTANTIATE_TEST_SUITE_P(Problems, StepProgramVsReference,
                          });
 
 // core::column_sums, the sum behind every bias and peephole gradient: each column in row
-// order from zero, the same bits however the columns are split (the cpu backend's chunks, a
-// CUDA thread per column). Values where the order shows: 1e8 + 1 rounds back to 1e8 in
-// float32, so any other order of the same terms gives another sum.
-TEST(ColumnSums, AddEachColumnInRowOrderWhateverTheSplit) {
-  const int64_t rows = 6, cols = 7;
+// order from zero in double, rounded to T once, the same bits however the columns are split
+// (the cpu backend's chunks, core::column_sum's one column: a CUDA thread's). Values where the
+// order shows even in double: 2^60 + 1 rounds back to 2^60, so any other order of the same
+// terms gives another sum; and in float32, 2^25 + 1 rounds back to 2^25, where double keeps
+// the 1.
+TEST(ColumnSums, AddEachColumnInRowOrderInDoubleWhateverTheSplit) {
+  const int64_t rows = 8, cols = 37;  // more than one of column_sums' blocks
+  const float big = 1152921504606846976.0f, mid = 33554432.0f;  // 2^60, 2^25
   std::vector<float> a(static_cast<size_t>(rows * cols));
   for (int64_t j = 0; j < cols; ++j) {
-    const float col[rows] = {1e8f, 1.0f + j, 1.0f, -1e8f, 0.5f, 0.25f * j};
+    const float col[rows] = {big, 1.0f + j, -big, mid, 1.0f, -mid, 0.5f, 0.25f * j};
     for (int64_t r = 0; r < rows; ++r) a[r * cols + j] = col[r];
   }
-  std::vector<float> in_order(cols), reversed(cols);
+  std::vector<float> in_order(cols), reversed(cols), in_float(cols);
   for (int64_t j = 0; j < cols; ++j) {
-    for (int64_t r = 0; r < rows; ++r) in_order[j] += a[r * cols + j];
-    for (int64_t r = rows; r-- > 0;) reversed[j] += a[r * cols + j];
+    double sum = 0, back = 0;
+    for (int64_t r = 0; r < rows; ++r) sum += a[r * cols + j];
+    for (int64_t r = rows; r-- > 0;) back += a[r * cols + j];
+    in_order[j] = static_cast<float>(sum);
+    reversed[j] = static_cast<float>(back);
+    for (int64_t r = 0; r < rows; ++r) in_float[j] += a[r * cols + j];
   }
   ASSERT_NE(in_order, reversed) << "the data must tell the orders apart";
-  for (int64_t chunk : {1, 2, 3, 7}) {
+  ASSERT_NE(in_order, in_float) << "the data must tell double from float sums";
+  for (int64_t chunk : {1, 2, 3, 7, 32, 37}) {
     std::vector<float> sums(cols, -1.0f);
     for (int64_t j0 = 0; j0 < cols; j0 += chunk)
       core::column_sums(a.data() + j0, cols, rows, std::min(chunk, cols - j0), sums.data() + j0);
     EXPECT_EQ(sums, in_order) << "columns split in chunks of " << chunk;
   }
+  for (int64_t j = 0; j < cols; ++j)
+    EXPECT_EQ(core::column_sum(a.data() + j, cols, rows), in_order[j]) << "column " << j;
   std::vector<float> none(cols, -1.0f);
   core::column_sums(a.data(), cols, 0, cols, none.data());
   EXPECT_EQ(none, std::vector<float>(cols, 0.0f)) << "no rows: zeros";
+}
+
+// The peephole gradients are one computation (core/peephole_grad.hpp): the cpu backend's sum
+// as it goes (peephole_grad_columns, over any split of the columns, forward and reversed
+// directions, ragged steps) gives the bits of the step program's way, each row's terms kept
+// (peephole_terms, as the step kernel writes them) and added up by column_sums.
+TEST(PeepholeGrad, SumAsYouGoEqualsColumnSumsOfTheRowsTerms) {
+  const int64_t H = 21, GH = 4 * H;
+  const SequenceShape shape = SequenceShape::padded(5, 4, {5, 2, 4, 1});
+  const core::Schedule s = core::make_schedule(shape);
+  const int64_t N = s.tokens, B = 4;
+  std::mt19937 gen(7);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  auto random = [&](int64_t n) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = dist(gen) * 1e3f;  // wide products: rounding shows
+    return v;
+  };
+  const std::vector<float> c = random(N * H), c0 = random(B * H), dg = random(N * GH);
+  for (bool reversed : {false, true}) {
+    // The step program's way: each row's terms, then the column sums.
+    std::vector<float> terms(static_cast<size_t>(N * 3 * H));
+    for (int64_t t = 0; t < s.T_eff; ++t) {
+      const core::PrevStep prev = core::prev_step(s, reversed, t);
+      for (int64_t i = 0; i < s.batch_sizes[t]; ++i) {
+        const int64_t r = s.offsets[t] + i;
+        const float* cp = i < prev.count ? &c[(s.offsets[prev.step] + i) * H] : &c0[i * H];
+        for (int64_t j = 0; j < H; ++j) {
+          float row[3];
+          core::peephole_terms(dg[r * GH + j], dg[r * GH + H + j], dg[r * GH + 3 * H + j], cp[j],
+                               c[r * H + j], row);
+          for (int q = 0; q < 3; ++q) terms[r * 3 * H + q * H + j] = row[q];
+        }
+      }
+    }
+    std::vector<float> expected(static_cast<size_t>(3 * H));
+    core::column_sums(terms.data(), 3 * H, N, 3 * H, expected.data());
+    for (int64_t chunk : {int64_t{1}, int64_t{5}, int64_t{16}, H}) {
+      std::vector<float> got(static_cast<size_t>(3 * H), -1.0f);
+      for (int64_t j0 = 0; j0 < H; j0 += chunk) {
+        core::peephole_grad_columns(s, reversed, c.data(), c0.data(), dg.data(), H, GH, j0,
+                                    std::min(H, j0 + chunk), false, got.data());
+      }
+      EXPECT_EQ(got, expected) << "reversed " << reversed << ", chunks of " << chunk;
+      std::vector<float> twice = got;
+      core::peephole_grad_columns(s, reversed, c.data(), c0.data(), dg.data(), H, GH, 0, H, true,
+                                  twice.data());
+      for (int64_t j = 0; j < 3 * H; ++j) ASSERT_EQ(twice[j], got[j] + expected[j]) << j;
+    }
+  }
 }
 
 // The backward program takes its bias and peephole gradients as column sums over the tokens

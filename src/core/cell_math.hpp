@@ -30,7 +30,7 @@
 #define RNNX_CELL_INLINE __host__ __device__ __forceinline__
 #else
 // Inlined at each call site: as calls they would pass vectors through memory.
-#define RNNX_CELL_INLINE __attribute__((always_inline)) inline
+#define RNNX_CELL_INLINE RNNX_ALWAYS_INLINE
 #endif
 
 namespace rnnx::core::cell {

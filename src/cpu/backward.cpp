@@ -8,7 +8,6 @@
 #include <cstring>
 #include <type_traits>
 
-#include "core/column_sums.hpp"
 #include "core/dropout.hpp"
 #include "core/step_stages.hpp"
 #include "core/weight_gradients.hpp"
@@ -425,56 +424,36 @@ void backward_time_loop_team(const PlanSpec& p, const BackwardArgs& a, int64_t l
   }
 }
 
-// The peephole gradients, reductions over the tokens of one direction:
-// dP_i = sum dA_i * c_{t-1}, dP_f = sum dA_f * c_{t-1}, dP_o = sum dA_o * c_t, with the
-// pre-activation gradients dA of the time loop, c_t from the reserve and c_{t-1} the step
-// before's (c0 for a sequence's first step). Each thread sums its own columns in double.
+// The peephole gradients (core/peephole_grad.hpp, compiled for the plan's level), threads
+// taking chunks of columns.
 template <typename T>
 void peephole_grad(const PlanSpec& p, int64_t d, const ReserveDir<T>& rd, const T* c0, const T* dg,
                    bool accumulate, T* dp) {
-  const core::Schedule& s = p.schedule();
-  const int64_t H = p.H, GH = p.GH;
+  const int64_t H = p.H;
   constexpr int64_t kCols = 16;
   const int64_t chunks = (H + kCols - 1) / kCols;
 #pragma omp parallel for schedule(static) if (!omp_in_parallel() && p.N * H >= 16384)
   for (int64_t chunk = 0; chunk < chunks; ++chunk) {
     const int64_t j0 = chunk * kCols, j1 = std::min(H, j0 + kCols);
-    double acc[3][kCols] = {};
-    for (int64_t t = 0; t < p.T_eff; ++t) {
-      const PrevStep prev = prev_step(s, p.reversed(d), t);
-      for (int64_t i = 0; i < s.batch_sizes[t]; ++i) {
-        const int64_t r = s.offsets[t] + i;
-        const T* cp = i < prev.count ? rd.c + (s.offsets[prev.step] + i) * H : c0 + i * H;
-        const T* c = rd.c + r * H;
-        const T* g = dg + r * GH;
-        for (int64_t j = j0; j < j1; ++j) {
-          acc[0][j - j0] += static_cast<double>(g[j]) * cp[j];
-          acc[1][j - j0] += static_cast<double>(g[H + j]) * cp[j];
-          acc[2][j - j0] += static_cast<double>(g[3 * H + j]) * c[j];
-        }
-      }
-    }
-    for (int q = 0; q < 3; ++q) {
-      for (int64_t j = j0; j < j1; ++j) {
-        const T v = static_cast<T>(acc[q][j - j0]);
-        dp[q * H + j] = accumulate ? dp[q * H + j] + v : v;
-      }
-    }
+    p.kernels<T>().peephole_grad_columns(p.schedule(), p.reversed(d), rd.c, c0, dg, H, p.GH, j0, j1,
+                                         accumulate, dp);
   }
 }
 
 // After the time loop: dh0 and dc0, the weight gradients and the input gradient as GEMMs
 // over all real tokens. dX is overwritten by the first direction and added to by the second.
 // The column sums of A [rows, width] (dense) as core::column_sums adds them up (row order,
-// the same bits on any thread count), threads taking chunks of columns.
+// the same bits on any thread count), compiled for the plan's level, threads taking chunks of
+// columns.
 template <typename T>
-void column_sums(int64_t rows, int64_t width, const T* A, T* out) {
+void column_sums(const PlanSpec& p, int64_t rows, int64_t width, const T* A, T* out) {
+  const auto sums = p.kernels<T>().column_sums;
   constexpr int64_t kColumns = 64;  // a few cache lines per thread and row
   const int64_t chunks = (width + kColumns - 1) / kColumns;
 #pragma omp parallel for schedule(static) if (!omp_in_parallel() && rows * width >= 65536)
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t j0 = c * kColumns;
-    core::column_sums(A + j0, width, rows, std::min(kColumns, width - j0), out + j0);
+    sums(A + j0, width, rows, std::min(kColumns, width - j0), out + j0);
   }
 }
 
@@ -529,7 +508,7 @@ void backward_finish(const PlanSpec& p, const BackwardArgs& a, int64_t l, int64_
     const T* summed = nullptr;
     for (const core::TokenColumnSums& g : grads.sums) {
       if (rows_of(g.rows) != summed) {
-        column_sums(N, g.width, rows_of(g.rows), colsum);
+        column_sums(p, N, g.width, rows_of(g.rows), colsum);
         summed = rows_of(g.rows);
       }
       T* b = dw + po.of(g.weight);

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 
+#include "core/schedule.hpp"
 #include "cpu/cell_kernels.hpp"
 #include "cpu/extended_cell.hpp"
 #include "cpu/isa.hpp"
@@ -72,6 +73,14 @@ struct StepKernels {
   // core/float16.hpp's loops.
   void (*widen_f16)(const uint16_t* x, float* y, int64_t n);
   void (*narrow_f16)(const float* x, uint16_t* y, int64_t n);
+
+  // The sums over the tokens behind the bias and peephole gradients, core::column_sums and
+  // core::peephole_grad_columns compiled for this level: the same bits on every level (each
+  // column's additions in row order, in double).
+  void (*column_sums)(const T* A, int64_t lda, int64_t rows, int64_t cols, T* out);
+  void (*peephole_grad_columns)(const core::Schedule& s, bool reversed, const T* c, const T* c0,
+                                const T* dg, int64_t H, int64_t GH, int64_t j0, int64_t j1,
+                                bool accumulate, T* dp);
 };
 
 // The kernels of min(isa, isa_detected()); avx512-bf16 runs the avx512 kernels. A plan

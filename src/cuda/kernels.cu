@@ -52,9 +52,7 @@ template <typename T>
 __global__ void column_sums_kernel(const T* src, int64_t rows, int64_t width, T* dst) {
   for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < width;
        j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    T sum;
-    core::column_sums(src + j, width, rows, 1, &sum);
-    dst[j] += sum;
+    dst[j] += core::column_sum(src + j, width, rows);
   }
 }
 

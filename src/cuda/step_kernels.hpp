@@ -10,6 +10,7 @@
 
 #include "core/cell_math.hpp"
 #include "core/host_device.hpp"
+#include "core/peephole_grad.hpp"
 #include "core/step_program.hpp"
 
 namespace rnnx::cuda::step {
@@ -196,10 +197,11 @@ RNNX_HOST_DEVICE void lstm_backward(const CellArgs<T, Math>& a, int64_t i, int64
   for (int q = 0; q < 4; ++q) a.dgx[i * a.GH + q * a.H + j] = static_cast<T>(b.da[q]);
   a.dcs[i * a.H + j] = static_cast<T>(b.dc_prev);
   if (a.dpeep) {  // per row; the column sums over the tokens come after the loop
+    T terms[3];
+    core::peephole_terms(static_cast<T>(b.da[0]), static_cast<T>(b.da[1]), static_cast<T>(b.da[3]),
+                         static_cast<T>(c_prev), static_cast<T>(f.c), terms);
     T* dp = a.dpeep + i * 3 * a.H + j;
-    dp[0] = static_cast<T>(b.da[0] * c_prev);
-    dp[a.H] = static_cast<T>(b.da[1] * c_prev);
-    dp[2 * a.H] = static_cast<T>(b.da[3] * f.c);
+    for (int q = 0; q < 3; ++q) dp[q * a.H] = terms[q];
   }
 }
 

@@ -3,6 +3,8 @@
 // for AVX2 can be picked by the linker for another ISA's caller.
 #include <immintrin.h>
 
+#include "core/column_sums.hpp"
+#include "core/peephole_grad.hpp"
 #include "cpu/kernel_dispatch.hpp"
 
 namespace rnnx::cpu::avx2 {

@@ -9,6 +9,8 @@
 #include <immintrin.h>
 #pragma GCC diagnostic pop
 
+#include "core/column_sums.hpp"
+#include "core/peephole_grad.hpp"
 #include "cpu/kernel_dispatch.hpp"
 
 namespace rnnx::cpu::avx512 {

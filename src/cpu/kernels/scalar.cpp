@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/column_sums.hpp"
+#include "core/peephole_grad.hpp"
 #include "cpu/kernel_dispatch.hpp"
 
 namespace rnnx::cpu::scalar {

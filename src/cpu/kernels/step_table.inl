@@ -34,6 +34,18 @@ constexpr void (*narrow_f16_entry())(const float*, uint16_t*, int64_t) {
   }
 }
 
+// core's sums over the tokens, compiled with this file's flags (a local symbol of each level).
+template <typename T>
+void column_sums_entry(const T* A, int64_t lda, int64_t rows, int64_t cols, T* out) {
+  core::column_sums(A, lda, rows, cols, out);
+}
+template <typename T>
+void peephole_grad_columns_entry(const core::Schedule& s, bool reversed, const T* c, const T* c0,
+                                 const T* dg, int64_t H, int64_t GH, int64_t j0, int64_t j1,
+                                 bool accumulate, T* dp) {
+  core::peephole_grad_columns(s, reversed, c, c0, dg, H, GH, j0, j1, accumulate, dp);
+}
+
 template <class V>
 constexpr StepKernels<typename V::S> step_table(const char* isa, int cost_scale) {
   return StepKernels<typename V::S>{
@@ -69,5 +81,7 @@ constexpr StepKernels<typename V::S> step_table(const char* isa, int cost_scale)
       &activation_grad_array<V>,
       widen_f16_entry<V>(),
       narrow_f16_entry<V>(),
+      &column_sums_entry<typename V::S>,
+      &peephole_grad_columns_entry<typename V::S>,
   };
 }
