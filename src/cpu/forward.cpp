@@ -231,6 +231,30 @@ GruOrigForward<T> gru_orig_args(const PlanSpec& p, const ForwardDirBuffers<T>& d
           .ld_y = p.DP};
 }
 
+// A direction's first states, in sorted order: its layer's rows of the caller's h0 (and c0),
+// or zeros where the caller gave none.
+template <typename T>
+void gather_initial_states(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64_t d,
+                           const ForwardDirBuffers<T>& db) {
+  const core::Schedule& s = p.schedule();
+  const int64_t sd = (l * p.D + d) * p.B;  // first state row of this layer and direction
+  core::gather_state(s, a.h0 ? static_cast<const T*>(a.h0) + sd * p.P : nullptr, db.h_state, p.P);
+  if (p.cell == CellType::lstm) {
+    core::gather_state(s, a.c0 ? static_cast<const T*>(a.c0) + sd * p.H : nullptr, db.c_state, p.H);
+  }
+}
+
+// And its last ones, into the caller's hy (and cy): the time loops leave the rows of finished
+// sequences alone, so hs holds each sequence's state after its own last step (h0 for length 0).
+template <typename T>
+void scatter_final_states(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64_t d,
+                          const T* hs, const ForwardDirBuffers<T>& db) {
+  const core::Schedule& s = p.schedule();
+  const int64_t sd = (l * p.D + d) * p.B;
+  if (a.hy) core::scatter_state(s, hs, static_cast<T*>(a.hy) + sd * p.P, p.P);
+  if (a.cy) core::scatter_state(s, db.c_state, static_cast<T*>(a.cy) + sd * p.H, p.H);
+}
+
 // The time loop of one layer and direction, after the bulk input projection.
 template <typename T>
 void forward_time_loop(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64_t d,
@@ -244,11 +268,7 @@ void forward_time_loop(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64
   const ForwardWeights<T> fw = bind_forward_weights(p, w, po, I, db);
   T* const ap = db.a_pack;
 
-  const int64_t sd = (l * p.D + d) * p.B;  // first state row of this layer and direction
-  core::gather_state(s, a.h0 ? static_cast<const T*>(a.h0) + sd * P : nullptr, db.h_state, P);
-  if (p.cell == CellType::lstm) {
-    core::gather_state(s, a.c0 ? static_cast<const T*>(a.c0) + sd * H : nullptr, db.c_state, H);
-  }
+  gather_initial_states(p, a, l, d, db);
   T* hs = db.h_state;
   const Clamp<T> cell_clip(p.config().cell_clip, p.config().clip_nan);
   const Clamp<T> proj_clip(p.config().proj_clip, p.config().clip_nan);
@@ -314,10 +334,7 @@ void forward_time_loop(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64
       }
     }
   }
-  // Rows of finished sequences were left alone, so the state buffer holds each
-  // sequence's state after its own last step (and h0 for length 0).
-  if (a.hy) core::scatter_state(s, hs, static_cast<T*>(a.hy) + sd * P, P);
-  if (a.cy) core::scatter_state(s, db.c_state, static_cast<T*>(a.cy) + sd * H, H);
+  scatter_final_states(p, a, l, d, hs, db);
 }
 
 // The cell stage of a team time loop on one thread's tile: the fixed-cell kernel of the
@@ -380,11 +397,7 @@ void forward_time_loop_team(const PlanSpec& p, const ForwardArgs& a, int64_t l, 
   const PackedB w_ih{fw.ih.packed(), I, GH, p.G, type};
   const bool proj = p.proj;
   const PackedB w_hr{proj ? fw.hr.packed() : nullptr, H, P, 1, type};
-  const int64_t sd = (l * p.D + d) * p.B;
-  core::gather_state(s, a.h0 ? static_cast<const T*>(a.h0) + sd * P : nullptr, db.h_state, P);
-  if (p.cell == CellType::lstm) {
-    core::gather_state(s, a.c0 ? static_cast<const T*>(a.c0) + sd * H : nullptr, db.c_state, H);
-  }
+  gather_initial_states(p, a, l, d, db);
   T* hs = db.h_state;
   const Clamp<T> cell_clip(p.config().cell_clip, p.config().clip_nan);
   const Clamp<T> proj_clip(p.config().proj_clip, p.config().clip_nan);
@@ -478,8 +491,7 @@ void forward_time_loop_team(const PlanSpec& p, const ForwardArgs& a, int64_t l, 
       barrier.wait(n);
     }
   }
-  if (a.hy) core::scatter_state(s, hs, static_cast<T*>(a.hy) + sd * P, P);
-  if (a.cy) core::scatter_state(s, db.c_state, static_cast<T*>(a.cy) + sd * H, H);
+  scatter_final_states(p, a, l, d, hs, db);
 }
 
 }  // namespace
