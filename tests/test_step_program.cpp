@@ -315,5 +315,44 @@ TEST(StepProgram, BiasAndPeepholeGradientsAreColumnSumsOverTheTokens) {
   }
 }
 
+// Dropout between layers (core::dropout_after_layer): after every layer but the last, in
+// training only; backward makes each mask again for the layer above's input and applies it to
+// the gradient that goes down.
+TEST(StepProgram, DropoutAfterEveryLayerButTheLast) {
+  const SequenceShape shape = SequenceShape::padded(3, 2, {3, 2});
+  const core::Schedule s = core::make_schedule(shape);
+  for (int64_t L : {1, 2, 3}) {
+    for (double p : {0.0, 0.25}) {
+      Config c;
+      c.cell = CellType::gru;
+      c.input_size = 3;
+      c.hidden_size = 4;
+      c.num_layers = L;
+      c.dropout = p;
+      SCOPED_TRACE("L = " + std::to_string(L) + ", p = " + std::to_string(p));
+      std::vector<int64_t> expected;
+      for (int64_t l = 0; l < L; ++l) {
+        EXPECT_EQ(core::dropout_after_layer(c, l), p > 0 && l + 1 < L) << "layer " << l;
+        if (core::dropout_after_layer(c, l)) expected.push_back(l);
+      }
+      EXPECT_EQ(core::dropout_between_layers(c), !expected.empty());
+      const core::StepPrograms programs = core::build_step_programs(c, s, WeightLayout(c));
+      auto layers = [](const core::StepProgram& program) {
+        std::vector<int64_t> got;
+        for (const core::StepOp& op : program.ops) {
+          if (const auto* d = std::get_if<core::DropoutOp>(&op)) got.push_back(d->layer);
+        }
+        return got;
+      };
+      EXPECT_EQ(layers(programs.forward_training), expected);
+      EXPECT_EQ(layers(programs.forward_inference), std::vector<int64_t>{});
+      std::vector<int64_t> twice;  // from the top layer down: the input's mask, the gradient's
+      for (auto l = expected.rbegin(); l != expected.rend(); ++l)
+        twice.insert(twice.end(), {*l, *l});
+      EXPECT_EQ(layers(programs.backward), twice);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace rnnx_test

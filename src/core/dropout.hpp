@@ -9,8 +9,20 @@
 #include <cstdint>
 
 #include "core/schedule.hpp"
+#include "rnnx/config.hpp"
 
 namespace rnnx::core {
+
+// Where dropout applies: to the output of every layer but the last, as the next layer reads
+// it, when p > 0 (in training; the caller knows whether it trains). Backward undoes it on the
+// same layers' gradients.
+inline bool dropout_after_layer(const Config& c, int64_t layer) {
+  return c.dropout > 0.0 && layer + 1 < c.num_layers;
+}
+// Whether any layer has it.
+inline bool dropout_between_layers(const Config& c) {
+  return dropout_after_layer(c, 0);
+}
 
 struct DropoutKey {
   uint64_t seed = 0;

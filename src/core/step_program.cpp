@@ -6,6 +6,7 @@
 #include "core/step_program.hpp"
 
 #include "core/direction.hpp"
+#include "core/dropout.hpp"
 #include "core/step_stages.hpp"
 #include "core/weight_gradients.hpp"
 #include "rnnx/error.hpp"
@@ -158,7 +159,7 @@ StepProgram Builder::forward(bool training) {
   const Ref rh = gru_original_ ? ws.take(B * H) : Ref{};
   Ref rows[2];
   if (!training) rows[0] = ws.take(N_ * DP), rows[1] = d_.L > 1 ? ws.take(N_ * DP) : Ref{};
-  const bool dropout = training && c_.dropout > 0 && d_.L > 1;
+  const bool dropout = training && dropout_between_layers(c_);
   const Ref dropped = dropout ? ws.take(N_ * DP) : Ref{};
 
   Ref in{Buf::input, 0};
@@ -233,7 +234,7 @@ StepProgram Builder::forward(bool training) {
       }
     }
     in = out;
-    if (dropout && l + 1 < d_.L) {
+    if (training && dropout_after_layer(c_, l)) {
       p.ops.emplace_back(CopyOp{.src = out, .dst = dropped, .count = N_ * DP});
       p.ops.emplace_back(DropoutOp{.data = dropped, .width = DP, .layer = l});
       in = dropped;
@@ -265,15 +266,14 @@ StepProgram Builder::backward() {
   const Ref dh = proj_ ? ws.take(B * H) : Ref{};
   const Ref rh = gru_original_ ? ws.take(N_ * H) : Ref{};
   const Ref drh = gru_original_ ? ws.take(B * H) : Ref{};
-  const bool dropout = c_.dropout > 0 && d_.L > 1;
-  const Ref dropped = dropout ? ws.take(N_ * DP) : Ref{};
+  const Ref dropped = dropout_between_layers(c_) ? ws.take(N_ * DP) : Ref{};
 
   for (int64_t l = d_.L; l-- > 0;) {
     const int64_t I = layer_input(l);
     Ref in{Buf::input, 0};
     if (l > 0) {
       in = rec_.y[l - 1];
-      if (dropout) {  // the masked input this layer saw, made again
+      if (dropout_after_layer(c_, l - 1)) {  // the masked input this layer saw, made again
         p.ops.emplace_back(CopyOp{.src = in, .dst = dropped, .count = N_ * DP});
         p.ops.emplace_back(DropoutOp{.data = dropped, .width = DP, .layer = l - 1});
         in = dropped;
@@ -383,7 +383,9 @@ StepProgram Builder::backward() {
       multiply(p.ops, N_, I, GH, dgx, GH, weight(l, d, WeightKind::w_ih), I, false,
                d == 0 ? 0.0 : 1.0, din, I);
     }
-    if (l > 0 && dropout) p.ops.emplace_back(DropoutOp{.data = din, .width = DP, .layer = l - 1});
+    if (l > 0 && dropout_after_layer(c_, l - 1)) {
+      p.ops.emplace_back(DropoutOp{.data = din, .width = DP, .layer = l - 1});
+    }
   }
   p.workspace = ws.used();
   return p;

@@ -9,6 +9,7 @@
 
 #include "core/backend.hpp"
 #include "core/direction.hpp"
+#include "core/dropout.hpp"
 #include "core/step_stages.hpp"
 #include "core/weight_gradients.hpp"
 #include "cpu/algo.hpp"
@@ -95,7 +96,7 @@ struct PlanSpec {
   const Config& config() const { return ctx->config; }
   int64_t input_width(int64_t l) const { return l == 0 ? I0 : DP; }
   // Dropout follows layer l in training (every layer but the last).
-  bool dropout_after(int64_t l) const { return dropout > 0.0 && l < L - 1; }
+  bool dropout_after(int64_t l) const { return core::dropout_after_layer(config(), l); }
   const ParamOffsets& param(int64_t l, int64_t d) const { return params[l * D + d]; }
   // Direction d runs from each sequence's end (bidirectional d = 1, or `reverse`).
   bool reversed(int64_t d) const { return core::direction_reversed(config(), d); }

@@ -120,7 +120,7 @@ class CudaBackend final : public BackendImpl {
 
   int64_t tokens() const { return batch_.tokens; }
   int64_t batch() const { return batch_.batch; }
-  bool dropout_between() const { return rnn_->per_layer() && ctx_.config.dropout > 0; }
+  bool dropout_between() const { return core::dropout_between_layers(ctx_.config); }
   size_t bytes(int64_t elems) const { return static_cast<size_t>(elems * elem_); }
 
   ForwardBuffers forward_buffers(void* base, bool training) const {
@@ -286,7 +286,7 @@ void CudaBackend::forward(const ForwardArgs& a, void* workspace) {
                 a.training ? g.reserve_training : 0, a.training ? reserve[gi].cudnn : nullptr),
             "cudnnRNNForward");
       in = out;
-      if (a.training && !last && c.dropout > 0) {
+      if (a.training && core::dropout_after_layer(c, g.first_layer)) {
         copy_rows(dt, out, nullptr, f.x_drop, nullptr, N, DP_, stream);
         apply_dropout(dt, f.x_drop, N, DP_, dropout_base_, c.seed, a.dropout_counter, g.first_layer,
                       c.dropout, stream);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 
+#include "core/dropout.hpp"
 #include "rnnx/error.hpp"
 
 namespace rnnx::cuda {
@@ -119,7 +120,8 @@ CudnnRnn::CudnnRnn(const PlanContext& ctx, const CudnnBatch& batch, cudnnHandle_
         "cudnnSetDropoutDescriptor");
 
   const WeightLayout full(c);
-  const bool per_layer = c.dropout > 0 && c.num_layers > 1;
+  // Dropout between layers is rnnx's own generator: one cuDNN call per layer, then.
+  const bool per_layer = core::dropout_between_layers(c);
   const int64_t group_layers = per_layer ? 1 : c.num_layers;
   for (int64_t first = 0; first < c.num_layers; first += group_layers) {
     CudnnGroup g;
