@@ -5,6 +5,13 @@
 // (panels of B per thread). The virtual machines this runs on lend their cores unevenly
 // (the FMA peak of one process moves by 20-50% within seconds), so each round times the
 // peak and then the product, and the ratio is the median of the rounds' ratios.
+// Two ways of running the product on several threads, each a line of its own:
+//   call: packed_gemm per step (a parallel region per call: the team forks and joins);
+//   team: as the team time loops run it (cpu/forward.cpp): one parallel region for all the
+//         steps, each thread packs its cells' columns of h (pack_a_columns), one barrier,
+//         then each multiplies its own panels of every gate (multiply_panel_range), the
+//         packed h double-buffered so that the next step's packing needs no second barrier.
+// One thread runs `call` only (no team).
 //
 //   rnnx_step_gemm [--threads 1,2] [--batch 32,64] [--hidden 256,512,1024] [--gates 4]
 //                  [--repeat 9] [--json]
@@ -24,6 +31,7 @@
 #include "cpu/gemm.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/packed_gemm.hpp"
+#include "cpu/team_barrier.hpp"
 #include "peak_kernels.hpp"
 
 namespace {
@@ -129,48 +137,74 @@ int main(int argc, char** argv) {
       const rnnx::cpu::PackedB B =
           rnnx::cpu::pack_b(rnnx::cpu::Op::T, K, N, W.data(), K, packed.data, gates, type);
       for (int64_t M : batches) {
-        Aligned A(M * K), C(M * N), a_pack(rnnx::cpu::packed_a_floats(M, K, type));
+        Aligned A(M * K), C(M * N);
+        const int64_t a_floats = rnnx::cpu::packed_a_floats(M, K, type);
+        Aligned a_pack(2 * a_floats);
         for (int64_t i = 0; i < M * K; ++i) A.data[i] = uniform(rng);
         // Enough calls per timed run to last some milliseconds.
         const int64_t calls = std::max<int64_t>(1, static_cast<int64_t>(4e8 / (2.0 * M * N * K)));
-        const auto product = [&] {
+        const auto by_call = [&] {
           for (int64_t c = 0; c < calls; ++c) {
             rnnx::cpu::packed_gemm(M, A.data, K, B, false, C.data, N, a_pack.data);
           }
         };
-        product();  // warm-up: the weights into the caches, the threads awake
-        std::vector<double> speeds, peaks, ratios, ms;
-        for (int r = 0; r < repeat; ++r) {
-          const double peak = fma_peak(isa, nt);
-          const rnnx::bench::Timing tm = rnnx::bench::time_runs(0, 1, product);
-          const double gflops = 2.0 * M * N * K * calls / (tm.median_ms * 1e-3) / 1e9;
-          speeds.push_back(gflops);
-          peaks.push_back(peak);
-          ratios.push_back(peak > 0 ? 100.0 * gflops / peak : 0.0);
-          ms.push_back(tm.median_ms / calls);
+        // The panels of each gate block, split over the threads as the team loops split them;
+        // thread t's cells are the columns of its panels, so it packs those columns of h.
+        const int64_t panels = B.panels_per_block();
+        const auto by_team = [&] {
+          rnnx::cpu::TeamBarrier barrier;
+#pragma omp parallel num_threads(nt)
+          {
+            const int n = omp_get_num_threads(), t = omp_get_thread_num();
+            const int64_t q0 = panels * t / n, q1 = panels * (t + 1) / n;
+            const int64_t k0 = std::min(K, q0 * rnnx::cpu::kPackedPanel);
+            const int64_t k1 = std::min(K, q1 * rnnx::cpu::kPackedPanel);
+            for (int64_t c = 0; c < calls; ++c) {
+              float* ap = a_pack.data + (c % 2) * a_floats;
+              rnnx::cpu::pack_a_columns(M, K, A.data, K, k0, k1, ap, type);
+              barrier.wait(n);
+              rnnx::cpu::multiply_panel_range(M, ap, B, q0, q1, false, C.data, N);
+            }
+          }
+        };
+        for (const bool team : {false, true}) {
+          if (team && nt == 1) continue;
+          const auto product = [&] { team ? by_team() : by_call(); };
+          product();  // warm-up: the weights into the caches, the threads awake
+          std::vector<double> speeds, peaks, ratios, ms;
+          for (int r = 0; r < repeat; ++r) {
+            const double peak = fma_peak(isa, nt);
+            const rnnx::bench::Timing tm = rnnx::bench::time_runs(0, 1, product);
+            const double gflops = 2.0 * M * N * K * calls / (tm.median_ms * 1e-3) / 1e9;
+            speeds.push_back(gflops);
+            peaks.push_back(peak);
+            ratios.push_back(peak > 0 ? 100.0 * gflops / peak : 0.0);
+            ms.push_back(tm.median_ms / calls);
+          }
+          const double gflops = median(speeds), peak = median(peaks), pct = median(ratios);
+          const char* loop = team ? "team" : "call";
+          if (as_json) {
+            const json j = {{"backend", "step-gemm"},
+                            {"isa", rnnx::cpu::isa_name(isa)},
+                            {"threads", nt},
+                            {"loop", loop},
+                            {"M", M},
+                            {"N", N},
+                            {"K", K},
+                            {"gflops", gflops},
+                            {"fma_peak_gflops", peak},
+                            {"pct_of_fma_peak", pct},
+                            {"ms_median", median(ms)}};
+            std::printf("%s\n", j.dump().c_str());
+          } else {
+            std::printf(
+                "step-gemm %-6s threads=%d %-4s M=%-4lld N=%-5lld K=%-5lld %7.1f GFLOP/s  %5.1f%% "
+                "of the FMA peak (%.1f)\n",
+                rnnx::cpu::isa_name(isa), nt, loop, static_cast<long long>(M),
+                static_cast<long long>(N), static_cast<long long>(K), gflops, pct, peak);
+          }
+          std::fflush(stdout);
         }
-        const double gflops = median(speeds), peak = median(peaks), pct = median(ratios);
-        const struct { double median_ms; } tm{median(ms) * calls};
-        if (as_json) {
-          const json j = {{"backend", "step-gemm"},
-                          {"isa", rnnx::cpu::isa_name(isa)},
-                          {"threads", nt},
-                          {"M", M},
-                          {"N", N},
-                          {"K", K},
-                          {"gflops", gflops},
-                          {"fma_peak_gflops", peak},
-                          {"pct_of_fma_peak", pct},
-                          {"ms_median", tm.median_ms / calls}};
-          std::printf("%s\n", j.dump().c_str());
-        } else {
-          std::printf(
-              "step-gemm %-6s threads=%d M=%-4lld N=%-5lld K=%-5lld %7.1f GFLOP/s  %5.1f%% of "
-              "the FMA peak (%.1f)\n",
-              rnnx::cpu::isa_name(isa), nt, static_cast<long long>(M), static_cast<long long>(N),
-              static_cast<long long>(K), gflops, pct, peak);
-        }
-        std::fflush(stdout);
       }
     }
   }
