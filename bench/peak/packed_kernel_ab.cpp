@@ -14,7 +14,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <new>
 #include <random>
 #include <string>
 #include <vector>
@@ -22,6 +21,7 @@
 #include "cpu/isa.hpp"
 #include "cpu/packed_gemm.hpp"
 #include "cpu/packed_gemm_kernels.hpp"
+#include "packed_operands.hpp"
 
 namespace rnnx::cpu {
 namespace kernel_ab_a {
@@ -35,28 +35,6 @@ extern const PackedKernels kPackedKernels;
 namespace {
 
 using rnnx::cpu::PackedKernels;
-
-struct Aligned {
-  explicit Aligned(int64_t n)
-      : data(static_cast<float*>(std::aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64))) {
-    if (data == nullptr) throw std::bad_alloc();
-  }
-  ~Aligned() { std::free(data); }
-  Aligned(const Aligned&) = delete;
-  Aligned& operator=(const Aligned&) = delete;
-  float* data;
-};
-
-std::vector<int64_t> parse_list(const std::string& text) {
-  std::vector<int64_t> out;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    const size_t end = std::min(text.find(',', pos), text.size());
-    out.push_back(std::stoll(text.substr(pos, end - pos)));
-    pos = end + 1;
-  }
-  return out;
-}
 
 double quantile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
@@ -83,8 +61,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   std::vector<int64_t> batches, hiddens;
   try {
-    batches = parse_list(batch_list);
-    hiddens = parse_list(hidden_list);
+    batches = rnnx::peak::parse_sizes(batch_list);
+    hiddens = rnnx::peak::parse_sizes(hidden_list);
   } catch (const std::exception&) {
     std::fprintf(stderr, "rnnx_packed_kernel_ab: --batch and --hidden take integers\n");
     return 2;
@@ -111,12 +89,12 @@ int main(int argc, char** argv) {
     const int64_t N = gates * H, K = H;
     std::vector<float> W(N * K);
     for (float& v : W) v = uniform(rng);
-    Aligned packed(rnnx::cpu::packed_b_floats(K, N, gates, type));
+    rnnx::peak::AlignedFloats packed(rnnx::cpu::packed_b_floats(K, N, gates, type));
     const rnnx::cpu::PackedB B =
         rnnx::cpu::pack_b(rnnx::cpu::Op::T, K, N, W.data(), K, packed.data, gates, type);
     const int64_t block_floats = rnnx::cpu::packed_b_floats(K, B.block_cols(), 1, type);
     for (int64_t M : batches) {
-      Aligned A(M * K), a_pack(rnnx::cpu::packed_a_floats(M, K, type));
+      rnnx::peak::AlignedFloats A(M * K), a_pack(rnnx::cpu::packed_a_floats(M, K, type));
       for (int64_t i = 0; i < M * K; ++i) A.data[i] = uniform(rng);
       rnnx::cpu::pack_a_columns(M, K, A.data, K, 0, K, a_pack.data, type);
       std::vector<float> C_a(M * N), C_b(M * N);

@@ -21,7 +21,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <new>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -32,6 +31,7 @@
 #include "cpu/isa.hpp"
 #include "cpu/packed_gemm.hpp"
 #include "cpu/team_barrier.hpp"
+#include "packed_operands.hpp"
 #include "peak_kernels.hpp"
 
 namespace {
@@ -56,33 +56,9 @@ double fma_peak(rnnx::cpu::Isa isa, int threads) {
   return flops / (tm.min_ms * 1e-3) / 1e9;
 }
 
-// Floats aligned to 64 bytes, as the cpu backend's workspace carves them: a vector's
-// 16-byte alignment would make every other 32-byte load cross a cache line.
-struct Aligned {
-  explicit Aligned(int64_t n)
-      : data(static_cast<float*>(std::aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64))) {
-    if (data == nullptr) throw std::bad_alloc();
-  }
-  ~Aligned() { std::free(data); }
-  Aligned(const Aligned&) = delete;
-  Aligned& operator=(const Aligned&) = delete;
-  float* data;
-};
-
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
-}
-
-std::vector<int64_t> parse_list(const std::string& text) {
-  std::vector<int64_t> out;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    const size_t end = std::min(text.find(',', pos), text.size());
-    out.push_back(std::stoll(text.substr(pos, end - pos)));
-    pos = end + 1;
-  }
-  return out;
 }
 
 }  // namespace
@@ -107,9 +83,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   std::vector<int64_t> threads, batches, hiddens;
   try {
-    threads = parse_list(threads_list);
-    batches = parse_list(batch_list);
-    hiddens = parse_list(hidden_list);
+    threads = rnnx::peak::parse_sizes(threads_list);
+    batches = rnnx::peak::parse_sizes(batch_list);
+    hiddens = rnnx::peak::parse_sizes(hidden_list);
   } catch (const std::exception&) {
     std::fprintf(stderr, "rnnx_step_gemm: --threads, --batch and --hidden take integers\n");
     return 2;
@@ -133,13 +109,13 @@ int main(int argc, char** argv) {
       const int64_t N = gates * H, K = H;
       std::vector<float> W(N * K);
       for (float& v : W) v = uniform(rng);
-      Aligned packed(rnnx::cpu::packed_b_floats(K, N, gates, type));
+      rnnx::peak::AlignedFloats packed(rnnx::cpu::packed_b_floats(K, N, gates, type));
       const rnnx::cpu::PackedB B =
           rnnx::cpu::pack_b(rnnx::cpu::Op::T, K, N, W.data(), K, packed.data, gates, type);
       for (int64_t M : batches) {
-        Aligned A(M * K), C(M * N);
+        rnnx::peak::AlignedFloats A(M * K), C(M * N);
         const int64_t a_floats = rnnx::cpu::packed_a_floats(M, K, type);
-        Aligned a_pack(2 * a_floats);
+        rnnx::peak::AlignedFloats a_pack(2 * a_floats);
         for (int64_t i = 0; i < M * K; ++i) A.data[i] = uniform(rng);
         // Enough calls per timed run to last some milliseconds.
         const int64_t calls = std::max<int64_t>(1, static_cast<int64_t>(4e8 / (2.0 * M * N * K)));
