@@ -98,6 +98,7 @@ int main(int argc, char** argv) {
       }
     }
   }
+  bool differs = false;
   const rnnx::cpu::Isa isa = rnnx::cpu::isa_for_plan();
   const rnnx::cpu::PackedType type = rnnx::cpu::packed_f32_type(isa);
   std::mt19937 rng(1);
@@ -143,10 +144,22 @@ int main(int argc, char** argv) {
             }
           }
         };
+        std::vector<float> call_result;
         for (const bool team : {false, true}) {
           if (team && nt == 1) continue;
           const auto product = [&] { team ? by_team() : by_call(); };
           product();  // warm-up: the weights into the caches, the threads awake
+          // Both ways compute each element in the same chain of k: the same bits, or the
+          // team's split of the packing or the panels is wrong.
+          if (!team) {
+            call_result.assign(C.data, C.data + M * N);
+          } else if (!std::equal(call_result.begin(), call_result.end(), C.data)) {
+            std::fprintf(stderr,
+                         "rnnx_step_gemm: the team product differs from the per-call one "
+                         "(threads=%d M=%lld H=%lld)\n",
+                         nt, static_cast<long long>(M), static_cast<long long>(H));
+            differs = true;
+          }
           std::vector<double> speeds, peaks, ratios, ms;
           for (int r = 0; r < repeat; ++r) {
             const double peak = fma_peak(isa, nt);
@@ -184,5 +197,5 @@ int main(int argc, char** argv) {
       }
     }
   }
-  return 0;
+  return differs ? 1 : 0;
 }
