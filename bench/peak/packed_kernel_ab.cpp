@@ -1,12 +1,14 @@
 // rnnx_packed_kernel_ab: two builds of the AVX2 packed GEMM kernel (kernels/packed_gemm_avx2.cpp
-// compiled twice, each with its own block depth: CMake's RNNX_KERNEL_AB_DEPTH_A and _B) timed
+// compiled twice, each with its own block depth and register block: CMake's
+// RNNX_KERNEL_AB_DEPTH_A/_B and RNNX_KERNEL_AB_DEFINES_A/_B) timed
 // against each other in one process, in alternation, on the step product C[B, G*H] = h W_hh^T
 // (weights packed once, as the time loops run them) and on a block of the all-token products
 // (B = 112 rows: packed_gemm_full's rows per pass), one thread. On the virtual machines this
 // runs on the same binary's time moves by 20-50% from one process to the next, which hides
 // a few percent; within one process, each round timing A, B, B, A (the faster of each
 // pair), the ratio of the rounds holds to about a percent. Both builds must give the same
-// bits (the depth only splits each element's chain of k where C carries it on).
+// bits (the depth only splits each element's chain of k where C carries it on, and every
+// register block runs each element's chain in order of k).
 //
 //   rnnx_packed_kernel_ab [--batch 32,64,112] [--hidden 256,512,1024] [--gates 4] [--rounds 9]
 #include <CLI/CLI.hpp>
@@ -44,7 +46,7 @@ double quantile(std::vector<double> v, double q) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Two block depths of the AVX2 packed kernel, A/B in one process (bench/README.md)"};
+  CLI::App app{"Two builds of the AVX2 packed kernel, A/B in one process (bench/README.md)"};
   std::string batch_list = "32,64,112", hidden_list = "256,512,1024";
   int64_t gates = 4;
   int rounds = 9;
@@ -79,8 +81,10 @@ int main(int argc, char** argv) {
     std::printf("rnnx_packed_kernel_ab: this CPU has no AVX2, nothing to time\n");
     return 0;
   }
-  std::printf("A: block depth %d, B: block depth %d (1 thread)\n", RNNX_KERNEL_AB_DEPTH_A,
-              RNNX_KERNEL_AB_DEPTH_B);
+  const auto defines = [](const std::string& text) { return text.empty() ? text : " " + text; };
+  std::printf("A: block depth %d%s, B: block depth %d%s (1 thread)\n", RNNX_KERNEL_AB_DEPTH_A,
+              defines(RNNX_KERNEL_AB_DEFINES_A_TEXT).c_str(), RNNX_KERNEL_AB_DEPTH_B,
+              defines(RNNX_KERNEL_AB_DEFINES_B_TEXT).c_str());
   const rnnx::cpu::PackedType type = rnnx::cpu::PackedType::f32_avx2;
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);

@@ -29,17 +29,36 @@ namespace rnnx::cpu::RNNX_PACKED_AVX2_NAMESPACE {
 namespace {
 
 constexpr int kVectorBytes = 32;
-constexpr int kSubRows = 3;
-constexpr int kMinSubRows = 2;
-constexpr int kSubVecs = 4;
-constexpr int kWideVecs = 4;
+// The register block, also macros for rnnx_packed_kernel_ab (RNNX_KERNEL_AB_DEFINES_A/_B).
+// Measured against the others in one process on a Zen 4 capped to AVX2, the step products
+// of B 32-112 and H 256-1024: 6 x 16 (B's two vectors held) was 3-7% slower, 5 x 16 4-8%,
+// 3 x 32 with two of B's vectors held 1-4%.
+#ifndef RNNX_PACKED_AVX2_SUB_ROWS
+#define RNNX_PACKED_AVX2_SUB_ROWS 3
+#endif
+#ifndef RNNX_PACKED_AVX2_MIN_SUB_ROWS
+#define RNNX_PACKED_AVX2_MIN_SUB_ROWS 2
+#endif
+#ifndef RNNX_PACKED_AVX2_SUB_VECS
+#define RNNX_PACKED_AVX2_SUB_VECS 4
+#endif
+#ifndef RNNX_PACKED_AVX2_WIDE_VECS
+#define RNNX_PACKED_AVX2_WIDE_VECS 4
+#endif
+#ifndef RNNX_PACKED_AVX2_B_REGISTERS
+#define RNNX_PACKED_AVX2_B_REGISTERS 3
+#endif
+constexpr int kSubRows = RNNX_PACKED_AVX2_SUB_ROWS;
+constexpr int kMinSubRows = RNNX_PACKED_AVX2_MIN_SUB_ROWS;
+constexpr int kSubVecs = RNNX_PACKED_AVX2_SUB_VECS;
+constexpr int kWideVecs = RNNX_PACKED_AVX2_WIDE_VECS;
 // 256 k of a panel (32 KB) stay in a 48 KB L1 beside A's rows and C's tile: on a Xeon with
 // AVX-512 capped to this level, the step products (B 32 and 64, H 256 to 1024) ran 1.5-3.5%
 // faster than with 128 k in one process, alternating (rnnx_packed_kernel_ab; fewer calls per
 // product, C read and written half as often); 192 and 512 were slower than 256. On a Zen 3 (32 KB
 // of L1) 256 measured no different from 128.
 constexpr int64_t kDepthBlock = RNNX_PACKED_AVX2_DEPTH;
-constexpr int kBRegisters = 3;
+constexpr int kBRegisters = RNNX_PACKED_AVX2_B_REGISTERS;
 
 // r[i] = row i of an 8 x 8 square in, column i out: pairs of rows interleaved, then pairs
 // of pairs, then the 128-bit halves exchanged (24 shuffles for 64 values).
