@@ -31,8 +31,9 @@ namespace {
 constexpr int kVectorBytes = 32;
 // The register block, also macros for rnnx_packed_kernel_ab (RNNX_KERNEL_AB_DEFINES_A/_B).
 // Measured against the others in one process on a Zen 4 capped to AVX2, the step products
-// of B 32-112 and H 256-1024: 6 x 16 (B's two vectors held) was 3-7% slower, 5 x 16 4-8%,
-// 3 x 32 with two of B's vectors held 1-4%.
+// of B 32-112 and H 256-1024: 6 x 16 (B's two vectors held) was 1-11% slower (median 4%),
+// 5 x 16 4-8%, 3 x 32 with two of B's vectors held up to 4% (median 1%); holding all four in
+// the 2-row sub-tiles (13 registers) read no different.
 #ifndef RNNX_PACKED_AVX2_SUB_ROWS
 #define RNNX_PACKED_AVX2_SUB_ROWS 3
 #endif
