@@ -505,66 +505,72 @@ std::vector<KernelCase> kernel_cases() {
         }});
   }
   for (int clip : {0, 1, 2}) {
-    for (bool optional : {true, false}) {
+    for (int variant : {0, 1, 2}) {
+      // 0: the optional outputs; 1: none of them; 2: none, and not the gates either (keep_gates
+      // false: inference), where only o's row of the gates is written.
+      const bool optional = variant == 0, keep_gates = variant != 2;
+      if (!keep_gates && clip != 0) continue;
       const std::string tag = std::string(clip == 0   ? ""
                                           : clip == 1 ? "_clip"
                                                       : "_clip_nanrepl") +
-                              (optional ? "_keep" : "");
-      v.push_back(KernelCase{
-          "lstm_forward" + tag,
-          [](int64_t R, int64_t H, Rng& g) {
-            Bufs b;
-            b.f["bias"] = rnd(g, 4 * H, -1, 1);
-            b.f["hg"] = rnd(g, R * 4 * H, -2, 2);
-            b.f["gates"] = rnd(g, R * 4 * H, -2, 2);
-            b.f["c"] = rnd(g, R * H, -1, 1);
-            b.f["c_keep"] = rnd(g, R * H, -1, 1);
-            b.f["h"] = rnd(g, R * (H + kPad), -1, 1);
-            b.f["hs"] = rnd(g, R * H, -1, 1);
-            b.b["c_pass"].assign(R * H, 7);
-            b.f["gates"][2 * H] = kNaNf;  // g of row 0, cell 0: c_raw is NaN there
-            return b;
-          },
-          [clip, optional](const StepKernels<float>& k, Bufs& b, int64_t R, int64_t H, Tile t) {
-            k.lstm_forward({.rows = R,
-                            .H = H,
-                            .bias = b["bias"],
-                            .hg = b["hg"],
-                            .gates = b["gates"],
-                            .c_state = b["c"],
-                            .c_keep = optional ? b["c_keep"] : nullptr,
-                            .c_pass = optional ? b.b["c_pass"].data() : nullptr,
-                            .cell_clip = clamp_of(clip),
-                            .h = b["h"],
-                            .ld_h = H + kPad,
-                            .h_state = optional ? b["hs"] : nullptr},
-                           t);
-          },
-          [clip, optional](const Bufs& in, int64_t R, int64_t H) {
-            Want w(in);
-            const cpu::Clamp<float> cc = clamp_of(clip);
-            for (int64_t i = 0; i < R; ++i)
-              for (int64_t j = 0; j < H; ++j) {
-                double a[4];
-                for (int q = 0; q < 4; ++q) {
-                  const int64_t at = i * 4 * H + q * H + j;
-                  a[q] = w.in("gates", at) + w.in("hg", at) + w.in("bias", q * H + j);
-                  a[q] = q == 2 ? std::tanh(a[q]) : sig(a[q]);
-                  w.set("gates", at, a[q]);
-                }
-                const double raw = a[1] * w.in("c", i * H + j) + a[0] * a[2];
-                const double cn = clip_ref(raw, cc);
-                w.set("c", i * H + j, cn);
-                const double h = a[3] * std::tanh(cn);
-                w.set("h", i * (H + kPad) + j, h);
-                if (optional) {
-                  w.set("c_keep", i * H + j, cn);
-                  w.b["c_pass"][i * H + j] = pass_ref(raw, cc);
-                  w.set("hs", i * H + j, h);
-                }
-              }
-            return w;
-          }});
+                              (optional ? "_keep" : "") + (keep_gates ? "" : "_nogates");
+      v.push_back(
+          KernelCase{"lstm_forward" + tag,
+                     [](int64_t R, int64_t H, Rng& g) {
+                       Bufs b;
+                       b.f["bias"] = rnd(g, 4 * H, -1, 1);
+                       b.f["hg"] = rnd(g, R * 4 * H, -2, 2);
+                       b.f["gates"] = rnd(g, R * 4 * H, -2, 2);
+                       b.f["c"] = rnd(g, R * H, -1, 1);
+                       b.f["c_keep"] = rnd(g, R * H, -1, 1);
+                       b.f["h"] = rnd(g, R * (H + kPad), -1, 1);
+                       b.f["hs"] = rnd(g, R * H, -1, 1);
+                       b.b["c_pass"].assign(R * H, 7);
+                       b.f["gates"][2 * H] = kNaNf;  // g of row 0, cell 0: c_raw is NaN there
+                       return b;
+                     },
+                     [clip, optional, keep_gates](const StepKernels<float>& k, Bufs& b, int64_t R,
+                                                  int64_t H, Tile t) {
+                       k.lstm_forward({.rows = R,
+                                       .H = H,
+                                       .bias = b["bias"],
+                                       .hg = b["hg"],
+                                       .gates = b["gates"],
+                                       .keep_gates = keep_gates,
+                                       .c_state = b["c"],
+                                       .c_keep = optional ? b["c_keep"] : nullptr,
+                                       .c_pass = optional ? b.b["c_pass"].data() : nullptr,
+                                       .cell_clip = clamp_of(clip),
+                                       .h = b["h"],
+                                       .ld_h = H + kPad,
+                                       .h_state = optional ? b["hs"] : nullptr},
+                                      t);
+                     },
+                     [clip, optional, keep_gates](const Bufs& in, int64_t R, int64_t H) {
+                       Want w(in);
+                       const cpu::Clamp<float> cc = clamp_of(clip);
+                       for (int64_t i = 0; i < R; ++i)
+                         for (int64_t j = 0; j < H; ++j) {
+                           double a[4];
+                           for (int q = 0; q < 4; ++q) {
+                             const int64_t at = i * 4 * H + q * H + j;
+                             a[q] = w.in("gates", at) + w.in("hg", at) + w.in("bias", q * H + j);
+                             a[q] = q == 2 ? std::tanh(a[q]) : sig(a[q]);
+                             if (keep_gates || q == 3) w.set("gates", at, a[q]);
+                           }
+                           const double raw = a[1] * w.in("c", i * H + j) + a[0] * a[2];
+                           const double cn = clip_ref(raw, cc);
+                           w.set("c", i * H + j, cn);
+                           const double h = a[3] * std::tanh(cn);
+                           w.set("h", i * (H + kPad) + j, h);
+                           if (optional) {
+                             w.set("c_keep", i * H + j, cn);
+                             w.b["c_pass"][i * H + j] = pass_ref(raw, cc);
+                             w.set("hs", i * H + j, h);
+                           }
+                         }
+                       return w;
+                     }});
     }
   }
   for (int clip : {0, 1, 2}) {
@@ -603,9 +609,14 @@ std::vector<KernelCase> kernel_cases() {
                      return w;
                    }});
   }
-  for (bool keep : {true, false}) {
+  for (int variant : {0, 1, 2}) {
+    // 0: hn kept; 1: not; 2: not, and not the gates either (keep_gates false: inference),
+    // where z's row and n's pre-activation in n's row are written.
+    const bool keep = variant == 0, keep_gates = variant != 2;
     v.push_back(KernelCase{
-        keep ? "gru_forward_keep" : "gru_forward",
+        keep         ? "gru_forward_keep"
+        : keep_gates ? "gru_forward"
+                     : "gru_forward_nogates",
         [](int64_t R, int64_t H, Rng& g) {
           Bufs b;
           b.f["bias"] = rnd(g, 3 * H, -1, 1);
@@ -617,20 +628,21 @@ std::vector<KernelCase> kernel_cases() {
           b.f["y"] = rnd(g, R * (H + kPad), -1, 1);
           return b;
         },
-        [keep](const StepKernels<float>& k, Bufs& b, int64_t R, int64_t H, Tile t) {
+        [keep, keep_gates](const StepKernels<float>& k, Bufs& b, int64_t R, int64_t H, Tile t) {
           k.gru_forward({.rows = R,
                          .H = H,
                          .bias = b["bias"],
                          .b_hn = b["b_hn"],
                          .hg = b["hg"],
                          .gates = b["gates"],
+                         .keep_gates = keep_gates,
                          .hn_keep = keep ? b["hn"] : nullptr,
                          .h_state = b["hs"],
                          .y = b["y"],
                          .ld_y = H + kPad},
                         t);
         },
-        [keep](const Bufs& in, int64_t R, int64_t H) {
+        [keep, keep_gates](const Bufs& in, int64_t R, int64_t H) {
           Want w(in);
           for (int64_t i = 0; i < R; ++i)
             for (int64_t j = 0; j < H; ++j) {
@@ -639,11 +651,11 @@ std::vector<KernelCase> kernel_cases() {
               const double z =
                   sig(w.in("gates", g0 + H) + w.in("hg", g0 + H) + w.in("bias", H + j));
               const double hn = w.in("hg", g0 + 2 * H) + w.in("b_hn", j);
-              const double n =
-                  std::tanh(w.in("gates", g0 + 2 * H) + w.in("bias", 2 * H + j) + r * hn);
-              w.set("gates", g0, r);
+              const double an = w.in("gates", g0 + 2 * H) + w.in("bias", 2 * H + j) + r * hn;
+              const double n = std::tanh(an);
+              if (keep_gates) w.set("gates", g0, r);
               w.set("gates", g0 + H, z);
-              w.set("gates", g0 + 2 * H, n);
+              w.set("gates", g0 + 2 * H, keep_gates ? n : an);
               if (keep) w.set("hn", i * H + j, hn);
               const double h = (1 - z) * n + z * w.in("hs", i * H + j);
               w.set("hs", i * H + j, h);

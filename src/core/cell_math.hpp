@@ -55,6 +55,7 @@ struct Clamp {
 // LSTM has peepholes.
 template <typename S>
 struct Options {
+  static constexpr bool has_gate_clip = true;  // `gate` may be on (FixedOptions: never)
   Activation f, g, h;
   Clamp<S> gate;
   Clamp<S> cell;
@@ -269,18 +270,40 @@ RNNX_CELL_INLINE ValueGrad<V> activate_with_grad(const Activation& a, typename V
 // (sigmoid s: s (1 - s); tanh t: 1 - t^2; ReLU h: 1 where h > 0). Templates over V, like
 // everything the ISA files instantiate: an instance for a plain S would be one function that
 // every ISA's object file defines, compiled for each one's instruction set.
-template <class V>
-RNNX_CELL_INLINE Options<typename V::S> fixed_options(CellType cell,
-                                                      const Clamp<typename V::S>& cell_clip) {
-  Options<typename V::S> o;
-  o.f = {cell == CellType::rnn_relu   ? ActivationKind::relu
-         : cell == CellType::rnn_tanh ? ActivationKind::tanh
-                                      : ActivationKind::sigmoid,
-         0.0, 0.0};
-  o.g = o.h = {ActivationKind::tanh, 0.0, 0.0};
-  o.cell = cell_clip;
-  return o;
+//
+// Their options are types: every activation and every option but the LSTM's cell clip is
+// known where the kernel is compiled. Held in an Options<S>, they were values the compiler
+// read again at every vector (the kernels' stores go through memcpy, which may alias them):
+// a switch over the activation kinds at each gate, sigmoid and tanh called out of line, and
+// the live vectors spilled around each call. The AVX2 LSTM forward step kernel took about
+// 150 cycles per vector of 8 cells that way.
+template <ActivationKind K>
+struct FixedActivation {
+  static_assert(K == ActivationKind::sigmoid || K == ActivationKind::tanh ||
+                    K == ActivationKind::relu,
+                "the fixed cells' activations are sigmoid, tanh and relu");
+};
+template <class V, ActivationKind K>
+RNNX_CELL_INLINE typename V::F activate(FixedActivation<K>, typename V::F x) {
+  if constexpr (K == ActivationKind::sigmoid) {
+    return V::sigmoid(x);
+  } else if constexpr (K == ActivationKind::tanh) {
+    return V::tanh(x);
+  } else {
+    return V::relu(x);
+  }
 }
+// `Gate`: the gate activation f (sigmoid for LSTM and GRU; tanh or relu for RNN); g and h are
+// tanh. The cell clip is the one runtime option (LSTM).
+template <typename S, ActivationKind Gate>
+struct FixedOptions {
+  static constexpr bool has_gate_clip = false;
+  static constexpr FixedActivation<Gate> f{};
+  static constexpr FixedActivation<ActivationKind::tanh> g{}, h{};
+  static constexpr bool input_forget = false;
+  static constexpr bool peephole = false;
+  Clamp<S> cell;
+};
 template <class V>
 RNNX_CELL_INLINE ValueGrad<V> sigmoid_from_value(typename V::F s) {
   return {s, V::mul(s, V::sub(V::set1(typename V::S(1)), s))};
@@ -329,12 +352,15 @@ struct AllPass {
 };
 
 // Gate q's pre-activation through the gate clip (its mask to keep when the clip is on).
-template <class V, class Keep>
-RNNX_CELL_INLINE typename V::F gate_clip(const Options<typename V::S>& o, typename V::F a,
-                                         const Keep& keep, int q) {
-  if (!o.gate.enabled) return a;
-  keep(q, clamp_passes<V>(a, o.gate));
-  return clamp_value<V>(a, o.gate);
+template <class V, class O, class Keep>
+RNNX_CELL_INLINE typename V::F gate_clip(const O& o, typename V::F a, const Keep& keep, int q) {
+  if constexpr (!O::has_gate_clip) {
+    return a;
+  } else {
+    if (!o.gate.enabled) return a;
+    keep(q, clamp_passes<V>(a, o.gate));
+    return clamp_value<V>(a, o.gate);
+  }
 }
 
 // The gradient of gate q's (clipped) pre-activation: d_out times the activation's derivative
@@ -356,12 +382,18 @@ struct LstmState {
   typename V::F h;        // o * h(c): the output, or the projection's input
 };
 
+// The LSTM's forward in two parts: the gates and the new cell state (lstm_forward_state),
+// then h from the output gate and the cell state (lstm_forward_output). lstm_forward runs
+// both; the cpu's fixed LSTM kernel runs each as a pass of its own over a row, whose
+// iterations are independent: in one pass, tanh(g) -> c -> tanh(c) -> h is a chain of two
+// activations that each vector waits on (about 1.3x slower on AVX2).
+//
 // a: the summed pre-activations i, f, g, o on entry; on return the gate clip's outputs after
-// the peepholes (p: i, f, o; read when o.peephole), which backward takes.
-template <class V, class Keep>
-RNNX_CELL_INLINE LstmState<V> lstm_forward(const Options<typename V::S>& o, typename V::F a[4],
-                                           typename V::F c_prev, const typename V::F p[3],
-                                           const Keep& keep) {
+// the peepholes (p: i, f, o; read when o.peephole), which backward takes. s.h is not set.
+template <class V, class O, class Keep>
+RNNX_CELL_INLINE LstmState<V> lstm_forward_state(const O& o, typename V::F a[4],
+                                                 typename V::F c_prev, const typename V::F p[3],
+                                                 const Keep& keep) {
   using F = typename V::F;
   const F one = V::set1(typename V::S(1));
   if (o.peephole) {
@@ -378,7 +410,20 @@ RNNX_CELL_INLINE LstmState<V> lstm_forward(const Options<typename V::S>& o, type
   if (o.peephole) a[3] = V::fma(p[2], s.c, a[3]);
   a[3] = gate_clip<V>(o, a[3], keep, 3);
   s.gate[3] = activate<V>(o.f, a[3]);
-  s.h = V::mul(s.gate[3], activate<V>(o.h, s.c));
+  return s;
+}
+// h = o * h(c): the output (or the projection's input) from the output gate's value og and
+// the new cell state c.
+template <class V, class O>
+RNNX_CELL_INLINE typename V::F lstm_forward_output(const O& o, typename V::F og, typename V::F c) {
+  return V::mul(og, activate<V>(o.h, c));
+}
+// Both parts.
+template <class V, class O, class Keep>
+RNNX_CELL_INLINE LstmState<V> lstm_forward(const O& o, typename V::F a[4], typename V::F c_prev,
+                                           const typename V::F p[3], const Keep& keep) {
+  LstmState<V> s = lstm_forward_state<V>(o, a, c_prev, p, keep);
+  s.h = lstm_forward_output<V>(o, s.gate[3], s.c);
   return s;
 }
 
@@ -394,9 +439,8 @@ struct LstmGrad {
 // that of c from the step after; gate: the gate clip's masks, cell: the cell clip's (its mask
 // 0). The extended cells come here from the pre-activations (lstm_backward), the cpu's fixed
 // cells from the activated gates they keep.
-template <class V, class GateMasks, class CellMask>
-RNNX_CELL_INLINE LstmGrad<V> lstm_backward_from_gates(const Options<typename V::S>& o,
-                                                      const ValueGrad<V> (&gate)[4],
+template <class V, class O, class GateMasks, class CellMask>
+RNNX_CELL_INLINE LstmGrad<V> lstm_backward_from_gates(const O& o, const ValueGrad<V> (&gate)[4],
                                                       const ValueGrad<V>& hc, typename V::F c_prev,
                                                       const typename V::F p[3], typename V::F dh,
                                                       typename V::F dc_next, const GateMasks& masks,
@@ -426,9 +470,8 @@ RNNX_CELL_INLINE LstmGrad<V> lstm_backward_from_gates(const Options<typename V::
 }
 
 // The same from lstm_forward's clipped gate inputs a and the cell state c it made.
-template <class V, class GateMasks, class CellMask>
-RNNX_CELL_INLINE LstmGrad<V> lstm_backward(const Options<typename V::S>& o,
-                                           const typename V::F a[4], typename V::F c,
+template <class V, class O, class GateMasks, class CellMask>
+RNNX_CELL_INLINE LstmGrad<V> lstm_backward(const O& o, const typename V::F a[4], typename V::F c,
                                            typename V::F c_prev, const typename V::F p[3],
                                            typename V::F dh, typename V::F dc_next,
                                            const GateMasks& masks, const CellMask& cell) {
@@ -450,9 +493,8 @@ struct GruGates {
   typename V::F r, z;
 };
 // r and z from their summed pre-activations a[0], a[1] (clipped on return; gates 0 and 1).
-template <class V, class Keep>
-RNNX_CELL_INLINE GruGates<V> gru_gates(const Options<typename V::S>& o, typename V::F a[2],
-                                       const Keep& keep) {
+template <class V, class O, class Keep>
+RNNX_CELL_INLINE GruGates<V> gru_gates(const O& o, typename V::F a[2], const Keep& keep) {
   a[0] = gate_clip<V>(o, a[0], keep, 0);
   a[1] = gate_clip<V>(o, a[1], keep, 1);
   return {activate<V>(o.f, a[0]), activate<V>(o.f, a[1])};
@@ -471,9 +513,9 @@ struct GruOutput {
 };
 // n from its summed pre-activation an (clipped on return; gate 2), and the new state from z
 // and h_prev.
-template <class V, class Keep>
-RNNX_CELL_INLINE GruOutput<V> gru_output(const Options<typename V::S>& o, typename V::F& an,
-                                         typename V::F z, typename V::F h_prev, const Keep& keep) {
+template <class V, class O, class Keep>
+RNNX_CELL_INLINE GruOutput<V> gru_output(const O& o, typename V::F& an, typename V::F z,
+                                         typename V::F h_prev, const Keep& keep) {
   const typename V::F one = V::set1(typename V::S(1));
   an = gate_clip<V>(o, an, keep, 2);
   const typename V::F n = activate<V>(o.g, an);
@@ -511,8 +553,8 @@ RNNX_CELL_INLINE GruGrad<V> gru_backward_from_gates(bool linear_before_reset, co
 }
 
 // The same from the clipped pre-activations r, z, n (gru_gates, gru_output).
-template <class V, class Masks>
-RNNX_CELL_INLINE GruGrad<V> gru_backward(const Options<typename V::S>& o, bool linear_before_reset,
+template <class V, class O, class Masks>
+RNNX_CELL_INLINE GruGrad<V> gru_backward(const O& o, bool linear_before_reset,
                                          const typename V::F a[3], typename V::F hn,
                                          typename V::F h_prev, typename V::F dh,
                                          const Masks& masks) {
@@ -535,25 +577,24 @@ RNNX_CELL_INLINE GruResetGrad<V> gru_backward_reset_from_gate(const ValueGrad<V>
   return {through<V>(r.grad, V::mul(drh, h_prev), masks, 0), r.value};
 }
 // The same from ar, r's clipped pre-activation.
-template <class V, class Masks>
-RNNX_CELL_INLINE GruResetGrad<V> gru_backward_reset(const Options<typename V::S>& o,
-                                                    typename V::F ar, typename V::F h_prev,
-                                                    typename V::F drh, const Masks& masks) {
+template <class V, class O, class Masks>
+RNNX_CELL_INLINE GruResetGrad<V> gru_backward_reset(const O& o, typename V::F ar,
+                                                    typename V::F h_prev, typename V::F drh,
+                                                    const Masks& masks) {
   return gru_backward_reset_from_gate<V>(activate_with_grad<V>(o.f, ar), h_prev, drh, masks);
 }
 
 // ---- RNN ---------------------------------------------------------------------------------
 
 // a: the summed pre-activation (clipped on return; gate 0); returns h.
-template <class V, class Keep>
-RNNX_CELL_INLINE typename V::F rnn_forward(const Options<typename V::S>& o, typename V::F& a,
-                                           const Keep& keep) {
+template <class V, class O, class Keep>
+RNNX_CELL_INLINE typename V::F rnn_forward(const O& o, typename V::F& a, const Keep& keep) {
   a = gate_clip<V>(o, a, keep, 0);
   return activate<V>(o.f, a);
 }
-template <class V, class Masks>
-RNNX_CELL_INLINE typename V::F rnn_backward(const Options<typename V::S>& o, typename V::F a,
-                                            typename V::F dh, const Masks& masks) {
+template <class V, class O, class Masks>
+RNNX_CELL_INLINE typename V::F rnn_backward(const O& o, typename V::F a, typename V::F dh,
+                                            const Masks& masks) {
   return through<V>(activation_grad<V>(o.f, a), dh, masks, 0);
 }
 

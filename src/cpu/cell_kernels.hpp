@@ -49,10 +49,13 @@ struct RnnForward {
 template <typename T>
 struct LstmForward {
   int64_t rows = 0, H = 0;
-  const T* bias = nullptr;    // [4H] b_ih + b_hh
-  const T* hg = nullptr;      // [rows, 4H] h_{t-1} W_hh^T
-  T* gates = nullptr;         // [rows, 4H] in: x W_ih^T; out: activated i, f, g, o
-  bool keep_gates = true;     // write the activated gates out (training: backward reads them)
+  const T* bias = nullptr;  // [4H] b_ih + b_hh
+  const T* hg = nullptr;    // [rows, 4H] h_{t-1} W_hh^T
+  T* gates = nullptr;       // [rows, 4H] in: x W_ih^T; out: activated i, f, g, o
+  // Write the activated gates out (training: backward reads them); when false, o's row is
+  // still written (the kernel's second pass reads it back) and i, f, g's rows are left as they
+  // were.
+  bool keep_gates = true;
   T* c_state = nullptr;       // [rows, H] in: c_{t-1}; out: c_t (clipped)
   T* c_keep = nullptr;        // optional [rows, H]: c_t kept for backward
   uint8_t* c_pass = nullptr;  // optional [rows, H]: whether the cell clip passes gradient
@@ -81,9 +84,11 @@ struct GruForward {
   const T* b_hn = nullptr;  // [H]
   const T* hg = nullptr;    // [rows, 3H] h_{t-1} W_hh^T
   T* gates = nullptr;       // [rows, 3H] in: x W_ih^T; out: r, z, n
-  bool keep_gates = true;   // write r, z, n out (training: backward reads them)
-  T* hn_keep = nullptr;     // optional [rows, H]: h W_hn^T + b_hn, kept for backward
-  T* h_state = nullptr;     // [rows, H] in: h_{t-1}; out: h_t
+  // Write r, z, n out (training: backward reads them); when false, z's row and n's
+  // pre-activation in n's row are still written (the kernel's second pass reads them back).
+  bool keep_gates = true;
+  T* hn_keep = nullptr;  // optional [rows, H]: h W_hn^T + b_hn, kept for backward
+  T* h_state = nullptr;  // [rows, H] in: h_{t-1}; out: h_t
   T* y = nullptr;
   int64_t ld_y = 0;
 };

@@ -83,18 +83,23 @@ void rnn_forward_tile(const RnnForward<typename V::S>& k, Tile t) {
   using S = typename V::S;
   using F = typename V::F;
   const int64_t H = k.H;
-  const cell::Options<S> c =
-      cell::fixed_options<V>(k.relu ? CellType::rnn_relu : CellType::rnn_tanh, {});
-  for (int64_t i = t.r0; i < t.r1; ++i) {
-    S* y = k.y + i * k.ld_y;
-    const S* hg = k.hg + i * H;
-    S* hs = k.h_state + i * H;
-    for_vectors<V>(t.j0, t.j1, y, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
-      F a = V::add(V::add(V::load(y + j, n), V::load(hg + j, n)), V::load(k.bias + j, n));
-      const F h = cell::rnn_forward<V>(c, a, cell::Discard{});
-      V::store(y + j, h, n);
-      V::store(hs + j, h, n);
-    });
+  const auto run = [&](const auto& c) RNNX_KERNEL_INLINE {
+    for (int64_t i = t.r0; i < t.r1; ++i) {
+      S* y = k.y + i * k.ld_y;
+      const S* hg = k.hg + i * H;
+      S* hs = k.h_state + i * H;
+      for_vectors<V>(t.j0, t.j1, y, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
+        F a = V::add(V::add(V::load(y + j, n), V::load(hg + j, n)), V::load(k.bias + j, n));
+        const F h = cell::rnn_forward<V>(c, a, cell::Discard{});
+        V::store(y + j, h, n);
+        V::store(hs + j, h, n);
+      });
+    }
+  };
+  if (k.relu) {
+    run(cell::FixedOptions<S, ActivationKind::relu>{});
+  } else {
+    run(cell::FixedOptions<S, ActivationKind::tanh>{});
   }
 }
 
@@ -103,7 +108,7 @@ void lstm_forward_tile(const LstmForward<typename V::S>& k, Tile t) {
   using S = typename V::S;
   using F = typename V::F;
   const int64_t H = k.H;
-  const cell::Options<S> c = cell::fixed_options<V>(CellType::lstm, k.cell_clip);
+  const cell::FixedOptions<S, ActivationKind::sigmoid> c{k.cell_clip};
   for (int64_t i = t.r0; i < t.r1; ++i) {
     S* g = k.gates + i * 4 * H;
     const S* hg = k.hg + i * 4 * H;
@@ -112,6 +117,8 @@ void lstm_forward_tile(const LstmForward<typename V::S>& k, Tile t) {
     S* c_keep = k.c_keep ? k.c_keep + i * H : nullptr;
     uint8_t* c_pass = k.c_pass ? k.c_pass + i * H : nullptr;
     S* h_state = k.h_state ? k.h_state + i * H : nullptr;
+    // Two passes over the row (cell_math.hpp's lstm_forward_state): the gates and c, then h
+    // from the output gate, which the first pass leaves in g's o row.
     for_vectors<V>(t.j0, t.j1, g, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
       F a[4];
       for (int q = 0; q < 4; ++q) {
@@ -119,18 +126,22 @@ void lstm_forward_tile(const LstmForward<typename V::S>& k, Tile t) {
                       V::load(k.bias + q * H + j, n));
       }
       const cell::LstmState<V> st =
-          cell::lstm_forward<V>(c, a, V::load(cs + j, n), nullptr, cell::Discard{});
+          cell::lstm_forward_state<V>(c, a, V::load(cs + j, n), nullptr, cell::Discard{});
       if (k.keep_gates) {
-        for (int q = 0; q < 4; ++q) V::store(g + q * H + j, st.gate[q], n);
+        for (int q = 0; q < 3; ++q) V::store(g + q * H + j, st.gate[q], n);
       }
+      V::store(g + 3 * H + j, st.gate[3], n);
       if (c_pass) {
         V::store_flags(c_pass + j, c.cell.enabled ? clamp_passes<V>(st.c_raw, c.cell) : V::mtrue(),
                        n);
       }
       V::store(cs + j, st.c, n);
       if (c_keep) V::store(c_keep + j, st.c, n);
-      V::store(h + j, st.h, n);
-      if (h_state) V::store(h_state + j, st.h, n);
+    });
+    for_vectors<V>(t.j0, t.j1, g, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
+      const F hv = cell::lstm_forward_output<V>(c, V::load(g + 3 * H + j, n), V::load(cs + j, n));
+      V::store(h + j, hv, n);
+      if (h_state) V::store(h_state + j, hv, n);
     });
   }
 }
@@ -165,13 +176,16 @@ void gru_forward_tile(const GruForward<typename V::S>& k, Tile t) {
   using S = typename V::S;
   using F = typename V::F;
   const int64_t H = k.H;
-  const cell::Options<S> c = cell::fixed_options<V>(CellType::gru, {});
+  const cell::FixedOptions<S, ActivationKind::sigmoid> c{};
   for (int64_t i = t.r0; i < t.r1; ++i) {
     S* g = k.gates + i * 3 * H;
     const S* hg = k.hg + i * 3 * H;
     S* hs = k.h_state + i * H;
     S* y = k.y + i * k.ld_y;
     S* hn_keep = k.hn_keep ? k.hn_keep + i * H : nullptr;
+    // Two passes over the row, as the LSTM's: r and z, and n's pre-activation, which the first
+    // pass leaves in g's n row (and z in its z row); then n and h. In one pass,
+    // sigmoid(r) -> n's input -> tanh(n) -> h is a chain of two activations per vector.
     for_vectors<V>(t.j0, t.j1, g, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
       F a[2];
       for (int q = 0; q < 2; ++q) {
@@ -180,16 +194,18 @@ void gru_forward_tile(const GruForward<typename V::S>& k, Tile t) {
       }
       const cell::GruGates<V> rz = cell::gru_gates<V>(c, a, cell::Discard{});
       const F hn = V::add(V::load(hg + 2 * H + j, n), V::load(k.b_hn + j, n));
-      F an = cell::gru_lbr_n_input<V>(
+      const F an = cell::gru_lbr_n_input<V>(
           V::add(V::load(g + 2 * H + j, n), V::load(k.bias + 2 * H + j, n)), rz.r, hn);
-      const cell::GruOutput<V> out =
-          cell::gru_output<V>(c, an, rz.z, V::load(hs + j, n), cell::Discard{});
-      if (k.keep_gates) {
-        V::store(g + j, rz.r, n);
-        V::store(g + H + j, rz.z, n);
-        V::store(g + 2 * H + j, out.n, n);
-      }
+      if (k.keep_gates) V::store(g + j, rz.r, n);
+      V::store(g + H + j, rz.z, n);
+      V::store(g + 2 * H + j, an, n);
       if (hn_keep) V::store(hn_keep + j, hn, n);
+    });
+    for_vectors<V>(t.j0, t.j1, g, [&](int64_t j, int n) RNNX_KERNEL_INLINE {
+      F an = V::load(g + 2 * H + j, n);
+      const cell::GruOutput<V> out =
+          cell::gru_output<V>(c, an, V::load(g + H + j, n), V::load(hs + j, n), cell::Discard{});
+      if (k.keep_gates) V::store(g + 2 * H + j, out.n, n);
       V::store(hs + j, out.h, n);
       V::store(y + j, out.h, n);
     });
@@ -201,7 +217,7 @@ void gru_orig_gates_forward_tile(const GruOrigGatesForward<typename V::S>& k, Ti
   using S = typename V::S;
   using F = typename V::F;
   const int64_t H = k.H;
-  const cell::Options<S> c = cell::fixed_options<V>(CellType::gru, {});
+  const cell::FixedOptions<S, ActivationKind::sigmoid> c{};
   for (int64_t i = t.r0; i < t.r1; ++i) {
     S* g = k.gates + i * 3 * H;
     const S* hg = k.hg + i * k.ld_hg;
@@ -226,7 +242,7 @@ void gru_orig_forward_tile(const GruOrigForward<typename V::S>& k, Tile t) {
   using S = typename V::S;
   using F = typename V::F;
   const int64_t H = k.H;
-  const cell::Options<S> c = cell::fixed_options<V>(CellType::gru, {});
+  const cell::FixedOptions<S, ActivationKind::sigmoid> c{};
   for (int64_t i = t.r0; i < t.r1; ++i) {
     S* g = k.gates + i * 3 * H;
     const S* u = k.u + i * k.ld_u;
@@ -293,7 +309,7 @@ void lstm_backward_tile(const LstmBackward<typename V::S>& k, Tile t) {
   using S = typename V::S;
   using F = typename V::F;
   const int64_t H = k.H;
-  const cell::Options<S> c = cell::fixed_options<V>(CellType::lstm, {});
+  const cell::FixedOptions<S, ActivationKind::sigmoid> c{};
   for (int64_t i = t.r0; i < t.r1; ++i) {
     const S* g = k.gates + i * 4 * H;
     const S* cr = k.c + i * H;
