@@ -2,7 +2,6 @@
 // leaves it, the cache in memory and on disk, RNNX_AUTOTUNE, and the results of every
 // candidate the search can pick against the reference (each forced through the cache).
 #include <gtest/gtest.h>
-#include <omp.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -473,7 +472,7 @@ TEST_P(EveryCandidate, MatchesTheReference) {
   FreshCache fresh;
   ScopedEnv on("RNNX_AUTOTUNE", nullptr);
   ScopedEnv no_file("RNNX_AUTOTUNE_CACHE", nullptr);
-  omp_set_num_threads(2);  // check_cpu_against_reference's plans use the OpenMP default
+  rnnx::set_num_threads(2);  // check_cpu_against_reference's plans use the OpenMP default
   TestCase p = std::get<0>(GetParam());
   p.cfg.dtype = std::get<1>(GetParam());
   const PlanContext ctx = context(p.cfg, p.shape, 0);

@@ -4,7 +4,6 @@
 // reserve follows the real tokens; weight gradients overwrite or accumulate; optional
 // outputs may be null; tensor sizes, names and moves.
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include "alloc_counter.hpp"
 #include "core/schedule.hpp"
@@ -349,7 +348,7 @@ TEST(Plan, Names) {
 // PlanOptions::num_threads applies to the call only: the caller's OpenMP setting is
 // restored afterwards, also when the call throws.
 TEST(Plan, ThreadCountDoesNotLeak) {
-  const int before = omp_get_max_threads();
+  const int before = rnnx::max_threads();
   for (Backend backend : {Backend::reference, Backend::cpu}) {
     if (backend == Backend::cpu && !cpu_backend_available()) continue;
     Config c = make_config(CellType::lstm, 3, 4, 1, false, DataType::f32);
@@ -357,10 +356,10 @@ TEST(Plan, ThreadCountDoesNotLeak) {
     Plan p(c, SequenceShape::padded(3, 2), backend_options(backend, threads));
     const Tensors t = make_tensors(p, make_data(c, {3, 3}, 67));
     run(p, t);
-    EXPECT_EQ(omp_get_max_threads(), before) << to_string(backend);
+    EXPECT_EQ(rnnx::max_threads(), before) << to_string(backend);
     ForwardArgs bad;
     EXPECT_THROW(p.forward(bad), Error);
-    EXPECT_EQ(omp_get_max_threads(), before) << to_string(backend);
+    EXPECT_EQ(rnnx::max_threads(), before) << to_string(backend);
   }
 }
 

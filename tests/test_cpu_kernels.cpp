@@ -6,7 +6,6 @@
 // split tiles, row strides and the clip NaN policies; and the ISA selection
 // (RNNX_CPU_ISA, set_cpu_isa_limit).
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include <atomic>
 #include <bit>
@@ -1065,7 +1064,7 @@ TEST_P(PerIsa, StepKernelsMatchTheEquationsForAnyTiling) {
 // The dispatching entry points of cell_kernels.hpp split big steps over threads: the
 // result is the one of a single tile, bit for bit, for 1 and 2 threads and any row count.
 TEST_P(PerIsa, ThreadedStepsEqualOneTile) {
-  const int threads = omp_get_max_threads();
+  const int threads = rnnx::max_threads();
   for (int64_t R : {1, 2, 5, 64}) {
     const int64_t H = 9001;  // enough work for 2 threads even at one row; not a multiple of 16
     SCOPED_TRACE("rows " + std::to_string(R));
@@ -1090,13 +1089,13 @@ TEST_P(PerIsa, ThreadedStepsEqualOneTile) {
     Bufs one = in;
     k().lstm_forward(args(one), Tile{0, R, 0, H});
     for (int nt : {1, 2, 3}) {
-      omp_set_num_threads(nt);
+      rnnx::set_num_threads(nt);
       Bufs many = in;
       cpu::lstm_forward(k(), args(many));
       EXPECT_TRUE(many == one) << nt << " threads";
     }
   }
-  omp_set_num_threads(threads);
+  rnnx::set_num_threads(threads);
 }
 
 INSTANTIATE_TEST_SUITE_P(Isas, PerIsa, ::testing::Values(Isa::scalar, Isa::avx2, Isa::avx512),

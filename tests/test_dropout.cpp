@@ -5,7 +5,6 @@
 // for any thread count and layout, a different counter or seed does not, nothing happens
 // in inference, with p = 0 or with one layer.
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include "core/dropout.hpp"
 #include "core/schedule.hpp"
@@ -106,10 +105,10 @@ TEST(DropoutGenerator, ApplyRowsMatchesKeep) {
   std::vector<std::vector<double>> results;
   for (int threads : {1, 2}) {
     std::vector<double> rows(s.tokens * width, 1.0);
-    const int saved = omp_get_max_threads();
-    omp_set_num_threads(threads);
+    const int saved = rnnx::max_threads();
+    rnnx::set_num_threads(threads);
     rnnx::cpu::dropout_rows_parallel(key, s, width, rows.data());
-    omp_set_num_threads(saved);
+    rnnx::set_num_threads(saved);
     for (int64_t t = 0; t < s.T_eff; ++t)
       for (int64_t i = 0; i < s.batch_sizes[t]; ++i)
         for (int64_t j = 0; j < width; ++j) {

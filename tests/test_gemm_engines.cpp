@@ -3,7 +3,6 @@
 // and impl_name() say, RNNX_CPU_GEMM=plain in every build, and RNNX_CPU_GEMM=sgemm refused,
 // naming the variable and the missing oneDNN, where the build has none.
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include <cmath>
 #include <string>
@@ -93,15 +92,15 @@ TEST(GemmEngines, LibrarySgemmTilesAreExactAndThreadIndependent) {
       for (float& v : B) v = static_cast<float>(rng.uniform(-1, 1));
       for (float& v : C0) v = static_cast<float>(rng.uniform(-1, 1));
       std::vector<std::vector<float>> results;
-      const int saved = omp_get_max_threads();
+      const int saved = rnnx::max_threads();
       for (int threads : {1, 2, 3, 4}) {
-        omp_set_num_threads(threads);
+        rnnx::set_num_threads(threads);
         std::vector<float> C = C0;
         rnnx::cpu::library_gemm<float>(ta, tb, M, N, K, 0.5f, A.data(), lda, B.data(), ldb, 2.0f,
                                        C.data(), ldc);
         results.push_back(std::move(C));
       }
-      omp_set_num_threads(saved);
+      rnnx::set_num_threads(saved);
       for (size_t t = 1; t < results.size(); ++t) {
         EXPECT_TRUE(results[t] == results[0]) << (t + 1) << " threads vs 1";
       }

@@ -5,7 +5,6 @@
 // family (AVX-512, AVX2 + FMA, baseline vectors), each skipped where the machine (or
 // RNNX_CPU_ISA) rules it out.
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -73,12 +72,12 @@ void check(const Shape& s, Op op, bool accumulate, int threads, PackedType type)
   std::vector<float> b_pack(rnnx::cpu::packed_b_floats(s.K, s.N, 1, type), std::nanf(""));
   std::vector<float> a_pack(rnnx::cpu::packed_a_floats(s.M, s.K, type) + 1, std::nanf(""));
 
-  const int saved = omp_get_max_threads();
-  omp_set_num_threads(threads);
+  const int saved = rnnx::max_threads();
+  rnnx::set_num_threads(threads);
   const rnnx::cpu::PackedB B =
       rnnx::cpu::pack_b(op, s.K, s.N, W.data(), ldw, b_pack.data(), 1, type);
   rnnx::cpu::packed_gemm(s.M, A.data(), lda, B, accumulate, C.data(), ldc, a_pack.data());
-  omp_set_num_threads(saved);
+  rnnx::set_num_threads(saved);
 
   const std::vector<double> want = expected(s, op, A, lda, W, ldw, C0, ldc, accumulate);
   // float32 products summed over K terms of magnitude <= 1: K * eps * (a few) bounds the
@@ -200,11 +199,11 @@ TEST_P(PackedGemm, FullMatchesDoubleLoop) {
             const std::vector<float> C0 = C;
             std::vector<float> scratch(rnnx::cpu::packed_gemm_full_floats(s.M, s.N, s.K, type),
                                        std::nanf(""));
-            const int saved = omp_get_max_threads();
-            omp_set_num_threads(threads);
+            const int saved = rnnx::max_threads();
+            rnnx::set_num_threads(threads);
             rnnx::cpu::packed_gemm_full(op_a, op_b, s.M, s.N, s.K, A.data(), lda, B.data(), ldb,
                                         acc, C.data(), ldc, scratch.data(), type);
-            omp_set_num_threads(saved);
+            rnnx::set_num_threads(saved);
             const double tol = 4.0 * (s.K + 1) * 6e-8 + 1e-6;
             int64_t bad = 0;
             for (int64_t i = 0; i < s.M; ++i) {
@@ -243,15 +242,15 @@ TEST_P(PackedGemm, FullIsTheSameOnAnyThreadCount) {
     for (float& v : B) v = static_cast<float>(rng.uniform(-1, 1));
     std::vector<float> scratch(rnnx::cpu::packed_gemm_full_floats(M, N, K, type));
     std::vector<std::vector<float>> results;
-    const int saved = omp_get_max_threads();
+    const int saved = rnnx::max_threads();
     for (int threads : {1, 2, 3, 4}) {
       std::vector<float> C(M * N);
-      omp_set_num_threads(threads);
+      rnnx::set_num_threads(threads);
       rnnx::cpu::packed_gemm_full(op_a, Op::N, M, N, K, A.data(), op_a == Op::T ? M : K, B.data(),
                                   N, false, C.data(), N, scratch.data(), type);
       results.push_back(std::move(C));
     }
-    omp_set_num_threads(saved);
+    rnnx::set_num_threads(saved);
     for (size_t t = 1; t < results.size(); ++t) {
       EXPECT_TRUE(results[t] == results[0])
           << (t + 1) << " threads, op_a " << (op_a == Op::T ? "T" : "N");

@@ -5,7 +5,6 @@
 // M from 1 to 300, both operand forms, pieces split at odd k, several blocks of K. Skipped
 // where the machine (or RNNX_CPU_ISA) rules out AVX512-BF16.
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include <cmath>
 #include <cstdint>
@@ -140,12 +139,12 @@ TEST_P(PackedGemmBf16, MatchesDoubleLoopOnRoundedOperands) {
           // NaN in the packs' initial contents: nothing may depend on them (odd K's padding).
           std::vector<float> b_pack(rnnx::cpu::packed_b_floats(s.K, s.N, 1, type), std::nanf(""));
           std::vector<float> a_pack(rnnx::cpu::packed_a_floats(s.M, s.K, type) + 1, std::nanf(""));
-          const int saved = omp_get_max_threads();
-          omp_set_num_threads(threads);
+          const int saved = rnnx::max_threads();
+          rnnx::set_num_threads(threads);
           const rnnx::cpu::PackedB B =
               rnnx::cpu::pack_b(op, s.K, s.N, W.data(), ldw, b_pack.data(), 1, type);
           rnnx::cpu::packed_gemm(s.M, A.data(), lda, B, acc, C.data(), ldc, a_pack.data());
-          omp_set_num_threads(saved);
+          rnnx::set_num_threads(saved);
           compare(s, C, C0, ldc, expected(s, Op::N, op, A, lda, W, ldw, C0, ldc, acc),
                   accumulation_tolerance(s.K));
           const std::vector<double> exact =
@@ -231,11 +230,11 @@ TEST_P(PackedGemmBf16, FullMatchesDoubleLoopOnRoundedOperands) {
             const std::vector<float> C0 = C;
             std::vector<float> scratch(rnnx::cpu::packed_gemm_full_floats(s.M, s.N, s.K, type),
                                        std::nanf(""));
-            const int saved = omp_get_max_threads();
-            omp_set_num_threads(threads);
+            const int saved = rnnx::max_threads();
+            rnnx::set_num_threads(threads);
             rnnx::cpu::packed_gemm_full(op_a, op_b, s.M, s.N, s.K, A.data(), lda, B.data(), ldb,
                                         acc, C.data(), ldc, scratch.data(), type);
-            omp_set_num_threads(saved);
+            rnnx::set_num_threads(saved);
             compare(s, C, C0, ldc, expected(s, op_a, op_b, A, lda, B, ldb, C0, ldc, acc),
                     accumulation_tolerance(s.K));
           }

@@ -4,7 +4,6 @@
 // tiles (64 x 64) and depth blocks (128), row strides wider than the rows, alpha and beta
 // (beta = 0 over NaN), one to three threads; the same bits on any thread count.
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include <cmath>
 #include <cstdint>
@@ -63,11 +62,11 @@ Operands<T> make_operands(const Shape& s, Op ta, Op tb, uint64_t seed) {
 template <typename T>
 void run_plain(Isa isa, const Shape& s, Op ta, Op tb, T alpha, T beta, Operands<T>& o,
                int threads) {
-  const int saved = omp_get_max_threads();
-  omp_set_num_threads(threads);
+  const int saved = rnnx::max_threads();
+  rnnx::set_num_threads(threads);
   rnnx::cpu::plain_gemm<T>(isa, ta, tb, s.M, s.N, s.K, alpha, o.A.data(), o.lda, o.B.data(), o.ldb,
                            beta, o.C.data(), o.ldc);
-  omp_set_num_threads(saved);
+  rnnx::set_num_threads(saved);
 }
 
 template <typename T>

@@ -254,7 +254,7 @@ std::vector<int> parse_threads(const std::string& list) {
     char* end = nullptr;
     const long v = std::strtol(t.c_str(), &end, 10);
     if (*end != '\0' || v < 0 || v > kMaxThreads) {
-      invalid("--threads '" + t + "' is not a thread count (0 = OpenMP default)");
+      invalid("--threads '" + t + "' is not a thread count (0 = the default)");
     }
     threads.push_back(static_cast<int>(v));
   }

@@ -31,6 +31,7 @@
 #include "cpu/isa.hpp"
 #include "cpu/packed_gemm.hpp"
 #include "cpu/team_barrier.hpp"
+#include "cpu/thread_pool.hpp"
 #include "packed_operands.hpp"
 #include "peak_kernels.hpp"
 
@@ -105,7 +106,7 @@ int main(int argc, char** argv) {
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   for (int64_t t : threads) {
     const int nt = static_cast<int>(t);
-    omp_set_num_threads(nt);
+    rnnx::set_num_threads(nt);  // rnnx's pool, which packed_gemm and the team below run on
     for (int64_t H : hiddens) {
       const int64_t N = gates * H, K = H;
       std::vector<float> W(N * K);
@@ -130,9 +131,7 @@ int main(int argc, char** argv) {
         const int64_t panels = B.panels_per_block();
         const auto by_team = [&] {
           rnnx::cpu::TeamBarrier barrier;
-#pragma omp parallel num_threads(nt)
-          {
-            const int n = omp_get_num_threads(), t = omp_get_thread_num();
+          rnnx::cpu::parallel_region(nt, [&](int t, int n) {
             const int64_t q0 = panels * t / n, q1 = panels * (t + 1) / n;
             const int64_t k0 = std::min(K, q0 * rnnx::cpu::kPackedPanel);
             const int64_t k1 = std::min(K, q1 * rnnx::cpu::kPackedPanel);
@@ -142,7 +141,7 @@ int main(int argc, char** argv) {
               barrier.wait(n);
               rnnx::cpu::multiply_panel_range(M, ap, B, q0, q1, false, C.data, N);
             }
-          }
+          });
         };
         std::vector<float> call_result;
         for (const bool team : {false, true}) {

@@ -16,6 +16,12 @@ namespace rnnx {
 // another name, and so does building a cpu plan.
 const char* cpu_isa_detected();
 const char* cpu_isa_used();
+// The instruction-set features the CPU and the OS both provide, read from CPUID and XCR0,
+// as names separated by spaces: "avx2 fma avx512f avx512bw avx512vl avx512dq avx512-bf16
+// avx512-vnni avx-vnni amx-tile amx-bf16 amx-int8" (those present, in that order; "" on a
+// machine with none of them, or not x86-64). Beside the levels above: kernels that need one
+// feature (VNNI, AMX) check it, not the level.
+const char* cpu_features_detected();
 
 // Caps the instruction set of the cpu backend's kernels for the whole process, for the plans
 // built from then on (a plan keeps the level it was built with, and its impl_name() shows

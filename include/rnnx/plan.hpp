@@ -76,7 +76,7 @@ CpuChoices cpu_choices_from_string(const std::string& text);
 
 struct PlanOptions {
   Backend backend = Backend::cpu;
-  int num_threads = 0;  // 0 = the OpenMP default
+  int num_threads = 0;  // 0 = the calling thread's default (rnnx::max_threads())
   PlanPurpose purpose = PlanPurpose::training;
   CpuChoices cpu = {};  // backend cpu only
 };

@@ -411,17 +411,18 @@ static inline rnnx_backward_args_t rnnx_backward_args_init(void) {
 typedef struct rnnx_plan* rnnx_plan_t;
 
 /* Validates the config and the shape, computes the schedule and the buffer sizes, picks
- * the implementation. num_threads 0 = the OpenMP default. On failure *plan is NULL. */
+ * the implementation. num_threads 0 = the default (rnnx::max_threads()). On failure *plan is NULL.
+ */
 RNNX_API rnnx_status_t rnnx_plan_create(rnnx_plan_t* plan, rnnx_config_t config,
                                         const rnnx_sequence_desc_t* shape, rnnx_backend_t backend,
                                         int num_threads);
 /* rnnx_plan_create with every option of rnnx::PlanOptions. struct_size rules: those of
- * rnnx_forward_args_t; rnnx_plan_options_init() gives the defaults (cpu, the OpenMP
+ * rnnx_forward_args_t; rnnx_plan_options_init() gives the defaults (cpu, the
  * default thread count, built for training). */
 typedef struct rnnx_plan_options {
   size_t struct_size;
   rnnx_backend_t backend;
-  int32_t num_threads; /* 0 = the OpenMP default */
+  int32_t num_threads; /* 0 = the default: OMP_NUM_THREADS, else the CPUs */
   rnnx_plan_purpose_t purpose;
   int32_t reserved0; /* must be 0 */
   /* Version 2: the cpu backend's choices for this plan as text, "isa=avx2 gemm=packed"

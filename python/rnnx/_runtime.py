@@ -175,9 +175,12 @@ class Engine:
     (include/rnnx/plan.hpp, "Threads"), each call takes a workspace of its own from a small pool, and a call whose
     plan is cached takes no lock at all. The lock guards only building and caching a plan."""
 
-    def __init__(self, backend="cpu", num_threads=0, cache_size=32):
+    def __init__(self, backend="cpu", num_threads=0, cache_size=32, threads_from=None):
         self.backend = backend
         self.num_threads = count_arg(num_threads, "num_threads")
+        # Without num_threads, a function giving the thread count of each call, asked at call
+        # time (rnnx.torch: torch.get_num_threads); None leaves the calling thread's count.
+        self.threads_from = threads_from if self.num_threads == 0 else None
         self.cache_size = int(cache_size)
         self.plans_built = 0  # for tests: how many plans this engine has built
         # Seconds each of the last 10,000 builds took (a build whose problem is new runs the
@@ -220,22 +223,28 @@ class Engine:
             if plan is not None:
                 return plan
             start = time.perf_counter()
-            if shape_key[0] == "padded":
-                _, T, B, lengths, batch_first = shape_key
-                plan = _rnnx.Plan.padded(config, T, B,
-                                         None if lengths is None else list(lengths),
-                                         batch_first, self.backend, self.num_threads, purpose)
-            else:
-                _, batch_sizes, sorted_indices = shape_key
-                plan = _rnnx.Plan.packed(config, list(batch_sizes),
-                                         None if sorted_indices is None else list(sorted_indices),
-                                         self.backend, self.num_threads, purpose)
+            # The algorithm search measures on the thread count the calls will run with.
+            threads = self._threads()
+            try:
+                plan = self._build_plan(config, shape_key, purpose)
+            finally:
+                self._restore_threads(threads)
             self.plans_built += 1
             self.plan_build_seconds.append(time.perf_counter() - start)
             self._plans[key] = plan
             while len(self._plans) > self.cache_size:
                 self._plans.popitem(last=False)
         return plan
+
+    def _build_plan(self, config, shape_key, purpose):
+        if shape_key[0] == "padded":
+            _, T, B, lengths, batch_first = shape_key
+            return _rnnx.Plan.padded(config, T, B, None if lengths is None else list(lengths),
+                                     batch_first, self.backend, self.num_threads, purpose)
+        _, batch_sizes, sorted_indices = shape_key
+        return _rnnx.Plan.packed(config, list(batch_sizes),
+                                 None if sorted_indices is None else list(sorted_indices),
+                                 self.backend, self.num_threads, purpose)
 
     def _take_workspace(self, nbytes):
         if nbytes == 0:
@@ -253,14 +262,29 @@ class Engine:
         if ws is not None and len(self._workspaces) < 4:
             self._workspaces.append(ws)
 
+    def _threads(self):
+        """The calling thread's count to restore after a call, after setting this call's from
+        threads_from; None when the engine leaves it alone."""
+        if self.threads_from is None:
+            return None
+        saved = _rnnx.get_num_threads()
+        _rnnx.set_num_threads(max(1, int(self.threads_from())))
+        return saved
+
+    def _restore_threads(self, saved):
+        if saved is not None:
+            _rnnx.set_num_threads(saved)
+
     def forward(self, plan, x, weights, y, h0=None, c0=None, hy=None, cy=None, training=False,
                 dropout_counter=0, reserve=None):
         ws = self._take_workspace(plan.forward_workspace_size(training))
+        threads = self._threads()
         try:
             plan.forward(x, weights, y, h0=h0, c0=c0, hy=hy, cy=cy, training=training,
                          dropout_counter=dropout_counter,
                          workspace=None if ws is None else ws.array, reserve=reserve)
         finally:
+            self._restore_threads(threads)
             self._give_back_workspace(ws)
 
     def forward_ptr(self, plan, x, weights, y, h0, c0, hy, cy, training, dropout_counter,
@@ -269,6 +293,7 @@ class Engine:
         checked against the plan's: rnnx.torch's CPU kernel, where NumPy views of its
         tensors would cost more than rnnx's own call on small problems."""
         ws = self._take_workspace(plan.forward_workspace_size(training))
+        threads = self._threads()
         try:
             plan.forward_ptr(x, weights, y, h0=h0, c0=c0, hy=hy, cy=cy, training=training,
                              dropout_counter=dropout_counter,
@@ -276,14 +301,17 @@ class Engine:
                              workspace_size=0 if ws is None else ws.nbytes,
                              reserve=reserve, reserve_size=reserve_size)
         finally:
+            self._restore_threads(threads)
             self._give_back_workspace(ws)
 
     def backward(self, plan, x, weights, reserve, **kwargs):
         ws = self._take_workspace(plan.backward_workspace_size)
+        threads = self._threads()
         try:
             plan.backward(x, weights, reserve, workspace=None if ws is None else ws.array,
                           **kwargs)
         finally:
+            self._restore_threads(threads)
             self._give_back_workspace(ws)
 
 

@@ -78,7 +78,7 @@ class EngineSet:
     def __init__(self, backend, num_threads):
         self.backend = backend
         self.num_threads = num_threads
-        self.cpu = _runtime.Engine(backend, num_threads)
+        self.cpu = _runtime.Engine(backend, num_threads, threads_from=torch.get_num_threads)
         self.gpus = {}
         self.id = next(EngineSet._ids)
         EngineSet._live[self.id] = self

@@ -147,7 +147,7 @@ class _RnnxModule:
         self._rnnx_flat = None
         # The engine needs the backend, and the backend (None: cpu, which runs every option;
         # _runtime.resolve_backend) needs the config; the first config is built without one.
-        self._rnnx_engine = _runtime.Engine("cpu", num_threads)
+        self._rnnx_engine = _runtime.Engine("cpu", num_threads, threads_from=torch.get_num_threads)
         # Refuse a bad configuration now rather than at the first forward. A module built in
         # a dtype rnnx cannot run (dtype=torch.complex64) is checked as float32: like torch.nn,
         # it may be built so and converted with .float() before it runs.

@@ -657,6 +657,25 @@ PYBIND11_MODULE(_rnnx, m) {
   register_exceptions(m);
 
   m.attr("__version__") = RNNX_VERSION_STRING;
+  // The calling thread's thread count (rnnx::set_num_threads, rnnx::max_threads): rnnx.torch
+  // sets it from torch.get_num_threads() around each call.
+  m.def("set_num_threads", &rnnx::set_num_threads, "n"_a,
+        "Sets the calling thread's thread count for plans without num_threads (0: the default).");
+  m.def("get_num_threads", &rnnx::max_threads,
+        "The calling thread's thread count for plans without num_threads.");
+  m.def(
+      "thread_stats",
+      [](bool reset_peak) {
+        const rnnx::ThreadStats s = rnnx::thread_stats(reset_peak);
+        py::dict d;
+        d["workers"] = s.workers;
+        d["running"] = s.running;
+        d["peak_running"] = s.peak_running;
+        return d;
+      },
+      "reset_peak"_a = false,
+      "rnnx's thread pool: workers started, threads running now, most at once (since the last "
+      "reset_peak=True).");
   m.def("build_info", [] {
     const rnnx::BuildInfo b = rnnx::build_info();
     py::dict d;
@@ -670,6 +689,7 @@ PYBIND11_MODULE(_rnnx, m) {
     d["sanitizers"] = b.sanitizers;
     d["cpu_isa_detected"] = rnnx::cpu_isa_detected();
     d["cpu_isa_used"] = rnnx::cpu_isa_used();
+    d["cpu_features"] = rnnx::cpu_features_detected();
     d["bf16_gemm"] = rnnx::cpu_bf16_gemm();
     d["max_threads"] = rnnx::max_threads();
     return d;

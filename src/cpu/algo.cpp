@@ -2,14 +2,13 @@
 // candidates the search measures, and their names.
 #include "cpu/algo.hpp"
 
-#include <omp.h>
-
 #include <cstdlib>
 #include <sstream>
 #include <utility>
 
 #include "cpu/library_gemm.hpp"
 #include "cpu/packed_gemm.hpp"
+#include "cpu/thread_pool.hpp"
 #include "rnnx/error.hpp"
 
 namespace rnnx::cpu {
@@ -72,7 +71,7 @@ bool team_capable(const PlanContext& ctx, GemmEngine engine) {
 }  // namespace
 
 int plan_threads(const PlanContext& ctx) {
-  return ctx.options.num_threads > 0 ? ctx.options.num_threads : omp_get_max_threads();
+  return ctx.options.num_threads > 0 ? ctx.options.num_threads : max_threads();
 }
 
 AlgoSpace algo_space(const PlanContext& ctx) {

@@ -20,7 +20,7 @@
 #include "cpu/buffers.hpp"
 #include "cpu/passes.hpp"
 #include "cpu/plan_spec.hpp"
-#include "cpu/thread_scope.hpp"
+#include "cpu/thread_pool.hpp"
 #include "rnnx/cpu.hpp"
 #include "rnnx/error.hpp"
 #include "rnnx/version.hpp"

@@ -2,7 +2,6 @@
 // of the forward order (fused step kernel, then dh_{t-1} = dGates W_hh on the active
 // rows, the weights packed once), then the weight gradients and the input gradient as
 // GEMMs over all real tokens. The two directions' loops run at once when the plan says so.
-#include <omp.h>
 
 #include <algorithm>
 #include <cstring>
@@ -19,6 +18,7 @@
 #include "cpu/passes.hpp"
 #include "cpu/rows.hpp"
 #include "cpu/team_barrier.hpp"
+#include "cpu/thread_pool.hpp"
 
 namespace rnnx::cpu {
 namespace {
@@ -29,14 +29,13 @@ template <typename T>
 void gather_prev_states(const PlanSpec& p, int64_t d, const T* Y, const T* h0, T* h_prev) {
   const core::Schedule& s = p.schedule();
   const int64_t P = p.P, DP = p.DP;
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < p.T_eff; ++t) {
+  parallel_for(p.T_eff, true, [&](int64_t t) {
     const PrevStep prev = prev_step(s, p.reversed(d), t);
     for (int64_t i = 0; i < s.batch_sizes[t]; ++i) {
       const T* src = i < prev.count ? Y + (s.offsets[prev.step] + i) * DP + d * P : h0 + i * P;
       std::memcpy(h_prev + (s.offsets[t] + i) * P, src, sizeof(T) * P);
     }
-  }
+  });
 }
 
 template <typename T>
@@ -351,77 +350,76 @@ void backward_time_loop_team(const PlanSpec& p, const BackwardArgs& a, int64_t l
   const int64_t state_panels = w_hh.panels_per_block();  // of dh's P columns
 
   TeamBarrier barrier;
-#pragma omp parallel num_threads(threads) if (p.T_eff > 0)
-  if (p.T_eff > 0) {
-    const int n = omp_get_num_threads(), th = omp_get_thread_num();
-    const TeamShare share(cell_panels, H, th, n);
-    const int64_t j0 = share.j0, j1 = share.j1;
-    // The state's columns this thread computes: its cells' without projection.
-    const TeamShare state(state_panels, P, th, n);
-    for (int64_t k = 0; k < p.T_eff; ++k) {
-      const BackwardStep<T> st = backward_step(p, io, db, d, k);
-      const int64_t bs = st.bs, buf = k & 1;
-      T* dgh = lbr ? db.dgh + st.r0 * GH : st.dg;  // the left operand of the product
-      T* dr = proj ? db.dr + st.r0 * P : nullptr;  // LSTMP: kept per token for dW_hr
-      const Tile tile{0, bs, j0, j1};
-      ExtendedCell<T> o = ox;
-      if (p.extended_cell) {
-        o.gate_pass = rd.gate_pass ? rd.gate_pass + st.r0 * GH : nullptr;
-        o.pre = rd.gates + st.r0 * GH;
-      }
-      for (const core::BackwardStage stage : p.stages.backward) {
-        if (core::reads_every_cell(stage)) {
-          // This thread packs its columns of the product's left operand, then waits until
-          // every thread has packed its own.
-          switch (stage) {
-            case core::BackwardStage::projection_product:  // dr, its columns of the state
-              if (state.j0 < state.j1) {
-                pack_a_columns(bs, P, dr, P, state.j0, state.j1, db.a_pack, type);
-              }
-              break;
-            case core::BackwardStage::reset_product:  // dn, its cells
-              if (j0 < j1) pack_a_columns(bs, H, st.dg + 2 * H, GH, j0, j1, db.a_pack, type);
-              break;
-            default:  // recurrent_product: dG of W_hh's gates, its cells of each
-              if (j0 < j1) {
-                for (int64_t g = 0; g < hh_gates; ++g) {
-                  pack_a_columns(bs, hh_gates * H, dgh, GH, g * H + j0, g * H + j1, db.ag_pack[buf],
-                                 type);
+  if (p.T_eff > 0)
+    parallel_region(threads, [&](int th, int n) {
+      const TeamShare share(cell_panels, H, th, n);
+      const int64_t j0 = share.j0, j1 = share.j1;
+      // The state's columns this thread computes: its cells' without projection.
+      const TeamShare state(state_panels, P, th, n);
+      for (int64_t k = 0; k < p.T_eff; ++k) {
+        const BackwardStep<T> st = backward_step(p, io, db, d, k);
+        const int64_t bs = st.bs, buf = k & 1;
+        T* dgh = lbr ? db.dgh + st.r0 * GH : st.dg;  // the left operand of the product
+        T* dr = proj ? db.dr + st.r0 * P : nullptr;  // LSTMP: kept per token for dW_hr
+        const Tile tile{0, bs, j0, j1};
+        ExtendedCell<T> o = ox;
+        if (p.extended_cell) {
+          o.gate_pass = rd.gate_pass ? rd.gate_pass + st.r0 * GH : nullptr;
+          o.pre = rd.gates + st.r0 * GH;
+        }
+        for (const core::BackwardStage stage : p.stages.backward) {
+          if (core::reads_every_cell(stage)) {
+            // This thread packs its columns of the product's left operand, then waits until
+            // every thread has packed its own.
+            switch (stage) {
+              case core::BackwardStage::projection_product:  // dr, its columns of the state
+                if (state.j0 < state.j1) {
+                  pack_a_columns(bs, P, dr, P, state.j0, state.j1, db.a_pack, type);
                 }
+                break;
+              case core::BackwardStage::reset_product:  // dn, its cells
+                if (j0 < j1) pack_a_columns(bs, H, st.dg + 2 * H, GH, j0, j1, db.a_pack, type);
+                break;
+              default:  // recurrent_product: dG of W_hh's gates, its cells of each
+                if (j0 < j1) {
+                  for (int64_t g = 0; g < hh_gates; ++g) {
+                    pack_a_columns(bs, hh_gates * H, dgh, GH, g * H + j0, g * H + j1,
+                                   db.ag_pack[buf], type);
+                  }
+                }
+                break;
+            }
+            barrier.wait(n);
+          }
+          switch (stage) {
+            case core::BackwardStage::projection:
+              if (state.j0 < state.j1) {
+                kernels.proj_backward(proj_backward_args(p, rd, db, st, dh),
+                                      Tile{0, bs, state.j0, state.j1});
               }
+              break;
+            case core::BackwardStage::projection_product:  // dh_full = dr W_hr, into scratch
+              multiply_panel_range(bs, db.a_pack, w_hr, share.q0, share.q1, false, db.scratch, H);
+              break;
+            case core::BackwardStage::cell:
+              if (j0 < j1) team_cell_backward(p, kernels, o, res, d, db, st, dh, tile);
+              break;
+            case core::BackwardStage::reset_product:  // d(r * h) = dn W_hn, into scratch
+              multiply_panel_range(bs, db.a_pack, w_hn, state.q0, state.q1, false, db.scratch, H);
+              break;
+            case core::BackwardStage::reset_gates:
+              if (j0 < j1) {
+                tile_step(p, kernels.gru_orig_backward_r, kernels.extended_gru_orig_backward_r, o,
+                          gru_orig_backward_r_args(p, rd, db, st, dh), tile);
+              }
+              break;
+            case core::BackwardStage::recurrent_product:
+              multiply_panel_range(bs, db.ag_pack[buf], w_hh, state.q0, state.q1, add_to_dh, dh, P);
               break;
           }
-          barrier.wait(n);
-        }
-        switch (stage) {
-          case core::BackwardStage::projection:
-            if (state.j0 < state.j1) {
-              kernels.proj_backward(proj_backward_args(p, rd, db, st, dh),
-                                    Tile{0, bs, state.j0, state.j1});
-            }
-            break;
-          case core::BackwardStage::projection_product:  // dh_full = dr W_hr, into scratch
-            multiply_panel_range(bs, db.a_pack, w_hr, share.q0, share.q1, false, db.scratch, H);
-            break;
-          case core::BackwardStage::cell:
-            if (j0 < j1) team_cell_backward(p, kernels, o, res, d, db, st, dh, tile);
-            break;
-          case core::BackwardStage::reset_product:  // d(r * h) = dn W_hn, into scratch
-            multiply_panel_range(bs, db.a_pack, w_hn, state.q0, state.q1, false, db.scratch, H);
-            break;
-          case core::BackwardStage::reset_gates:
-            if (j0 < j1) {
-              tile_step(p, kernels.gru_orig_backward_r, kernels.extended_gru_orig_backward_r, o,
-                        gru_orig_backward_r_args(p, rd, db, st, dh), tile);
-            }
-            break;
-          case core::BackwardStage::recurrent_product:
-            multiply_panel_range(bs, db.ag_pack[buf], w_hh, state.q0, state.q1, add_to_dh, dh, P);
-            break;
         }
       }
-    }
-  }
+    });
 }
 
 // The peephole gradients (core/peephole_grad.hpp, compiled for the plan's level), threads
@@ -432,12 +430,11 @@ void peephole_grad(const PlanSpec& p, int64_t d, const ReserveDir<T>& rd, const 
   const int64_t H = p.H;
   constexpr int64_t kCols = 16;
   const int64_t chunks = (H + kCols - 1) / kCols;
-#pragma omp parallel for schedule(static) if (!omp_in_parallel() && p.N * H >= 16384)
-  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+  parallel_for(chunks, p.N * H >= 16384, [&](int64_t chunk) {
     const int64_t j0 = chunk * kCols, j1 = std::min(H, j0 + kCols);
     p.kernels<T>().peephole_grad_columns(p.schedule(), p.reversed(d), rd.c, c0, dg, H, p.GH, j0, j1,
                                          accumulate, dp);
-  }
+  });
 }
 
 // After the time loop: dh0 and dc0, the weight gradients and the input gradient as GEMMs
@@ -450,11 +447,10 @@ void column_sums(const PlanSpec& p, int64_t rows, int64_t width, const T* A, T* 
   const auto sums = p.kernels<T>().column_sums;
   constexpr int64_t kColumns = 64;  // a few cache lines per thread and row
   const int64_t chunks = (width + kColumns - 1) / kColumns;
-#pragma omp parallel for schedule(static) if (!omp_in_parallel() && rows * width >= 65536)
-  for (int64_t c = 0; c < chunks; ++c) {
+  parallel_for(chunks, rows * width >= 65536, [&](int64_t c) {
     const int64_t j0 = c * kColumns;
     sums(A + j0, width, rows, std::min(kColumns, width - j0), out + j0);
-  }
+  });
 }
 
 template <typename T>

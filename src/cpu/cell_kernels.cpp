@@ -6,12 +6,11 @@
 // count.
 #include "cpu/cell_kernels.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 
 #include "cpu/extended_cell.hpp"
 #include "cpu/kernel_dispatch.hpp"
+#include "cpu/thread_pool.hpp"
 
 namespace rnnx::cpu {
 namespace {
@@ -65,19 +64,16 @@ void run_tiles(const StepKernels<T>& table, int64_t rows, int64_t cells, int64_t
   if (rows <= 0 || cells <= 0) return;
   // Inside a parallel region (a caller that threads over something else) stay serial.
   const int64_t work = rows * cells * cost * table.cost_scale;
-  const int64_t nt =
-      omp_in_parallel() ? 1 : std::min<int64_t>(omp_get_max_threads(), work / kMinWorkPerThread);
+  const int64_t nt = std::min<int64_t>(max_threads(), work / kMinWorkPerThread);  // 1 in a region
   if (nt <= 1) {
     tile(Tile{0, rows, 0, cells});
     return;
   }
   const int vw = table.vector_width, team = static_cast<int>(nt);
-#pragma omp parallel num_threads(team)
-  {
-    const int n = omp_get_num_threads(), t = omp_get_thread_num();
+  parallel_region(team, [&](int t, int n) {
     run_piece(tile, cells, piece_start(rows, cells, vw, t, n),
               t + 1 == n ? Pos{rows, 0} : piece_start(rows, cells, vw, t + 1, n));
-  }
+  });
 }
 
 template <typename K, typename T>

@@ -3,8 +3,6 @@
 // oneDNN's sgemm, or rnnx's plain loops), float64 on a BLAS's dgemm (or the plain loops).
 #include "cpu/cpu_backend.hpp"
 
-#include <omp.h>
-
 #include <string>
 
 #include "core/backend.hpp"
@@ -15,7 +13,7 @@
 #include "cpu/half_data_backend.hpp"
 #include "cpu/passes.hpp"
 #include "cpu/plan_spec.hpp"
-#include "cpu/thread_scope.hpp"
+#include "cpu/thread_pool.hpp"
 #include "rnnx/error.hpp"
 #include "rnnx/version.hpp"
 
@@ -84,10 +82,24 @@ core::BackendRegistration cpu_backend_registration() {
   return {Backend::cpu, &make_cpu_backend, &cpu::describe_build};
 }
 
-// The threads a call of a plan without num_threads runs on: OpenMP's, which the cpu backend
-// runs on (the caller's omp_set_num_threads or OMP_NUM_THREADS).
+// The threads a call of a plan without num_threads runs on: the calling thread's setting
+// (set_num_threads), else OMP_NUM_THREADS, else the CPUs this process may run on.
 int max_threads() {
-  return omp_get_max_threads();
+  return cpu::max_threads();
+}
+
+ThreadStats thread_stats(bool reset_peak) {
+  const cpu::PoolStats s = cpu::pool_stats();
+  if (reset_peak) cpu::reset_pool_peak();
+  return {s.workers, s.active, s.peak_active};
+}
+
+void set_num_threads(int n) {
+  if (n < 0) {
+    throw Error(Status::invalid_argument,
+                "set_num_threads: n (= " + std::to_string(n) + ") must be >= 0");
+  }
+  cpu::set_thread_count(n);
 }
 
 }  // namespace rnnx

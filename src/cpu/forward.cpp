@@ -4,7 +4,6 @@
 // with the weights packed once, one fused step kernel); the two directions' loops run at
 // once when the plan says so.
 // Training keeps what backward needs in the reserve; inference keeps nothing.
-#include <omp.h>
 
 #include <algorithm>
 #include <cstring>
@@ -21,6 +20,7 @@
 #include "cpu/passes.hpp"
 #include "cpu/rows.hpp"
 #include "cpu/team_barrier.hpp"
+#include "cpu/thread_pool.hpp"
 
 namespace rnnx::cpu {
 namespace {
@@ -410,87 +410,87 @@ void forward_time_loop_team(const PlanSpec& p, const ForwardArgs& a, int64_t l, 
   auto time_of = [&](int64_t k) { return rev ? p.T_eff - 1 - k : k; };
 
   TeamBarrier barrier;
-#pragma omp parallel num_threads(threads) if (p.T_eff > 0)
-  if (p.T_eff > 0) {
-    const int n = omp_get_num_threads(), th = omp_get_thread_num();
-    const TeamShare share(cell_panels, H, th, n);
-    const int64_t q0 = share.q0, q1 = share.q1, j0 = share.j0, j1 = share.j1;
-    // The columns of the state this thread computes: its cells', or with a projection its
-    // panels of W_hr's.
-    const TeamShare state(state_panels, P, th, n);
-    const int64_t x0 = std::min(I, x_units * th / n * 16);
-    const int64_t x1 = std::min(I, x_units * (th + 1) / n * 16);
-    // This thread's columns of step k's left operands: the state (its columns) and the input.
-    auto pack_operands = [&](int64_t k) {
-      const int64_t t = time_of(k), bs = s.batch_sizes[t], buf = k & 1;
-      pack_a_columns(bs, P, hs, P, state.j0, state.j1, db.ah_pack[buf], type);
-      if (t < p.step_input_steps) {
-        pack_a_columns(bs, I, X.at(s.offsets[t]), I, x0, x1, db.ax_pack[buf], type,
-                       X.map_at(s.offsets[t]));
-      }
-    };
-    pack_operands(0);
-    barrier.wait(n);
-    for (int64_t k = 0; k < p.T_eff; ++k) {
-      const int64_t t = time_of(k), bs = s.batch_sizes[t], r0 = s.offsets[t], buf = k & 1;
-      T* y = Y + r0 * DP + d * P;
-      T* gates = g.at(r0);
-      if (t < p.step_input_steps) {
-        multiply_panel_range(bs, db.ax_pack[buf], w_ih, q0, q1, false, gates, g.ld);
-      }
-      const Tile tile{0, bs, j0, j1};
-      // LSTMP: the cells' h_full goes to the reserve (training) or scratch; r lands in y.
-      T* h_full = !proj ? nullptr : training ? rd.h_full + r0 * H : db.scratch;
-      T* rh = !orig ? nullptr : training ? rd.hn + r0 * H : db.scratch;  // original GRU's r * h
-      T* u = orig ? db.hg + 2 * H : nullptr;                             // and its (r * h) W_hn^T
-      ExtendedCell<T> o = ox;
-      if (p.extended_cell) {
-        o.gate_pass = training && rd.gate_pass ? rd.gate_pass + r0 * GH : nullptr;
-        o.pre = p.is_rnn() && training ? gates : nullptr;
-      }
-      const std::vector<core::ForwardStage>& stages = p.stages.forward;
-      for (size_t i = 0; i < stages.size(); ++i) {
-        const core::ForwardStage stage = stages[i];
-        if (core::reads_every_cell(stage)) barrier.wait(n);  // every cell's operand packed
-        switch (stage) {
-          case core::ForwardStage::recurrent_product:
-            multiply_panel_range(bs, db.ah_pack[buf], w_hh, q0, q1, false, db.hg, GH);
-            break;
-          case core::ForwardStage::reset_gates:
-            if (j0 < j1) {
-              tile_step(p, kernels.gru_orig_gates_forward, kernels.extended_gru_orig_gates_forward,
-                        o, gru_orig_gates_args(p, db, bs, gates, hs, rh), tile);
-            }
-            break;
-          case core::ForwardStage::reset_product:
-            multiply_panel_range(bs, db.a_pack, w_hn, q0, q1, false, u, GH);
-            break;
-          case core::ForwardStage::cell:
-            if (j0 < j1)
-              team_cell(p, kernels, o, rd, db, training, bs, r0, gates, cell_clip, y, hs, h_full, u,
-                        tile);
-            break;
-          case core::ForwardStage::projection_product:
-            multiply_panel_range(bs, db.a_pack, w_hr, state.q0, state.q1, false, y, DP);
-            break;
-          case core::ForwardStage::projection:
-            if (state.j0 < state.j1) {
-              kernels.proj_forward(proj_forward_args(p, rd, training, bs, r0, proj_clip, y, hs),
-                                   Tile{0, bs, state.j0, state.j1});
-            }
-            break;
+  if (p.T_eff > 0)
+    parallel_region(threads, [&](int th, int n) {
+      const TeamShare share(cell_panels, H, th, n);
+      const int64_t q0 = share.q0, q1 = share.q1, j0 = share.j0, j1 = share.j1;
+      // The columns of the state this thread computes: its cells', or with a projection its
+      // panels of W_hr's.
+      const TeamShare state(state_panels, P, th, n);
+      const int64_t x0 = std::min(I, x_units * th / n * 16);
+      const int64_t x1 = std::min(I, x_units * (th + 1) / n * 16);
+      // This thread's columns of step k's left operands: the state (its columns) and the input.
+      auto pack_operands = [&](int64_t k) {
+        const int64_t t = time_of(k), bs = s.batch_sizes[t], buf = k & 1;
+        pack_a_columns(bs, P, hs, P, state.j0, state.j1, db.ah_pack[buf], type);
+        if (t < p.step_input_steps) {
+          pack_a_columns(bs, I, X.at(s.offsets[t]), I, x0, x1, db.ax_pack[buf], type,
+                         X.map_at(s.offsets[t]));
         }
-        // The next stage multiplies every cell's output of this one (r * h, or h_full): this
-        // thread packs its cells' columns of it.
-        if (i + 1 < stages.size() && core::reads_every_cell(stages[i + 1]) && j0 < j1) {
-          T* out = stage == core::ForwardStage::reset_gates ? rh : h_full;
-          pack_a_columns(bs, H, out, H, j0, j1, db.a_pack, type);
-        }
-      }
-      if (k + 1 < p.T_eff) pack_operands(k + 1);
+      };
+      pack_operands(0);
       barrier.wait(n);
-    }
-  }
+      for (int64_t k = 0; k < p.T_eff; ++k) {
+        const int64_t t = time_of(k), bs = s.batch_sizes[t], r0 = s.offsets[t], buf = k & 1;
+        T* y = Y + r0 * DP + d * P;
+        T* gates = g.at(r0);
+        if (t < p.step_input_steps) {
+          multiply_panel_range(bs, db.ax_pack[buf], w_ih, q0, q1, false, gates, g.ld);
+        }
+        const Tile tile{0, bs, j0, j1};
+        // LSTMP: the cells' h_full goes to the reserve (training) or scratch; r lands in y.
+        T* h_full = !proj ? nullptr : training ? rd.h_full + r0 * H : db.scratch;
+        T* rh = !orig ? nullptr : training ? rd.hn + r0 * H : db.scratch;  // original GRU's r * h
+        T* u = orig ? db.hg + 2 * H : nullptr;                             // and its (r * h) W_hn^T
+        ExtendedCell<T> o = ox;
+        if (p.extended_cell) {
+          o.gate_pass = training && rd.gate_pass ? rd.gate_pass + r0 * GH : nullptr;
+          o.pre = p.is_rnn() && training ? gates : nullptr;
+        }
+        const std::vector<core::ForwardStage>& stages = p.stages.forward;
+        for (size_t i = 0; i < stages.size(); ++i) {
+          const core::ForwardStage stage = stages[i];
+          if (core::reads_every_cell(stage)) barrier.wait(n);  // every cell's operand packed
+          switch (stage) {
+            case core::ForwardStage::recurrent_product:
+              multiply_panel_range(bs, db.ah_pack[buf], w_hh, q0, q1, false, db.hg, GH);
+              break;
+            case core::ForwardStage::reset_gates:
+              if (j0 < j1) {
+                tile_step(p, kernels.gru_orig_gates_forward,
+                          kernels.extended_gru_orig_gates_forward, o,
+                          gru_orig_gates_args(p, db, bs, gates, hs, rh), tile);
+              }
+              break;
+            case core::ForwardStage::reset_product:
+              multiply_panel_range(bs, db.a_pack, w_hn, q0, q1, false, u, GH);
+              break;
+            case core::ForwardStage::cell:
+              if (j0 < j1)
+                team_cell(p, kernels, o, rd, db, training, bs, r0, gates, cell_clip, y, hs, h_full,
+                          u, tile);
+              break;
+            case core::ForwardStage::projection_product:
+              multiply_panel_range(bs, db.a_pack, w_hr, state.q0, state.q1, false, y, DP);
+              break;
+            case core::ForwardStage::projection:
+              if (state.j0 < state.j1) {
+                kernels.proj_forward(proj_forward_args(p, rd, training, bs, r0, proj_clip, y, hs),
+                                     Tile{0, bs, state.j0, state.j1});
+              }
+              break;
+          }
+          // The next stage multiplies every cell's output of this one (r * h, or h_full): this
+          // thread packs its cells' columns of it.
+          if (i + 1 < stages.size() && core::reads_every_cell(stages[i + 1]) && j0 < j1) {
+            T* out = stage == core::ForwardStage::reset_gates ? rh : h_full;
+            pack_a_columns(bs, H, out, H, j0, j1, db.a_pack, type);
+          }
+        }
+        if (k + 1 < p.T_eff) pack_operands(k + 1);
+        barrier.wait(n);
+      }
+    });
   scatter_final_states(p, a, l, d, hs, db);
 }
 

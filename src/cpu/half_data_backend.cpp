@@ -8,8 +8,6 @@
 // exact). The reserve is the float32 plan's. With a caller workspace nothing is allocated.
 #include "cpu/half_data_backend.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <string>
 #include <type_traits>
@@ -19,7 +17,7 @@
 #include "cpu/cpu_backend.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/kernel_dispatch.hpp"
-#include "cpu/thread_scope.hpp"
+#include "cpu/thread_pool.hpp"
 
 namespace rnnx::cpu {
 namespace {
@@ -36,15 +34,14 @@ void widen_parallel(const void* src, float* dst, int64_t n, const StepKernels<fl
   const auto* s = static_cast<const S*>(src);
   constexpr int64_t kChunk = 4096;
   const bool vector = std::is_same_v<S, core::float16> && k.widen_f16 != nullptr;
-#pragma omp parallel for schedule(static) if (n >= kParallelMin && !omp_in_parallel())
-  for (int64_t i = 0; i < n; i += kChunk) {
-    const int64_t m = std::min(kChunk, n - i);
+  parallel_for((n + kChunk - 1) / kChunk, n >= kParallelMin, [&](int64_t c) {
+    const int64_t i = c * kChunk, m = std::min(kChunk, n - i);
     if (vector) {
       k.widen_f16(reinterpret_cast<const uint16_t*>(s + i), dst + i, m);
     } else {
       core::widen(s + i, dst + i, m);
     }
-  }
+  });
 }
 
 template <typename S>
@@ -52,15 +49,14 @@ void narrow_parallel(const float* src, void* dst, int64_t n, const StepKernels<f
   auto* d = static_cast<S*>(dst);
   constexpr int64_t kChunk = 4096;
   const bool vector = std::is_same_v<S, core::float16> && k.narrow_f16 != nullptr;
-#pragma omp parallel for schedule(static) if (n >= kParallelMin && !omp_in_parallel())
-  for (int64_t i = 0; i < n; i += kChunk) {
-    const int64_t m = std::min(kChunk, n - i);
+  parallel_for((n + kChunk - 1) / kChunk, n >= kParallelMin, [&](int64_t c) {
+    const int64_t i = c * kChunk, m = std::min(kChunk, n - i);
     if (vector) {
       k.narrow_f16(src + i, reinterpret_cast<uint16_t*>(d + i), m);
     } else {
       core::narrow(src + i, d + i, m);
     }
-  }
+  });
 }
 
 // The float32 problem the 16-bit one runs as, in the math mode of the comment above.

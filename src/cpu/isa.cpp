@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "cpu/cpu_features.hpp"
 #include "rnnx/cpu.hpp"
 #include "rnnx/error.hpp"
 
@@ -22,18 +23,13 @@ constexpr int kNoCap = -1;
 constexpr int kUnknownName = -2;
 
 Isa detect() {
-#if defined(__x86_64__) || defined(__i386__)
-  // libgcc's checks include the OS part (XCR0 saves the ymm/zmm state).
-  __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const CpuFeatures& f = cpu_features();
+  const bool avx2 = f.avx2 && f.fma;
   // The AVX-512 kernels are built with -mavx512f -mavx512bw -mavx512vl -mavx512dq.
-  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
-                      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-                      __builtin_cpu_supports("avx512dq");
-  if (avx512 && __builtin_cpu_supports("avx512bf16")) return Isa::avx512_bf16;
+  const bool avx512 = avx2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq;
+  if (avx512 && f.avx512_bf16) return Isa::avx512_bf16;
   if (avx512) return Isa::avx512;
   if (avx2) return Isa::avx2;
-#endif
   return Isa::scalar;
 }
 
@@ -109,6 +105,11 @@ namespace rnnx {
 
 const char* cpu_isa_detected() {
   return cpu::isa_name(cpu::isa_detected());
+}
+
+const char* cpu_features_detected() {
+  static const std::string names = cpu::cpu_feature_names(cpu::cpu_features());
+  return names.c_str();
 }
 
 const char* cpu_isa_used() {

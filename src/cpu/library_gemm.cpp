@@ -3,8 +3,6 @@
 // a fixed size, one thread each, so that its sums do not follow the thread count.
 #include "cpu/library_gemm.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
@@ -12,9 +10,12 @@
 #include <tuple>
 #include <type_traits>
 
-#include "cpu/thread_scope.hpp"
+#include "cpu/thread_pool.hpp"
 #include "rnnx/error.hpp"
 
+#if RNNX_HAVE_ONEDNN || RNNX_HAVE_BLAS
+#include <omp.h>
+#endif
 #if RNNX_HAVE_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
 #endif
@@ -33,6 +34,21 @@ namespace {
 }
 
 #if RNNX_HAVE_ONEDNN || RNNX_HAVE_BLAS
+// Debian's oneDNN and OpenBLAS thread with OpenMP and ask the calling thread's OpenMP setting
+// how many threads to use; rnnx's own threads (thread_pool.hpp) are not OpenMP's, so each
+// call says it here: one per dnnl_sgemm tile, the caller's count for cblas_dgemm. Only these
+// builds link OpenMP, for these libraries' sake.
+class OpenMpThreads {
+ public:
+  explicit OpenMpThreads(int n) : saved_(omp_get_max_threads()) { omp_set_num_threads(n); }
+  ~OpenMpThreads() { omp_set_num_threads(saved_); }
+  OpenMpThreads(const OpenMpThreads&) = delete;
+  OpenMpThreads& operator=(const OpenMpThreads&) = delete;
+
+ private:
+  int saved_;
+};
+
 std::string sizes(int64_t M, int64_t N, int64_t K) {
   return "M = " + std::to_string(M) + ", N = " + std::to_string(N) + ", K = " + std::to_string(K);
 }
@@ -81,33 +97,15 @@ void tiled_sgemm(char ta, char tb, int64_t M, int64_t N, int64_t K, float alpha,
                  int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   const int64_t tiles = (M + kTileRows - 1) / kTileRows * ((N + kTileCols - 1) / kTileCols);
   const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * K;
-  const int threads = omp_in_parallel() || flops < kMinParallelFlops
-                          ? 1
-                          : static_cast<int>(std::min<int64_t>(omp_get_max_threads(), tiles));
-  if (threads <= 1) {
-    // oneDNN asks the calling thread's OpenMP setting how many threads to use.
-    cpu::ThreadScope one(1);
-    for (int64_t t = 0; t < tiles; ++t) {
+  const int threads =
+      flops < kMinParallelFlops ? 1 : static_cast<int>(std::min<int64_t>(max_threads(), tiles));
+  // Tiles in contiguous blocks, one block per thread (a region rethrows a member's error).
+  parallel_region(threads, [&](int th, int n) {
+    const OpenMpThreads one(1);  // this thread's calls run on it alone
+    for (int64_t t = tiles * th / n; t < tiles * (th + 1) / n; ++t) {
       sgemm_tile(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, t);
     }
-    return;
-  }
-  // An error leaves the region by the flag, not by an exception (OpenMP cannot carry one).
-  std::string error;
-#pragma omp parallel num_threads(threads)
-  {
-    omp_set_num_threads(1);  // this thread's calls run on it alone
-#pragma omp for schedule(static)
-    for (int64_t t = 0; t < tiles; ++t) {
-      try {
-        sgemm_tile(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, t);
-      } catch (const Error& e) {
-#pragma omp critical(rnnx_tiled_sgemm_error)
-        error = e.what();
-      }
-    }
-  }
-  if (!error.empty()) throw Error(Status::internal, error);
+  });
 }
 #endif
 
@@ -162,6 +160,7 @@ void library_gemm([[maybe_unused]] Op trans_a, [[maybe_unused]] Op trans_b,
       throw Error(Status::unsupported, "cblas_dgemm: a dimension exceeds the BLAS integer range (" +
                                            sizes(M, N, K) + ")");
     }
+    const OpenMpThreads threads(max_threads());  // the plan's count, not OpenMP's default
     cblas_dgemm(CblasRowMajor, op(trans_a), op(trans_b), static_cast<BlasInt>(M),
                 static_cast<BlasInt>(N), static_cast<BlasInt>(K), alpha, A,
                 static_cast<BlasInt>(lda), B, static_cast<BlasInt>(ldb), beta, C,

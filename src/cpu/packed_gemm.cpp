@@ -3,14 +3,13 @@
 // thread's part of the weights stays in its own core's cache across time steps.
 #include "cpu/packed_gemm.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <stdexcept>
 
 #include "cpu/isa.hpp"
 #include "cpu/packed_gemm_kernels.hpp"
 #include "cpu/team_barrier.hpp"
+#include "cpu/thread_pool.hpp"
 
 namespace rnnx::cpu {
 namespace {
@@ -26,22 +25,16 @@ int64_t panels_of(int64_t N) {
 // Threads for work split over `panels` panels: 1 inside a parallel region (the caller owns
 // the threads) or for small work, else the OpenMP team, at most one per panel.
 int team_size(int64_t panels, double flops) {
-  if (omp_in_parallel()) return 1;
-  const int n = omp_get_max_threads();
+  const int n = max_threads();  // 1 inside a region
   if (n <= 1 || panels < 2 || flops < kMinParallelFlops) return 1;
   return static_cast<int>(std::min<int64_t>(n, panels));
 }
 
-// body(t, n) for t in [0, n): on the calling thread alone for nt == 1, else on a team of nt
-// OpenMP threads (n is the team's size, which the runtime may make smaller).
+// body(t, n) for t in [0, n): on the calling thread alone for nt == 1, else on a team of up
+// to nt threads (n is the team's size, which the pool's budget may make smaller).
 template <typename Body>
 void run_on_team(int nt, const Body& body) {
-  if (nt == 1) {
-    body(0, 1);
-    return;
-  }
-#pragma omp parallel num_threads(nt)
-  body(omp_get_thread_num(), omp_get_num_threads());
+  parallel_region(nt, body);
 }
 
 // The k extent of the packed layouts in 32-bit slots: K, or for bf16 its pairs rounded

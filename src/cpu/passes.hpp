@@ -2,8 +2,6 @@
 // around the GEMM engine and the fused step kernels.
 #pragma once
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <exception>
@@ -13,6 +11,7 @@
 #include "cpu/kernel_dispatch.hpp"
 #include "cpu/packed_gemm.hpp"
 #include "cpu/plan_spec.hpp"
+#include "cpu/thread_pool.hpp"
 #include "rnnx/plan.hpp"
 
 namespace rnnx::cpu {
@@ -71,24 +70,21 @@ void tile_step(const PlanSpec& p, void (*fast)(const K&, Tile),
   }
 }
 
-// Runs fn(0) and fn(1), the time loops of the two directions, on two OpenMP threads at once
-// (both on one if the runtime gives only one). Whatever they start (step kernels, GEMMs)
-// runs on their own thread. The first exception is rethrown once both are done.
+// Runs fn(0) and fn(1), the time loops of the two directions, on two threads at once (both
+// on one if the pool gives only one). Whatever they start (step kernels, GEMMs) runs on their
+// own thread. The first exception is rethrown once both are done.
 template <typename Fn>
 void run_directions_concurrently(const Fn& fn) {
   std::exception_ptr error[2];
-#pragma omp parallel num_threads(2)
-  {
-    omp_set_num_threads(1);  // for regions nested in this one (this thread's setting only)
-    const int n = omp_get_num_threads();
-    for (int d = omp_get_thread_num(); d < 2; d += n) {
+  parallel_region(2, [&](int th, int n) {
+    for (int d = th; d < 2; d += n) {
       try {
         fn(d);
       } catch (...) {
         error[d] = std::current_exception();
       }
     }
-  }
+  });
   for (const std::exception_ptr& e : error) {
     if (e) std::rethrow_exception(e);
   }
@@ -102,7 +98,7 @@ void run_directions_concurrently(const Fn& fn) {
 template <typename Before, typename Loop, typename After>
 void for_each_direction(const PlanSpec& p, const Before& before, const Loop& loop,
                         const After& after) {
-  if (p.concurrent_dirs && p.D == 2 && omp_get_max_threads() >= 2) {
+  if (p.concurrent_dirs && p.D == 2 && max_threads() >= 2) {
     for (int64_t d = 0; d < 2; ++d) before(d);
     run_directions_concurrently(loop);
     for (int64_t d = 0; d < 2; ++d) after(d);
@@ -122,8 +118,8 @@ void for_each_direction(const PlanSpec& p, const Before& before, const Loop& loo
 template <typename T, typename Team, typename PerStep>
 void run_time_loop(const PlanSpec& p, const Team& team, const PerStep& per_step) {
   if constexpr (std::is_same_v<T, float>) {
-    if (p.team_loops) {  // which only the packed engine gets (algo_space)
-      team(omp_in_parallel() ? 1 : omp_get_max_threads());
+    if (p.team_loops) {     // which only the packed engine gets (algo_space)
+      team(max_threads());  // 1 inside a region
       return;
     }
   }

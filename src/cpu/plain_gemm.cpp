@@ -4,12 +4,11 @@
 // never depend on the thread count, so neither do the results.
 #include "cpu/plain_gemm.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <type_traits>
 
 #include "cpu/plain_gemm_kernels.hpp"
+#include "cpu/thread_pool.hpp"
 
 namespace rnnx::cpu {
 namespace {
@@ -48,13 +47,11 @@ void plain_gemm(Isa isa, Op trans_a, Op trans_b, int64_t M, int64_t N, int64_t K
   const int64_t tiles = row_tiles * col_tiles;
   const double flops =
       2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
-  const bool threaded =
-      !omp_in_parallel() && omp_get_max_threads() > 1 && tiles > 1 && flops >= kMinParallelFlops;
-#pragma omp parallel for schedule(static) if (threaded)
-  for (int64_t t = 0; t < tiles; ++t) {
+  const bool threaded = tiles > 1 && flops >= kMinParallelFlops;
+  parallel_for(tiles, threaded, [&](int64_t t) {
     const int64_t i0 = t / col_tiles * kPlainTileRows, j0 = t % col_tiles * kPlainTileCols;
     tile(p, i0, std::min(M, i0 + kPlainTileRows), j0, std::min(N, j0 + kPlainTileCols));
-  }
+  });
 }
 
 template void plain_gemm<float>(Isa, Op, Op, int64_t, int64_t, int64_t, float, const float*,

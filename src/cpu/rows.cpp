@@ -1,11 +1,11 @@
 // Threaded row gathers and scatters between the caller's layout and packed sorted rows, and
 // dropout on those rows (rows.hpp): the steps of core's gather_step_rows / scatter_step_rows
-// / dropout_apply_step_rows split over the OpenMP threads.
+// / dropout_apply_step_rows split over the cpu backend's threads (thread_pool.hpp).
 #include "cpu/rows.hpp"
 
-#include <omp.h>
-
 #include <cstddef>
+
+#include "cpu/thread_pool.hpp"
 
 namespace rnnx::cpu {
 namespace {
@@ -14,8 +14,7 @@ namespace {
 constexpr int64_t kParallelMinBytes = int64_t{1} << 18;
 
 bool parallel_copy(int64_t rows, int64_t width, size_t elem) {
-  return !omp_in_parallel() && omp_get_max_threads() > 1 &&
-         rows * width * static_cast<int64_t>(elem) >= kParallelMinBytes;
+  return rows * width * static_cast<int64_t>(elem) >= kParallelMinBytes;
 }
 
 }  // namespace
@@ -24,8 +23,8 @@ template <typename T>
 void gather_rows_parallel(const SequenceShape& shape, const core::Schedule& s, const T* src, T* dst,
                           int64_t width) {
   const bool par = parallel_copy(s.tokens, width, sizeof(T));
-#pragma omp parallel for schedule(static) if (par)
-  for (int64_t t = 0; t < s.T_eff; ++t) core::gather_step_rows(shape, s, src, dst, width, t);
+  parallel_for(s.T_eff, par,
+               [&](int64_t t) { core::gather_step_rows(shape, s, src, dst, width, t); });
 }
 
 template <typename T>
@@ -34,8 +33,8 @@ void scatter_rows_parallel(const SequenceShape& shape, const core::Schedule& s, 
   const bool packed = shape.layout == Layout::packed;
   const int64_t steps = packed ? s.T_eff : s.T;  // padded layouts fill their padding too
   const bool par = parallel_copy(packed ? s.tokens : s.T * s.B, width, sizeof(T));
-#pragma omp parallel for schedule(static) if (par)
-  for (int64_t t = 0; t < steps; ++t) core::scatter_step_rows(shape, s, src, dst, width, fill, t);
+  parallel_for(steps, par,
+               [&](int64_t t) { core::scatter_step_rows(shape, s, src, dst, width, fill, t); });
 }
 
 template <typename T>
@@ -43,9 +42,8 @@ void dropout_rows_parallel(const core::DropoutKey& key, const core::Schedule& s,
                            T* rows) {
   // Philox per element costs far more than a copy, so unlike the copies above there is no
   // size below which one thread does it: any team with two steps to share splits them.
-  const bool par = !omp_in_parallel() && omp_get_max_threads() > 1 && s.T_eff > 1;
-#pragma omp parallel for schedule(static) if (par)
-  for (int64_t t = 0; t < s.T_eff; ++t) core::dropout_apply_step_rows(key, s, width, t, rows);
+  parallel_for(s.T_eff, s.T_eff > 1,
+               [&](int64_t t) { core::dropout_apply_step_rows(key, s, width, t, rows); });
 }
 
 #define RNNX_INSTANTIATE(T)                                                                        \

@@ -52,7 +52,7 @@ def main():
     try:
         info = json.loads(p.stdout)
         for k in ["version", "build_type", "compiler", "sanitizers", "backends", "cpu_isa_detected",
-                  "cpu_isa_used", "gemm_engine", "with_onednn", "with_blas", "math", "threads"]:
+                  "cpu_isa_used", "cpu_features", "gemm_engine", "with_onednn", "with_blas", "math", "threads"]:
             if k not in info:
                 problems.append(f"no key {k}")
         if not info["backends"]["reference"]["available"]:

@@ -134,7 +134,7 @@ class Buffer {
 // --- Ctrl-C ---------------------------------------------------------------------------
 // A finished measurement is printed and flushed as one line at once, so everything that
 // finished is already out when SIGINT comes: the handler says so and ends the process. It
-// does so from the bench's own thread, never from an OpenMP or oneDNN worker that happened
+// does so from the bench's own thread, never from a pool or oneDNN worker that happened
 // to take the signal: that thread is the one that writes stdout and the algorithm search's
 // cache file, and a thread running a handler is not inside a write() (a pipe write of one
 // line is all or nothing, a file write is not cut short by SIGINT), so neither can be left
@@ -529,8 +529,9 @@ Command add_bench_command(CLI::App& parent) {
   });
   app->add_option("--mode", o->modes, "infer, train, fwdbwd, or a comma-separated list")
       ->capture_default_str();
-  app->add_option("--threads", o->threads,
-                  "Thread count or comma-separated list (0 = OpenMP default)")
+  app->add_option(
+         "--threads", o->threads,
+         "Thread count or comma-separated list (0 = the default: OMP_NUM_THREADS, else the CPUs)")
       ->capture_default_str();
   add_host_backend_option(*app, o->backend, "bench/cuda/rnnx_cuda_bench (tools/gpu-check --bench)");
   app->add_option("--dtype", o->dtype,

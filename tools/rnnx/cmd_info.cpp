@@ -87,6 +87,7 @@ int run_info(bool as_json) {
     }
     j["cpu_isa_detected"] = cpu_isa_detected();
     j["cpu_isa_used"] = cpu_isa_used();
+    j["cpu_features"] = cpu_features_detected();
     j["gemm_engine"] = build.gemm_engine;
     j["with_onednn"] = build.with_onednn;
     j["with_blas"] = build.with_blas;
@@ -114,6 +115,7 @@ int run_info(bool as_json) {
     }
   }
   std::printf("cpu isa:   detected %s, used %s\n", cpu_isa_detected(), cpu_isa_used());
+  std::printf("cpu flags: %s\n", *cpu_features_detected() ? cpu_features_detected() : "(none)");
   std::printf("gemm:      %s\n", build.gemm_engine);
   const bool bf16 = math.bf16_gemm == "amx-bf16" || math.bf16_gemm == "avx512-bf16";
   std::printf(
@@ -125,7 +127,7 @@ int run_info(bool as_json) {
   std::printf("           RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION %s selects %s\n",
               math.env_value ? ("= \"" + std::string(math.env_value) + "\"").c_str() : "unset",
               math.selected.c_str());
-  std::printf("threads:   %d (OpenMP default; OMP_NUM_THREADS or --threads change it)\n",
+  std::printf("threads:   %d (the default: OMP_NUM_THREADS, else the CPUs; --threads changes it)\n",
               max_threads());
   const std::string cache = autotune_cache_file();
   std::printf("autotune:  %s, choices kept %s\n",

@@ -40,7 +40,8 @@ Command add_run_command(CLI::App& parent) {
   app->add_option("--out", opts->out_dir, "Directory for the results (created if missing)")
       ->required();
   add_host_backend_option(*app, opts->backend, "the C, C++ or rnnx.torch API with device buffers");
-  app->add_option("--threads", opts->threads, "OpenMP threads (0 = OpenMP default)")
+  app->add_option("--threads", opts->threads,
+                  "Threads (0 = the default: OMP_NUM_THREADS, else the CPUs)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   return {app, [opts] { return run(*opts); }};

@@ -6,10 +6,10 @@
 // tdpbf16ps and go to C through a buffer (masked columns, accumulate). Linux hands out
 // the AMX state only on request (arch_prctl ARCH_REQ_XCOMP_PERM), done once in usable().
 // Built with the AMX flags (as packed_gemm_avx512.cpp; x86-64 Linux only).
-#include <cpuid.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "cpu/cpu_features.hpp"
 #include "cpu/packed_gemm.hpp"
 #include "cpu/packed_gemm_kernels.hpp"
 
@@ -24,17 +24,9 @@ namespace {
 
 constexpr long kArchReqXcompPerm = 0x1023;  // arch_prctl: ask for an XSAVE feature
 constexpr long kXfeatureXtileData = 18;     // the AMX tile data state
-constexpr unsigned kXcr0Tile = (1u << 17) | (1u << 18);
 
 bool detect() {
-  unsigned a, b, c, d;
-  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
-  const bool amx_bf16 = (d >> 22) & 1u, amx_tile = (d >> 24) & 1u;
-  if (!amx_bf16 || !amx_tile) return false;
-  if (!__get_cpuid(1, &a, &b, &c, &d) || !((c >> 27) & 1u)) return false;  // OSXSAVE
-  unsigned lo, hi;
-  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  if ((lo & kXcr0Tile) != kXcr0Tile) return false;
+  if (!cpu_features().amx_bf16 || !cpu_features().amx_tile) return false;
   return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtileData) == 0;
 }
 

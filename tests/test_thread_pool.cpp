@@ -1,0 +1,138 @@
+// The cpu backend's thread pool (src/cpu/thread_pool.hpp): regions run every share once on
+// as many threads as asked for and the budget gives, nest as the calling thread alone,
+// carry exceptions out, honour the per-thread counts, and never run more threads at once
+// than the budget across concurrent callers.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "cpu/thread_pool.hpp"
+#include "rnnx/rnnx.hpp"
+
+namespace rnnx {
+namespace {
+
+using cpu::parallel_for;
+using cpu::parallel_region;
+
+TEST(ThreadPool, EveryShareRunsOnceOnItsOwnThread) {
+  const int want = std::max(2, cpu::default_threads());
+  std::mutex mu;
+  std::set<int> shares;
+  std::set<std::thread::id> threads;
+  int team = 0;
+  parallel_region(want, [&](int th, int n) {
+    std::lock_guard<std::mutex> lock(mu);
+    shares.insert(th);
+    threads.insert(std::this_thread::get_id());
+    team = n;
+    EXPECT_TRUE(cpu::in_parallel());
+    EXPECT_EQ(cpu::max_threads(), 1);
+  });
+  // Alone, a caller gets what it asks for, past the budget too.
+  EXPECT_EQ(team, want);
+  EXPECT_EQ(static_cast<int>(shares.size()), want);
+  EXPECT_EQ(static_cast<int>(threads.size()), want);
+  EXPECT_FALSE(cpu::in_parallel());
+}
+
+TEST(ThreadPool, NestedRegionsRunOnTheCallingThread) {
+  std::atomic<int> inner_teams{0}, inner_calls{0};
+  parallel_region(2, [&](int, int) {
+    const std::thread::id me = std::this_thread::get_id();
+    parallel_region(4, [&](int th, int n) {
+      EXPECT_EQ(std::this_thread::get_id(), me);
+      EXPECT_EQ(th, 0);
+      inner_teams += n;
+      ++inner_calls;
+    });
+  });
+  EXPECT_EQ(inner_teams.load(), inner_calls.load());
+}
+
+TEST(ThreadPool, ParallelForCoversEveryIndexOnce) {
+  for (const int64_t count : {0, 1, 2, 3, 17, 1000}) {
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(count));
+    parallel_for(count, true, [&](int64_t i) { ++hits[static_cast<size_t>(i)]; });
+    for (int64_t i = 0; i < count; ++i) EXPECT_EQ(hits[static_cast<size_t>(i)].load(), 1) << i;
+  }
+}
+
+TEST(ThreadPool, AMembersExceptionReachesTheCallerAfterEveryoneIsDone) {
+  std::atomic<int> finished{0};
+  EXPECT_THROW(parallel_region(2,
+                               [&](int th, int) {
+                                 if (th == 1) throw std::runtime_error("member");
+                                 ++finished;
+                               }),
+               std::runtime_error);
+  EXPECT_THROW(parallel_region(2,
+                               [&](int th, int) {
+                                 if (th == 0) throw std::runtime_error("caller");
+                                 ++finished;
+                               }),
+               std::runtime_error);
+  EXPECT_EQ(finished.load(), 2 * 1) << "the others' shares ran to the end";
+  // The pool still works.
+  std::atomic<int> shares{0};
+  parallel_region(2, [&](int, int n) { shares += n > 0; });
+  EXPECT_GE(shares.load(), 1);
+}
+
+TEST(ThreadPool, ThreadCountsArePerThread) {
+  const int before = max_threads();
+  set_num_threads(3);
+  EXPECT_EQ(max_threads(), 3);
+  int other = 0;
+  std::thread([&] { other = max_threads(); }).join();
+  EXPECT_EQ(other, cpu::default_threads()) << "another thread keeps the default";
+  {
+    cpu::ThreadScope scope(1);
+    EXPECT_EQ(max_threads(), 1);
+  }
+  EXPECT_EQ(max_threads(), 3);
+  set_num_threads(0);
+  EXPECT_EQ(max_threads(), cpu::default_threads());
+  EXPECT_THROW(set_num_threads(-1), Error);
+  set_num_threads(before == cpu::default_threads() ? 0 : before);
+}
+
+// Callers of regions as large as the budget, several at once: at no moment do more threads
+// run regions than the budget (each waits for a share), and each caller alone still gets the
+// whole budget.
+TEST(ThreadPool, ConcurrentCallersShareTheBudgetInsteadOfOversubscribing) {
+  const int budget = cpu::default_threads();
+  if (budget < 2) GTEST_SKIP() << "one CPU: nothing to share";
+  cpu::reset_pool_peak();
+  std::atomic<int> running{0}, most{0}, full_teams{0};
+  const auto caller = [&] {
+    for (int call = 0; call < 200; ++call) {
+      parallel_region(budget, [&](int, int n) {
+        const int now = ++running;
+        int seen = most.load();
+        while (now > seen && !most.compare_exchange_weak(seen, now)) {
+        }
+        if (n == budget) ++full_teams;
+        volatile double sink = 0;
+        for (int i = 0; i < 2000; ++i) sink = sink + i;
+        --running;
+      });
+    }
+  };
+  std::vector<std::thread> callers;
+  for (int i = 0; i < 4; ++i) callers.emplace_back(caller);
+  for (std::thread& t : callers) t.join();
+  EXPECT_LE(most.load(), budget);
+  EXPECT_LE(cpu::pool_stats().peak_active, budget);
+  EXPECT_GT(full_teams.load(), 0);
+  EXPECT_EQ(cpu::pool_stats().active, 0);
+}
+
+}  // namespace
+}  // namespace rnnx
