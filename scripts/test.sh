@@ -13,9 +13,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 
-# Tests run two at a time on CI's 2 cores while each uses every core (OpenMP): spinning
-# waits at the per-step barriers then cost several times the work itself (measured: the
-# forced-choice entries took 10x longer). Passive waiting changes timing only, not results.
+# Tests run two at a time on CI's 2 cores while each uses every core (rnnx's thread pool,
+# and OpenMP in oneDNN and OpenBLAS): spinning waits at the per-step barriers then cost
+# several times the work itself (measured: the forced-choice entries took 10x longer).
+# Passive waiting (which rnnx's pool honours too) changes timing only, not results.
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 
 stages=()
