@@ -1,7 +1,8 @@
-# Configures rnnx (library only) with its dependency options set wrong or unsatisfiable and
-# checks what CMake says: a value other than AUTO, ON or OFF is refused naming the option and
-# the value; ON without the dependency fails naming it; AUTO without it configures and the
-# summary says what runs instead (docs/cpu.md, "Building without oneDNN or BLAS").
+# Configures rnnx (library only) with its dependency and build options set wrong or
+# unsatisfiable and checks what CMake says: a value other than AUTO, ON or OFF is refused naming
+# the option and the value; ON without the dependency fails naming it; AUTO without it
+# configures and the summary says what runs instead (docs/cpu.md, "Building without oneDNN or
+# BLAS"; RNNX_BUILD_PYTHON the same way).
 #   cmake -DSOURCE=<rnnx> -DWORK=<scratch folder> -DCXX=<compiler> -P check_cmake_options.cmake
 if(NOT SOURCE OR NOT WORK)
   message(FATAL_ERROR "check_cmake_options.cmake: give -DSOURCE=... and -DWORK=...")
@@ -57,6 +58,15 @@ configure(cuda_required_missing FAIL "RNNX_WITH_CUDA=ON: (no CUDA compiler|CUDA 
   -DRNNX_WITH_CUDA=ON -DCUDNN_ROOT=/nonexistent -DRNNX_CUDNN_INCLUDE_DIR=RNNX_CUDNN_INCLUDE_DIR-NOTFOUND
   -DRNNX_CUDNN_LIBRARY=RNNX_CUDNN_LIBRARY-NOTFOUND -DCMAKE_IGNORE_PREFIX_PATH=/usr/local/cuda)
 configure(cuda_off SUCCEED "rnnx: cuda    off \\(RNNX_WITH_CUDA=OFF\\)" -DRNNX_WITH_CUDA=OFF)
+# The Python bindings (RNNX_BUILD_PYTHON): asked for and impossible fails; AUTO skips saying why.
+configure(python_value_unknown FAIL "RNNX_BUILD_PYTHON \\(= \"sometimes\"\\) must be AUTO, ON or OFF"
+  -DRNNX_BUILD_PYTHON=sometimes)
+configure(python_required_missing FAIL "RNNX_BUILD_PYTHON=ON: pybind11 not found"
+  -DRNNX_BUILD_PYTHON=ON -DCMAKE_DISABLE_FIND_PACKAGE_pybind11=ON)
+configure(python_auto_missing SUCCEED "pybind11 not found.*Python bindings not built \\(RNNX_BUILD_PYTHON=AUTO\\)"
+  -DRNNX_BUILD_PYTHON=AUTO -DCMAKE_DISABLE_FIND_PACKAGE_pybind11=ON)
+configure(python_required_sanitizers FAIL "RNNX_BUILD_PYTHON=ON: the Python bindings cannot be built under sanitizers"
+  -DRNNX_BUILD_PYTHON=ON -DRNNX_WITH_SANITIZERS=ON)
 
 if(failures)
   message(FATAL_ERROR "${failures}")
