@@ -2,7 +2,7 @@
 # unsatisfiable and checks what CMake says: a value other than AUTO, ON or OFF is refused naming
 # the option and the value; ON without the dependency fails naming it; AUTO without it
 # configures and the summary says what runs instead (docs/cpu.md, "Building without oneDNN or
-# BLAS"; RNNX_BUILD_PYTHON the same way).
+# BLAS"; RNNX_BUILD_PYTHON the same way; the command without CLI11 fails configuring).
 #   cmake -DSOURCE=<rnnx> -DWORK=<scratch folder> -DCXX=<compiler> -P check_cmake_options.cmake
 if(NOT SOURCE OR NOT WORK)
   message(FATAL_ERROR "check_cmake_options.cmake: give -DSOURCE=... and -DWORK=...")
@@ -67,6 +67,10 @@ configure(python_auto_missing SUCCEED "pybind11 not found.*Python bindings not b
   -DRNNX_BUILD_PYTHON=AUTO -DCMAKE_DISABLE_FIND_PACKAGE_pybind11=ON)
 configure(python_required_sanitizers FAIL "RNNX_BUILD_PYTHON=ON: the Python bindings cannot be built under sanitizers"
   -DRNNX_BUILD_PYTHON=ON -DRNNX_WITH_SANITIZERS=ON)
+# The command's header-only libraries: none staged, no package, nothing on the include path.
+configure(tools_cli11_missing FAIL "RNNX_BUILD_TOOLS: the rnnx command needs CLI11::CLI11's headers"
+  -DRNNX_BUILD_TOOLS=ON -DRNNX_THIRD_PARTY_DIR=/nonexistent -DCMAKE_DISABLE_FIND_PACKAGE_CLI11=ON
+  -DCMAKE_IGNORE_PREFIX_PATH=/usr)
 
 if(failures)
   message(FATAL_ERROR "${failures}")
