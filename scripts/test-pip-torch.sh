@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # The Python side of the test command on the current PyTorch from pip (Debian's 1.13 is
 # tested by ctest): makes or reuses the virtual environment (scripts/pip-env.sh), installs
-# rnnx into it as a user would (`pip install --no-build-isolation ./python`, built against
-# that environment's pybind11), then runs the package's pytest suite and the main job's
-# test (examples/charlm) with it, from outside the source tree so that the installed
-# package is the one imported.
+# rnnx into it as a user would (`pip install .` from the repository's root: pyproject.toml,
+# scikit-build-core and pybind11 from the package index, the wheel's configuration), then
+# runs the package's pytest suite and the main job's test (examples/charlm) with it, from
+# outside the source tree so that the installed package is the one imported. The CMake build
+# folder build/pip-torch is kept, so a rerun compiles only what changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 env_dir=$(./scripts/pip-env.sh)
 py="$env_dir/bin/python"
 start=$SECONDS
-echo "test-pip-torch: pip install --no-build-isolation ./python (into $env_dir)"
+./scripts/stage-third-party.sh >/dev/null  # the command's header-only libraries
+echo "test-pip-torch: pip install . (into $env_dir)"
 log=${TMPDIR:-/tmp}/rnnx-pip-install.log
-if ! RNNX_BUILD_JOBS=${RNNX_BUILD_JOBS:-$(nproc)} "$py" -m pip install -v --no-build-isolation \
-    --no-deps --force-reinstall ./python >"$log" 2>&1; then
+if ! CMAKE_BUILD_PARALLEL_LEVEL=${RNNX_BUILD_JOBS:-$(nproc)} "$py" -m pip install -v --no-deps \
+    --force-reinstall -C build-dir=build/pip-torch . >"$log" 2>&1; then
   tail -n 60 "$log" >&2
   echo "test-pip-torch: the install failed (log: $log)" >&2
   exit 1

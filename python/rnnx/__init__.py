@@ -7,7 +7,15 @@ forward and backward, over batches of variable-length sequences.
                                       ONNX's LSTM/GRU/RNN operators, with their cell options
     rnnx.Config, rnnx.Plan            the low-level API (plans on caller buffers)
     rnnx.Error                        base of every error rnnx raises; .code names the kind
+    rnnx.cmake_prefix_path            the installed package's folder, a CMake prefix for
+                                      find_package(rnnx) (the wheel's rnnx/lib/cmake/rnnx)
 """
+
+import os as _os
+
+# The wheel holds the C/C++ headers, librnnx and the CMake package under the package folder:
+# cmake -DCMAKE_PREFIX_PATH=$(python -c "import rnnx; print(rnnx.cmake_prefix_path)").
+cmake_prefix_path = _os.path.dirname(_os.path.abspath(__file__))
 
 try:
     from . import _rnnx
@@ -29,6 +37,7 @@ __all__ = [
     "Config", "Plan", "WeightParam", "Error", "InvalidArgumentError", "UnsupportedError",
     "InternalError", "OutOfMemoryError", "RNN", "LSTM", "GRU", "build_info", "error_bound",
     "norm_error_bound", "onnx_to_state_dict", "state_dict_to_onnx", "__version__",
+    "cmake_prefix_path",
 ]
 
 
