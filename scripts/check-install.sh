@@ -18,3 +18,4 @@ fi
 cmake -S "$src/tests/install_consumer" -B "$prefix/consumer-build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "$prefix/consumer-build" >/dev/null
 "$prefix/consumer-build/consumer"
+"$prefix/consumer-build/consumer_c" >/dev/null && echo "C consumer (examples/readme_c.c) ran"
