@@ -16,6 +16,7 @@ packages=(
   clang-14 libclang-rt-14-dev libomp-14-dev # the fuzz targets (libFuzzer, OpenMP for clang)
   llvm-14                                  # llvm-symbolizer: readable stacks in fuzz findings
   clang-format-14                          # the format check (scripts/check-format.sh)
+  qemu-user                                # the wheel on older x86-64 CPUs (scripts/test-qemu-levels.sh)
   libc++-14-dev libc++abi-14-dev           # a C++ consumer of the wheel's libc++ build (scripts/check-wheel.sh)
 )
 missing=()

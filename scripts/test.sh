@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The README's test command: installs dependencies, builds rnnx optimised and runs every
 # default test (GoogleTest suites, the PyTorch cross-check, the command-line checks), then
-# builds again without oneDNN and BLAS and runs the C++ suites there, then with
+# builds the wheel (without oneDNN, BLAS or OpenMP, manylinux_2_28) and tests it installed,
+# builds again without oneDNN and BLAS and runs the C++ suites there, then builds with
 # AddressSanitizer + UndefinedBehaviorSanitizer and runs the suite there.
 # First it checks the format (scripts/check-format.sh). Before the sanitizer build it runs
 # the fuzz targets 30 s each (scripts/fuzz.sh); last, the
-# concurrency tests under ThreadSanitizer. RNNX_SKIP_NODEPS=1 skips the build without the
-# libraries, RNNX_SKIP_ASAN=1 the sanitizer pass, RNNX_SKIP_FUZZ=1 the fuzzing,
+# concurrency tests under ThreadSanitizer. RNNX_SKIP_WHEEL=1 skips the wheel's stages,
+# RNNX_SKIP_NODEPS=1 the build without the libraries, RNNX_SKIP_ASAN=1 the sanitizer pass, RNNX_SKIP_FUZZ=1 the fuzzing,
 # RNNX_SKIP_TSAN=1 the ThreadSanitizer pass, RNNX_SKIP_PIP_TORCH=1 the Python suites on the
 # current PyTorch from pip (scripts/test-pip-torch.sh). Ends with the time each stage took.
 set -euo pipefail
@@ -46,12 +47,26 @@ stage "release: configure and build" bash -c \
 stage "release: tests" bash -c \
   "cd build/release && ctest --output-on-failure -LE slow -j $jobs"
 
-# The Python package on the current PyTorch from pip (ctest above ran it on Debian's 1.13,
-# the oldest supported): a virtual environment kept between runs (scripts/pip-env.sh; the
-# first run downloads about 5 GB), rnnx pip-installed into it, its pytest suite and the main
-# job's test. RNNX_SKIP_PIP_TORCH=1 skips it.
-if [ "${RNNX_SKIP_PIP_TORCH:-0}" != "1" ]; then
-  stage "python on pip PyTorch: env, install, tests" ./scripts/test-pip-torch.sh
+# The wheel users install with pip (docs/packaging.md): an sdist, a manylinux_2_28 wheel built
+# from it with zig's clang (the CPU library without oneDNN, BLAS or OpenMP: the configuration
+# the nodeps stage below builds with g++), repaired by auditwheel, its tag and contents
+# checked (scripts/build-wheel.sh); then, installed with pip from outside the source tree:
+# into a clean environment with NumPy alone (scripts/check-wheel.sh: import, console script,
+# C and C++ consumers of its CMake package, the NumPy suites), into the environment with the
+# current PyTorch from pip (scripts/test-pip-torch.sh; the first run downloads about 5 GB:
+# scripts/pip-env.sh), and into a clean environment run under qemu as older CPUs (-cpu
+# Westmere: scalar kernels, -cpu Haswell: AVX2; scripts/test-qemu-levels.sh).
+# RNNX_SKIP_WHEEL=1 skips them all, RNNX_SKIP_PIP_TORCH=1 the PyTorch one.
+if [ "${RNNX_SKIP_WHEEL:-0}" != "1" ]; then
+  wheel_out=build/wheel
+  stage "wheel: sdist, build (zig), repair, contents" bash -o pipefail -c \
+    "./scripts/build-wheel.sh --out $wheel_out | tail -n 1 >build/wheel.path"
+  wheel=$(cat build/wheel.path)
+  stage "wheel: clean venv (NumPy only)" ./scripts/check-wheel.sh "$wheel"
+  if [ "${RNNX_SKIP_PIP_TORCH:-0}" != "1" ]; then
+    stage "wheel: on PyTorch from pip" ./scripts/test-pip-torch.sh "$wheel"
+  fi
+  stage "wheel: under qemu (Westmere, Haswell)" ./scripts/test-qemu-levels.sh "$wheel"
 fi
 
 # The cpu backend without oneDNN and BLAS (RNNX_WITH_ONEDNN=OFF, RNNX_WITH_BLAS=OFF: the GPU

@@ -15,7 +15,11 @@ BuildInfo build_info() {
   BuildInfo info{};
   info.version = RNNX_VERSION_STRING;
   info.build_type = RNNX_BUILD_TYPE;
+#if defined(__clang__)
+  info.compiler = "clang " __clang_version__;  // zig's for the wheels, clang-14 for fuzzing
+#else
   info.compiler = "g++ " __VERSION__;
+#endif
   info.gemm_engine = "none (no cpu backend in this build)";
   static const std::string backends = core::built_backends();
   info.backends = backends.c_str();
