@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -38,6 +39,8 @@ def parse_args(argv=None):
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--repeat", type=int, default=5, help="timed runs per measurement")
     p.add_argument("--json", help="also write every raw record here")
+    p.add_argument("--bench-flags", default="",
+                   help="more flags for both builds' `rnnx bench`, e.g. '--dtype float64'")
     return p.parse_args(argv)
 
 
@@ -56,8 +59,9 @@ def case_lines(path, pattern):
 
 def run(cmd, flags, lengths, args):
     out = subprocess.run(
-        [cmd, "bench"] + flags + ["--lengths", lengths, "--mode", args.modes, "--threads",
-                                  args.threads, "--repeat", str(args.repeat), "--json"],
+        [cmd, "bench"] + flags + shlex.split(args.bench_flags) +
+        ["--lengths", lengths, "--mode", args.modes, "--threads", args.threads, "--repeat",
+         str(args.repeat), "--json"],
         check=True, capture_output=True, text=True).stdout
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 

@@ -7,7 +7,9 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -23,10 +25,15 @@ class TeamBarrier {
     if (n <= 1) return;
     const uint32_t phase = phase_.load(std::memory_order_acquire);
     if (arrived_.fetch_add(1, std::memory_order_acq_rel) == n - 1) {
-      // The last one: nobody can arrive at the next barrier before the phase moves on.
+      // The last one: nobody can arrive at the next barrier before the phase moves on. The
+      // phase moves under the mutex, so that a sleeper cannot miss it (std::atomic::wait in
+      // GCC 12's libstdc++ lost a wake-up in rnnx's thread pool; thread_pool.cpp).
       arrived_.store(0, std::memory_order_relaxed);
-      phase_.store(phase + 1, std::memory_order_release);
-      phase_.notify_all();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        phase_.store(phase + 1, std::memory_order_release);
+      }
+      cv_.notify_all();
       return;
     }
     // The partner is usually microseconds away: spin for about that long, then sleep.
@@ -34,9 +41,8 @@ class TeamBarrier {
       if (phase_.load(std::memory_order_acquire) != phase) return;
       pause();
     }
-    while (phase_.load(std::memory_order_acquire) == phase) {
-      phase_.wait(phase, std::memory_order_acquire);
-    }
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return phase_.load(std::memory_order_acquire) != phase; });
   }
 
  private:
@@ -51,6 +57,8 @@ class TeamBarrier {
 
   std::atomic<int> arrived_{0};
   std::atomic<uint32_t> phase_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
 };
 
 }  // namespace rnnx::cpu

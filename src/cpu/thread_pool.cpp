@@ -63,23 +63,38 @@ inline void pause() {
 #endif
 }
 
-// Waits until `a` no longer holds `old`: spins about as long as a region's imbalance (tens of
-// microseconds), then sleeps in the kernel.
-void wait_while_equal(const std::atomic<uint32_t>& a, uint32_t old) {
-  for (int i = spin_count(); i > 0; --i) {
-    if (a.load(std::memory_order_acquire) != old) return;
-    pause();
-  }
-  while (a.load(std::memory_order_acquire) == old) a.wait(old, std::memory_order_acquire);
-}
-
+// A worker and the caller that hands it a job meet here: the job counters, and for the
+// sleeping side a mutex and a condition variable. The counters change under the mutex, so a
+// sleeper cannot miss the change (std::atomic::wait in GCC 12's libstdc++ lost a wake-up
+// here: a stress run hung with the caller asleep on `done` and the worker asleep on `go`).
 struct Worker {
   std::atomic<uint32_t> go{0};    // jobs handed out
   std::atomic<uint32_t> done{0};  // jobs finished
+  std::mutex mu;
+  std::condition_variable cv;
   detail::TeamFn fn = nullptr;
   const void* body = nullptr;
   int th = 0, n = 0;
   std::exception_ptr error;
+
+  // Waits until counter no longer holds `old`: spins about as long as a region's imbalance
+  // (tens of microseconds), then sleeps.
+  void wait_while_equal(const std::atomic<uint32_t>& counter, uint32_t old) {
+    for (int i = spin_count(); i > 0; --i) {
+      if (counter.load(std::memory_order_acquire) != old) return;
+      pause();
+    }
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return counter.load(std::memory_order_acquire) != old; });
+  }
+
+  void advance(std::atomic<uint32_t>& counter, uint32_t value) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      counter.store(value, std::memory_order_release);
+    }
+    cv.notify_all();  // the other party, if it sleeps (at most one sleeper per counter)
+  }
 
   void loop() {
     t_in_region = true;  // whatever a worker runs, it runs inside a region
@@ -92,8 +107,7 @@ struct Worker {
       } catch (...) {
         error = std::current_exception();
       }
-      done.store(seen, std::memory_order_release);
-      done.notify_one();
+      advance(done, seen);
     }
   }
 };
@@ -216,8 +230,7 @@ void run_team(int want, TeamFn fn, const void* body) {
     w->th = i + 1;
     w->n = n;
     w->error = nullptr;
-    w->go.fetch_add(1, std::memory_order_release);
-    w->go.notify_one();
+    w->advance(w->go, w->go.load(std::memory_order_relaxed) + 1);
   }
   std::exception_ptr error;
   t_in_region = true;  // a caller is never inside a region here (parallel_region checked)
@@ -232,7 +245,7 @@ void run_team(int want, TeamFn fn, const void* body) {
     const uint32_t job = w->go.load(std::memory_order_relaxed);
     for (uint32_t d = w->done.load(std::memory_order_acquire); d != job;
          d = w->done.load(std::memory_order_acquire)) {
-      wait_while_equal(w->done, d);
+      w->wait_while_equal(w->done, d);
     }
     if (!error && w->error) error = w->error;
     w->error = nullptr;
