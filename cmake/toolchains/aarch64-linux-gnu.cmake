@@ -4,7 +4,9 @@
 #   cmake -S . -B build/aarch64 -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake
 # RNNX_AARCH64_SYSROOT (cache or environment) names the target's root, where Debian's cross
 # packages put the C library and libstdc++ (/usr/aarch64-linux-gnu); qemu reads the
-# dynamic loader and the shared libraries from it too.
+# dynamic loader and the shared libraries from it too. RNNX_AARCH64_PYTHON_ROOT, when set,
+# is a root holding an aarch64 CPython with its headers (Debian's arm64 packages unpacked
+# by scripts/test-aarch64.sh --python), searched too: the Python bindings' headers.
 set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR aarch64)
 
@@ -35,7 +37,9 @@ endif()
 # for the bindings) are the same on every architecture: a folder of the build tree links to
 # them alone, with their CMake packages, and is searched beside the target's root, so that
 # the host's /usr/include (x86-64 headers) never reaches the compiler.
-set(CMAKE_FIND_ROOT_PATH ${RNNX_AARCH64_SYSROOT})
+set(RNNX_AARCH64_PYTHON_ROOT "${RNNX_AARCH64_PYTHON_ROOT}" CACHE PATH
+    "aarch64 root with CPython and its headers (optional: the Python bindings)")
+set(CMAKE_FIND_ROOT_PATH ${RNNX_AARCH64_SYSROOT} ${RNNX_AARCH64_PYTHON_ROOT})
 get_property(rnnx_in_try_compile GLOBAL PROPERTY IN_TRY_COMPILE)
 if(NOT rnnx_in_try_compile)
   set(rnnx_noarch ${CMAKE_BINARY_DIR}/host-noarch)
