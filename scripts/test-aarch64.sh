@@ -181,11 +181,11 @@ run_gtest() {
 # test costs qemu's start-up 1,500 times): the C API, the exported symbols, the kernel
 # objects, the CMake options, the installed package. Left out: the slow suite, the
 # forced-choice reruns of the cpu suites (label algo: the same C++ on every architecture,
-# run on x86-64 by scripts/test.sh), cpu_isa_scalar (the default run again: scalar is the
-# only level) and the Python entries (the stage below runs that suite).
+# run on x86-64 by scripts/test.sh) and cpu_isa_scalar (the default run again: scalar is the
+# only level).
 other_checks() {
   (cd "$build" && ctest --output-on-failure -j "$jobs" -LE 'slow|algo' \
-     -E '\.|^cpu_isa_scalar$|^python_' | grep -vE '^ *(Start|Test project)')
+     -E '\.|^cpu_isa_scalar$' | grep -vE '^ *(Start|Test project)')
 }
 
 # The Python suite from the build tree on the aarch64 interpreter. Deselected: tests that
