@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages rnnx builds, tests and benchmarks with. Idempotent.
 # One line per stage on the terminal; apt's own output goes to a log file, shown on failure.
+# --aarch64: only those of the cross build for aarch64 and its runs under qemu-user
+# (scripts/test-aarch64.sh).
 set -euo pipefail
 packages=(
   build-essential cmake git
@@ -19,6 +21,14 @@ packages=(
   qemu-user                                # the wheel on older x86-64 CPUs (scripts/test-qemu-levels.sh)
   libc++-14-dev libc++abi-14-dev           # a C++ consumer of the wheel's libc++ build (scripts/check-wheel.sh)
 )
+if [ "${1:-}" = "--aarch64" ]; then
+  packages=(
+    cmake g++-aarch64-linux-gnu qemu-user    # the cross compiler, the emulator
+    libgtest-dev                             # GoogleTest's sources, built for aarch64
+    libcli11-dev nlohmann-json3-dev          # header-only: the rnnx command
+    pybind11-dev                             # header-only: the Python bindings
+  )
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -160,13 +160,16 @@ template class WeightGemm<double>;
 namespace rnnx {
 
 void cpu::describe_build(BuildInfo& info) {
+#if RNNX_CPU_X86_KERNELS
+  const std::string packed = "packed (avx512, avx2 or scalar kernels, the plan's level";
+#else
+  const std::string packed = "packed (scalar kernels, the only level built for this architecture";
+#endif
   // Both float32 engines are candidates of the algorithm search where the build has oneDNN.
   static const std::string engines =
-      std::string("float32 ") +
-      (cpu::have_onednn() ? "packed (avx512, avx2 or scalar kernels, the plan's level) or "
-                            "onednn-sgemm (the search measures both)"
-                          : "packed (avx512, avx2 or scalar kernels, the plan's level; no "
-                            "oneDNN in this build)") +
+      "float32 " +
+      (cpu::have_onednn() ? packed + ") or onednn-sgemm (the search measures both)"
+                          : packed + "; no oneDNN in this build)") +
       ", float64 " +
       (cpu::have_blas() ? std::string(cpu::library_gemm_name(false))
                         : std::string("plain (no BLAS in this build)"));

@@ -23,7 +23,8 @@ enum class PackedType : char { f32, f32_avx2, f32_scalar, bf16, bf16_amx };
 inline bool packs_bf16(PackedType type) {
   return type == PackedType::bf16 || type == PackedType::bf16_amx;
 }
-// The float32 packed kernels of ISA level `isa`.
+// The float32 packed kernels of ISA level `isa` (f32_scalar on every architecture but
+// x86-64: an aarch64 level would add its own type to PackedType and be mapped here).
 inline PackedType packed_f32_type(Isa isa) {
   return isa >= Isa::avx512 ? PackedType::f32
          : isa == Isa::avx2 ? PackedType::f32_avx2

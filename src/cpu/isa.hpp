@@ -7,8 +7,15 @@
 
 namespace rnnx::cpu {
 
+// The levels are x86-64's. Another architecture (aarch64) detects scalar, and every x86 name
+// caps it at scalar. An aarch64 level (ASIMD/NEON, later SVE) cannot simply be appended: the
+// cap is min(detected, cap), which would then hand an x86 level to an aarch64 machine capped
+// with an x86 name; its detection (getauxval(AT_HWCAP)), its names and the order of the
+// levels come per architecture, with kernel_dispatch.cpp, plain_gemm.cpp, packed_gemm.cpp
+// and gemm.hpp's packed_f32_type() choosing its tables.
 enum class Isa : int {
-  scalar = 0,       // baseline x86-64 (SSE2), or any other architecture
+  scalar = 0,       // baseline x86-64 (SSE2), or any other architecture (on aarch64 its
+                    // 16-byte vectors are ASIMD's, the baseline there)
   avx2 = 1,         // AVX2 + FMA
   avx512 = 2,       // AVX-512 F, BW, VL, DQ (+ AVX2, FMA)
   avx512_bf16 = 3,  // avx512 + AVX512-BF16 (bf16 dot products for the GEMMs)

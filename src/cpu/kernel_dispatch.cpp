@@ -31,6 +31,8 @@ const StepKernels<T>& step_kernels(Isa isa) {
     if (isa >= Isa::avx512) return avx512::kStepKernelsF32;
     if (isa >= Isa::avx2) return avx2::kStepKernelsF32;
 #endif
+    // An aarch64 ASIMD table would be picked here, under its own build macro (CMakeLists.txt,
+    // RNNX_CPU_ISA_LEVELS) and level (isa.hpp).
     return scalar::kStepKernelsF32;
   }
 }

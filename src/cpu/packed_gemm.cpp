@@ -84,6 +84,8 @@ const PackedKernels& kernels(PackedType type) {
   return packed_avx512::kPackedKernels;
 }
 #else
+// Other architectures have the baseline table only; an aarch64 level's float32 type
+// (gemm.hpp) would be mapped here and in packed_gemm_available().
 const PackedKernels& kernels(PackedType type) {
   if (type == PackedType::f32_scalar) return packed_scalar::kPackedKernels;
   throw std::logic_error("packed GEMM kernels called on a machine without them");

@@ -23,6 +23,7 @@ const PlainGemmKernels& kernels(Isa isa) {
   if (isa >= Isa::avx512) return plain_avx512::kPlainGemmKernels;
   if (isa >= Isa::avx2) return plain_avx2::kPlainGemmKernels;
 #endif
+  // Other architectures: the scalar table (an aarch64 level's would be picked here).
   return plain_scalar::kPlainGemmKernels;
 }
 
