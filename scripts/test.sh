@@ -2,12 +2,12 @@
 # The README's test command: installs dependencies, builds rnnx optimised and runs every
 # default test (GoogleTest suites, the PyTorch cross-check, the command-line checks), then
 # builds the wheel (without oneDNN, BLAS or OpenMP, manylinux_2_28) and tests it installed,
-# builds again without oneDNN and BLAS and runs the C++ suites there, then builds with
-# AddressSanitizer + UndefinedBehaviorSanitizer and runs the suite there.
+# cross-builds for aarch64 and runs the kernel suites under qemu-aarch64, builds again without
+# oneDNN and BLAS and runs the C++ suites there, then builds with AddressSanitizer + UndefinedBehaviorSanitizer and runs the suite there.
 # First it checks the format (scripts/check-format.sh). Before the sanitizer build it runs
 # the fuzz targets 30 s each (scripts/fuzz.sh); last, the
 # concurrency tests under ThreadSanitizer. RNNX_SKIP_WHEEL=1 skips the wheel's stages,
-# RNNX_SKIP_NODEPS=1 the build without the libraries, RNNX_SKIP_ASAN=1 the sanitizer pass, RNNX_SKIP_FUZZ=1 the fuzzing,
+# RNNX_SKIP_AARCH64=1 the aarch64 stage, RNNX_SKIP_NODEPS=1 the build without the libraries, RNNX_SKIP_ASAN=1 the sanitizer pass, RNNX_SKIP_FUZZ=1 the fuzzing,
 # RNNX_SKIP_TSAN=1 the ThreadSanitizer pass, RNNX_SKIP_PIP_TORCH=1 the Python suites on the
 # current PyTorch from pip (scripts/test-pip-torch.sh). Ends with the time each stage took.
 set -euo pipefail
@@ -67,6 +67,14 @@ if [ "${RNNX_SKIP_WHEEL:-0}" != "1" ]; then
     stage "wheel: on PyTorch from pip" ./scripts/test-pip-torch.sh "$wheel"
   fi
   stage "wheel: under qemu (Westmere, Haswell)" ./scripts/test-qemu-levels.sh "$wheel"
+fi
+
+# aarch64: the library, the C++ suites, the command and the Python extension cross-built with
+# Debian's g++-aarch64-linux-gnu, the kernel and cpu-vs-reference suites and the Python suite
+# run under qemu-aarch64 (scripts/test-aarch64.sh; --full there runs every suite, the `slow`
+# check). RNNX_SKIP_AARCH64=1 skips it.
+if [ "${RNNX_SKIP_AARCH64:-0}" != "1" ]; then
+  stage "aarch64: cross build, tests under qemu" ./scripts/test-aarch64.sh
 fi
 
 # The cpu backend without oneDNN and BLAS (RNNX_WITH_ONEDNN=OFF, RNNX_WITH_BLAS=OFF: the GPU
