@@ -2,14 +2,16 @@
 # The README's test command: installs dependencies, builds rnnx optimised and runs every
 # default test (GoogleTest suites, the PyTorch cross-check, the command-line checks), then
 # builds the wheel (without oneDNN, BLAS or OpenMP, manylinux_2_28) and tests it installed,
-# cross-builds for aarch64 and runs the kernel suites under qemu-aarch64, builds again without
-# oneDNN and BLAS and runs the C++ suites there, then builds with AddressSanitizer + UndefinedBehaviorSanitizer and runs the suite there.
-# First it checks the format (scripts/check-format.sh). Before the sanitizer build it runs
-# the fuzz targets 30 s each (scripts/fuzz.sh); last, the
-# concurrency tests under ThreadSanitizer. RNNX_SKIP_WHEEL=1 skips the wheel's stages,
-# RNNX_SKIP_AARCH64=1 the aarch64 stage, RNNX_SKIP_NODEPS=1 the build without the libraries, RNNX_SKIP_ASAN=1 the sanitizer pass, RNNX_SKIP_FUZZ=1 the fuzzing,
-# RNNX_SKIP_TSAN=1 the ThreadSanitizer pass, RNNX_SKIP_PIP_TORCH=1 the Python suites on the
-# current PyTorch from pip (scripts/test-pip-torch.sh). Ends with the time each stage took.
+# cross-builds for aarch64 and runs the kernel suites under qemu-aarch64, builds again
+# without oneDNN and BLAS and runs the C++ suites there, then builds with AddressSanitizer +
+# UndefinedBehaviorSanitizer and runs the suite there. First it checks the format
+# (scripts/check-format.sh). Before the sanitizer build it runs the fuzz targets 30 s each
+# (scripts/fuzz.sh); last, the concurrency tests under ThreadSanitizer. RNNX_SKIP_WHEEL=1
+# skips the wheel's stages, RNNX_SKIP_AARCH64=1 the aarch64 stage, RNNX_SKIP_NODEPS=1 the
+# build without the libraries, RNNX_SKIP_ASAN=1 the sanitizer pass, RNNX_SKIP_FUZZ=1 the
+# fuzzing, RNNX_SKIP_TSAN=1 the ThreadSanitizer pass, RNNX_SKIP_PIP_TORCH=1 the Python suites
+# on the current PyTorch from pip (scripts/test-pip-torch.sh). Ends with the time each stage
+# took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
