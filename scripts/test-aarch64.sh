@@ -55,6 +55,8 @@ summary() {
   echo "  total: $SECONDS s (exit $code)"
 }
 trap summary EXIT
+# A stage's function runs where `set -e` does not apply (as the left of ||): each step that
+# can fail says so with `|| return 1`, and the function's last command gives its status.
 stage() {  # stage NAME COMMAND...: runs the command and records how long it took
   local name=$1 start=$SECONDS
   shift
@@ -93,7 +95,9 @@ python_root() {
     return 1
   fi
   local deb
-  for deb in "$pyroot"/apt/cache/archives/*.deb; do dpkg -x "$deb" "$pyroot/sysroot"; done
+  for deb in "$pyroot"/apt/cache/archives/*.deb; do
+    dpkg -x "$deb" "$pyroot/sysroot" || return 1
+  done
   echo "python root: $(ls "$pyroot"/apt/cache/archives/*.deb | wc -l) packages unpacked," \
     "$(du -sh "$pyroot/sysroot" | cut -f1)"
   rm -rf "$pyroot"/apt/cache/archives
@@ -101,11 +105,11 @@ python_root() {
   # What the packages' scripts would have made: the alternatives NumPy loads BLAS and LAPACK
   # through, and Python's pyconfig.h for this architecture where Debian keeps one that picks
   # among all (its #include <aarch64-linux-gnu/...> is outside the include path here).
-  ln -sf blas/libblas.so.3 "$lib"/libblas.so.3
-  ln -sf lapack/liblapack.so.3 "$lib"/liblapack.so.3
+  ln -sf blas/libblas.so.3 "$lib"/libblas.so.3 &&
+    ln -sf lapack/liblapack.so.3 "$lib"/liblapack.so.3 || return 1
   local inc=$pyroot/sysroot/usr/include
   rm -f "$inc"/python3.11/pyconfig.h
-  cp "$inc"/aarch64-linux-gnu/python3.11/pyconfig.h "$inc"/python3.11/pyconfig.h
+  cp "$inc"/aarch64-linux-gnu/python3.11/pyconfig.h "$inc"/python3.11/pyconfig.h || return 1
   cat >"$pyroot/python3.11" <<EOF
 #!/bin/sh
 # Debian's arm64 CPython 3.11 under qemu-aarch64 (scripts/test-aarch64.sh)
@@ -113,7 +117,8 @@ exec qemu-aarch64 -L "$pyroot/sysroot" "$pyroot/sysroot/usr/bin/python3.11" "\$@
 EOF
   chmod +x "$pyroot/python3.11"
   "$pyroot/python3.11" -c "import numpy, pytest, platform, sys
-print('python root:', platform.machine(), 'Python', sys.version.split()[0], 'NumPy', numpy.__version__)"
+print('python root:', platform.machine(), 'Python', sys.version.split()[0], 'NumPy', numpy.__version__)" ||
+    return 1
   echo "${python_packages[*]}" >"$stamp"
 }
 
@@ -140,11 +145,11 @@ configure() {
 
 build_targets() {
   if [ $full -eq 1 ]; then
-    cmake --build "$build" -j "$jobs"  # everything ctest runs
+    cmake --build "$build" -j "$jobs" || return 1  # everything ctest runs
   else
     local targets=(rnnx_tests rnnx_cli)
     [ $python -eq 1 ] && targets+=(rnnx_python)
-    cmake --build "$build" -j "$jobs" --target "${targets[@]}"
+    cmake --build "$build" -j "$jobs" --target "${targets[@]}" || return 1
   fi
   echo "librnnx: $(file -b "$build"/librnnx.so.*.*.* | cut -d, -f1-2)"
   # The command runs there and says what the cpu backend chose.
@@ -153,16 +158,17 @@ build_targets() {
 
 # rnnx_tests under qemu on a --gtest_filter, in $shards processes at once (GoogleTest's shards),
 # each with its own log in $build/test-logs/NAME; prints the counts of all shards together.
+# CpuFeatures.DetectedLevelFollowsTheFeatures checks that the level detected is scalar.
 run_gtest() {
   local name=$1 filter=$2 logs=$build/test-logs/$1
   cmake -DEXE="$exe" "-DEMULATOR=$(IFS='|'; echo "${emulator[*]}")" "-DFILTER=$filter" \
-    -DCHECK_ONLY=1 -P tests/run_filtered.cmake | sed 's/^-- /  /'
+    -DCHECK_ONLY=1 -P tests/run_filtered.cmake | sed 's/^-- /  /' || return 1
   rm -rf "$logs"
   mkdir -p "$logs"
   local i pids=()
   for ((i = 0; i < shards; i++)); do
-    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i "${emulator[@]}" "$exe" \
-      --gtest_filter="$filter" >"$logs/shard$i.log" 2>&1 &
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i RNNX_TEST_EXPECT_ISA=scalar \
+      "${emulator[@]}" "$exe" --gtest_filter="$filter" >"$logs/shard$i.log" 2>&1 &
     pids+=($!)
   done
   local status=0
