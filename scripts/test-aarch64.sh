@@ -103,13 +103,9 @@ python_root() {
   rm -rf "$pyroot"/apt/cache/archives
   local lib=$pyroot/sysroot/usr/lib/aarch64-linux-gnu
   # What the packages' scripts would have made: the alternatives NumPy loads BLAS and LAPACK
-  # through, and Python's pyconfig.h for this architecture where Debian keeps one that picks
-  # among all (its #include <aarch64-linux-gnu/...> is outside the include path here).
+  # through. (Debian's multiarch pyconfig.h, python/CMakeLists.txt deals with.)
   ln -sf blas/libblas.so.3 "$lib"/libblas.so.3 &&
     ln -sf lapack/liblapack.so.3 "$lib"/liblapack.so.3 || return 1
-  local inc=$pyroot/sysroot/usr/include
-  rm -f "$inc"/python3.11/pyconfig.h
-  cp "$inc"/aarch64-linux-gnu/python3.11/pyconfig.h "$inc"/python3.11/pyconfig.h || return 1
   cat >"$pyroot/python3.11" <<EOF
 #!/bin/sh
 # Debian's arm64 CPython 3.11 under qemu-aarch64 (scripts/test-aarch64.sh)

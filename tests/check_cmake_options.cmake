@@ -67,9 +67,15 @@ configure(cuda_off SUCCEED "rnnx: cuda    off \\(RNNX_WITH_CUDA=OFF\\)" -DRNNX_W
 # The Python bindings (RNNX_BUILD_PYTHON): asked for and impossible fails; AUTO skips saying why.
 configure(python_value_unknown FAIL "RNNX_BUILD_PYTHON \\(= \"sometimes\"\\) must be AUTO, ON or OFF"
   -DRNNX_BUILD_PYTHON=sometimes)
-configure(python_required_missing FAIL "RNNX_BUILD_PYTHON=ON: pybind11 not found"
+# A cross build's configures here have no Python of the target (its build names one with
+# Python_EXECUTABLE): what is missing there is the interpreter and headers, found first.
+set(python_missing "pybind11 not found")
+if(TOOLCHAIN)
+  set(python_missing "(pybind11|Python interpreter or headers) not found")
+endif()
+configure(python_required_missing FAIL "RNNX_BUILD_PYTHON=ON: ${python_missing}"
   -DRNNX_BUILD_PYTHON=ON -DCMAKE_DISABLE_FIND_PACKAGE_pybind11=ON)
-configure(python_auto_missing SUCCEED "pybind11 not found.*Python bindings not built \\(RNNX_BUILD_PYTHON=AUTO\\)"
+configure(python_auto_missing SUCCEED "${python_missing}.*Python bindings not built \\(RNNX_BUILD_PYTHON=AUTO\\)"
   -DRNNX_BUILD_PYTHON=AUTO -DCMAKE_DISABLE_FIND_PACKAGE_pybind11=ON)
 configure(python_required_sanitizers FAIL "RNNX_BUILD_PYTHON=ON: the Python bindings cannot be built under sanitizers"
   -DRNNX_BUILD_PYTHON=ON -DRNNX_WITH_SANITIZERS=ON)

@@ -6,7 +6,10 @@
 # packages put the C library and libstdc++ (/usr/aarch64-linux-gnu); qemu reads the
 # dynamic loader and the shared libraries from it too. RNNX_AARCH64_PYTHON_ROOT, when set,
 # is a root holding an aarch64 CPython with its headers (Debian's arm64 packages unpacked
-# by scripts/test-aarch64.sh --python), searched too: the Python bindings' headers.
+# by scripts/test-aarch64.sh), searched too: the Python bindings' headers. The bindings also
+# need Python_EXECUTABLE to name an interpreter of the target (the script's runs Debian's
+# arm64 python3.11 under qemu): FindPython and pybind11 take the extension's suffix from it,
+# and the host's would give x86-64's.
 set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR aarch64)
 
