@@ -93,7 +93,7 @@ TEST(ThreadPool, ThreadCountsArePerThread) {
   std::thread([&] { other = max_threads(); }).join();
   EXPECT_EQ(other, cpu::default_threads()) << "another thread keeps the default";
   {
-    cpu::ThreadScope scope(1);
+    cpu::CallScope scope(1);
     EXPECT_EQ(max_threads(), 1);
   }
   EXPECT_EQ(max_threads(), 3);
@@ -132,6 +132,57 @@ TEST(ThreadPool, ConcurrentCallersShareTheBudgetInsteadOfOversubscribing) {
   EXPECT_LE(cpu::pool_stats().peak_active, budget);
   EXPECT_GT(full_teams.load(), 0);
   EXPECT_EQ(cpu::pool_stats().active, 0);
+}
+
+// Two calls in flight at once (CallScope, as two callers of one plan): each region takes its
+// fair share, ceil(budget / 2) threads, so both run side by side; once one call is over, the
+// other's regions get the whole budget again.
+TEST(ThreadPool, ConcurrentCallsTakeFairSharesOfTheBudget) {
+  const int budget = cpu::default_threads();
+  if (budget < 2) GTEST_SKIP() << "one CPU: nothing to share";
+  const int share = (budget + 1) / 2;
+  std::atomic<int> entered{0}, finished{0}, largest{0}, calls_seen{0};
+  const auto caller = [&] {
+    cpu::CallScope call(0);
+    ++entered;
+    while (entered.load() < 2) std::this_thread::yield();  // both calls in flight from here
+    calls_seen = cpu::pool_stats().calls;
+    for (int region = 0; region < 100; ++region) {
+      parallel_region(budget, [&](int th, int n) {
+        if (th == 0) {
+          int seen = largest.load();
+          while (n > seen && !largest.compare_exchange_weak(seen, n)) {
+          }
+        }
+        volatile double sink = 0;
+        for (int i = 0; i < 2000; ++i) sink = sink + i;
+      });
+    }
+    ++finished;
+    while (finished.load() < 2) std::this_thread::yield();  // ... to here
+  };
+  std::thread a(caller), b(caller);
+  a.join();
+  b.join();
+  EXPECT_EQ(calls_seen.load(), 2);
+  EXPECT_GE(largest.load(), 1);
+  EXPECT_LE(largest.load(), share) << "a region took more than its share while two calls ran";
+  EXPECT_EQ(cpu::pool_stats().calls, 0);
+  // Alone again: the whole budget.
+  cpu::CallScope alone(0);
+  int team = 0;
+  parallel_region(budget, [&](int th, int n) {
+    if (th == 0) team = n;
+  });
+  EXPECT_EQ(team, budget);
+}
+
+// A call inside a call (a wrapper backend's CallScope around the inner backend's) counts once:
+// a lone caller keeps the whole budget.
+TEST(ThreadPool, NestedCallScopesCountOnce) {
+  cpu::CallScope outer(0);
+  cpu::CallScope inner(0);
+  EXPECT_EQ(cpu::pool_stats().calls, 1);
 }
 
 }  // namespace

@@ -671,11 +671,12 @@ PYBIND11_MODULE(_rnnx, m) {
         d["workers"] = s.workers;
         d["running"] = s.running;
         d["peak_running"] = s.peak_running;
+        d["calls_in_flight"] = s.calls_in_flight;
         return d;
       },
       "reset_peak"_a = false,
       "rnnx's thread pool: workers started, threads running now, most at once (since the last "
-      "reset_peak=True).");
+      "reset_peak=True), calls in flight now.");
   m.def("build_info", [] {
     const rnnx::BuildInfo b = rnnx::build_info();
     py::dict d;

@@ -105,6 +105,7 @@ def test_two_python_threads_on_one_module_do_not_oversubscribe(torch_threads):
     assert stats["peak_running"] <= BUDGET, stats
     assert stats["peak_running"] >= 2, stats  # and the calls did use threads
     assert stats["running"] == 0, stats
+    assert stats["calls_in_flight"] == 0, stats  # every call counted out again
 
 
 def test_thread_count_is_per_python_thread():

@@ -138,7 +138,7 @@ std::vector<Algo> neighbours(const AlgoSpace& space, const Algo& from) {
 template <typename T>
 std::optional<Algo> search(const PlanContext& ctx, const AlgoSpace& space) {
   const double spread_limit = core::interference_spread();
-  cpu::ThreadScope threads(ctx.options.num_threads);
+  cpu::CallScope call(ctx.options.num_threads);
   std::vector<std::unique_ptr<Sized<T>>> sized;
   size_t reserve = 0, workspace = 0;
   for (const Algo& a : space.candidates) {

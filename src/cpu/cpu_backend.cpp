@@ -39,11 +39,11 @@ class CpuBackend final : public BackendImpl {
 
   // Each call runs on the plan's thread count (PlanOptions::num_threads).
   void forward(const ForwardArgs& args, void* workspace) override {
-    cpu::ThreadScope threads(ctx_.options.num_threads);
+    cpu::CallScope call(ctx_.options.num_threads);
     cpu::run_forward<T>(problem_, args, workspace);
   }
   void backward(const BackwardArgs& args, void* workspace, uint64_t dropout_counter) override {
-    cpu::ThreadScope threads(ctx_.options.num_threads);
+    cpu::CallScope call(ctx_.options.num_threads);
     cpu::run_backward<T>(problem_, args, workspace, dropout_counter);
   }
 
@@ -91,7 +91,7 @@ int max_threads() {
 ThreadStats thread_stats(bool reset_peak) {
   const cpu::PoolStats s = cpu::pool_stats();
   if (reset_peak) cpu::reset_pool_peak();
-  return {s.workers, s.active, s.peak_active};
+  return {s.workers, s.active, s.peak_active, s.calls};
 }
 
 void set_num_threads(int n) {

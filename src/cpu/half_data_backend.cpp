@@ -105,7 +105,7 @@ class HalfDataBackend final : public BackendImpl {
   size_t reserve_size() const override { return inner_->reserve_size(); }
 
   void forward(const ForwardArgs& a, void* workspace) override {
-    cpu::ThreadScope threads(ctx_.options.num_threads);
+    cpu::CallScope call(ctx_.options.num_threads);
     char* base = static_cast<char*>(workspace);
     Copies k;
     carve_forward(base + align_up(inner_->forward_workspace_size(a.training)), &k);
@@ -128,7 +128,7 @@ class HalfDataBackend final : public BackendImpl {
   }
 
   void backward(const BackwardArgs& a, void* workspace, uint64_t dropout_counter) override {
-    cpu::ThreadScope threads(ctx_.options.num_threads);
+    cpu::CallScope call(ctx_.options.num_threads);
     char* base = static_cast<char*>(workspace);
     Copies k;
     carve_backward(base + align_up(inner_->backward_workspace_size()), &k);

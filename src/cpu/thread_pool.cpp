@@ -26,6 +26,8 @@ namespace {
 // The calling thread's setting (0: the default), and whether it runs a share of a region.
 thread_local int t_thread_count = 0;
 thread_local bool t_in_region = false;
+// Whether the calling thread is inside a CallScope (an inner one does not count again).
+thread_local bool t_in_call = false;
 
 int parse_positive(const char* v) {
   if (v == nullptr) return 0;
@@ -120,6 +122,15 @@ struct Pool {
   std::vector<Worker*> idle;
   int budget = default_threads();
   int active = 0, peak = 0;
+  int calls = 0;  // CallScopes in flight
+
+  // Under mu. The most threads a region asking for `want` may run on now: the whole budget
+  // (or `want`, above it) for a call alone; with k calls in flight, ceil(budget / k) each, at
+  // least the caller.
+  int share(int want) const {
+    if (calls <= 1) return std::max(budget, want);
+    return std::max(1, (budget + calls - 1) / calls);
+  }
 
   // Under mu. Throws (std::bad_alloc, std::system_error) when no worker can be started,
   // leaving the pool as it was.
@@ -177,18 +188,33 @@ void set_thread_count(int n) {
   t_thread_count = n > 0 ? n : 0;
 }
 
-ThreadScope::ThreadScope(int n) : saved_(t_thread_count), active_(n > 0) {
+CallScope::CallScope(int n) : saved_(t_thread_count), active_(n > 0), counted_(!t_in_call) {
   if (active_) t_thread_count = n;
+  if (counted_) {
+    t_in_call = true;
+    Pool& p = pool();
+    std::lock_guard<std::mutex> lock(p.mu);
+    ++p.calls;
+  }
 }
 
-ThreadScope::~ThreadScope() {
+CallScope::~CallScope() {
   if (active_) t_thread_count = saved_;
+  if (counted_) {
+    t_in_call = false;
+    Pool& p = pool();
+    {
+      std::lock_guard<std::mutex> lock(p.mu);
+      --p.calls;
+    }
+    p.slot_freed.notify_all();  // a waiting region's share may have grown
+  }
 }
 
 PoolStats pool_stats() {
   Pool& p = pool();
   std::lock_guard<std::mutex> lock(p.mu);
-  return {static_cast<int>(p.workers.size()), p.active, p.peak};
+  return {static_cast<int>(p.workers.size()), p.active, p.peak, p.calls};
 }
 
 void reset_pool_peak() {
@@ -208,11 +234,12 @@ void run_team(int want, TeamFn fn, const void* body) {
   want = std::min(want, kMaxTeam);
   {
     std::unique_lock<std::mutex> lock(p.mu);
-    // A caller alone may exceed the budget by its own request; otherwise it waits for a slot
-    // (slot holders never wait: nothing nests inside a region).
-    const int limit = std::max(p.budget, want);
-    p.slot_freed.wait(lock, [&] { return p.active < limit; });
-    const int asked = std::min(want - 1, limit - p.active - 1);
+    // A call alone may exceed the budget by its own request; otherwise a region waits for a
+    // slot (slot holders never wait: nothing nests inside a region), then takes its share of
+    // what is free.
+    const auto limit = [&] { return p.calls <= 1 ? std::max(p.budget, want) : p.budget; };
+    p.slot_freed.wait(lock, [&] { return p.active < limit(); });
+    const int asked = std::min({want, limit() - p.active, p.share(want)}) - 1;
     try {
       for (; helpers < asked; ++helpers) team[static_cast<size_t>(helpers)] = p.take_idle();
     } catch (...) {

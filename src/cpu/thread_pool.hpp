@@ -7,9 +7,12 @@
 // The pool never oversubscribes the machine on its own: a region's threads come out of a
 // process-wide budget (default_threads(), the CPUs this process may run on); a region that
 // finds the budget spent waits for a slot, then takes what is free, so two callers of
-// 2-thread regions on 2 cores run one after the other instead of 4 threads on 2 cores
-// fighting at every per-step barrier. A caller that asks for more threads than the budget
-// gets them when it is alone.
+// 2-thread regions on 2 cores never run 4 threads fighting at every per-step barrier. And
+// concurrent calls share the budget fairly: while k calls (CallScope) are in flight, a region
+// takes at most ceil(budget / k) threads, so two calls on 2 cores run side by side on one
+// thread each (as two single-threaded calls would) instead of taking turns with the whole
+// budget, each waiting out the other's regions. A call alone gets the whole budget, or more
+// by its own request.
 #pragma once
 
 #include <algorithm>
@@ -22,7 +25,7 @@ namespace rnnx::cpu {
 int default_threads();
 
 // The calling thread's thread count: 1 inside a parallel region, else its own setting
-// (ThreadScope, rnnx::set_num_threads), else default_threads().
+// (CallScope, rnnx::set_num_threads), else default_threads().
 int max_threads();
 
 // Whether the calling thread runs a share of a parallel region of two threads or more.
@@ -31,26 +34,31 @@ bool in_parallel();
 // The calling thread's own setting: n > 0 sets it, 0 goes back to the default.
 void set_thread_count(int n);
 
-// Sets the calling thread's thread count for a scope (a plan's num_threads for one call, or
-// for the search that measures its algorithms) and restores it after. n <= 0 changes nothing.
-class ThreadScope {
+// One call of the backend (a forward, a backward, the search that measures a plan's
+// algorithms): sets the calling thread's thread count for the call (a plan's num_threads;
+// n <= 0 changes nothing) and restores it after, and counts the call among those in flight,
+// whose regions share the budget. A call inside a call (a wrapper backend's) counts once.
+class CallScope {
  public:
-  explicit ThreadScope(int n);
-  ~ThreadScope();
-  ThreadScope(const ThreadScope&) = delete;
-  ThreadScope& operator=(const ThreadScope&) = delete;
+  explicit CallScope(int n);
+  ~CallScope();
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
 
  private:
   int saved_;
   bool active_;
+  bool counted_;
 };
 
 // What the pool has done, for tests and `rnnx info`: workers ever started, the threads
-// running regions now, and the most that ever ran at once (callers and workers).
+// running regions now, and the most that ever ran at once (callers and workers), and the
+// calls in flight now.
 struct PoolStats {
   int workers = 0;
   int active = 0;
   int peak_active = 0;
+  int calls = 0;
 };
 PoolStats pool_stats();
 // Sets the peak back to the threads running now.
