@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <mutex>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -183,6 +185,24 @@ TEST(ThreadPool, NestedCallScopesCountOnce) {
   cpu::CallScope outer(0);
   cpu::CallScope inner(0);
   EXPECT_EQ(cpu::pool_stats().calls, 1);
+}
+
+// OMP_NUM_THREADS that is no thread count (run by the thread_env_invalid entry, which sets it
+// to "two"): the default is the CPUs this process may run on, and stderr says so once, naming
+// the value.
+TEST(ThreadPoolEnv, UnusableOmpNumThreadsIsReportedAndIgnored) {
+  const char* v = std::getenv("OMP_NUM_THREADS");
+  if (v == nullptr || std::string(v) != "two")
+    GTEST_SKIP() << "needs OMP_NUM_THREADS=two (ctest thread_env_invalid)";
+  testing::internal::CaptureStderr();
+  const int n = cpu::default_threads();
+  const std::string said = testing::internal::GetCapturedStderr();
+  EXPECT_GE(n, 1);
+  EXPECT_NE(said.find("OMP_NUM_THREADS (= \"two\")"), std::string::npos) << said;
+  EXPECT_NE(said.find("using the " + std::to_string(n) + " CPUs"), std::string::npos) << said;
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(cpu::default_threads(), n);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "") << "said once";
 }
 
 }  // namespace

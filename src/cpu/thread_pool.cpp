@@ -8,6 +8,7 @@
 #include <array>
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <memory>
@@ -169,8 +170,19 @@ Pool& pool() {
 
 int default_threads() {
   static const int n = [] {
-    const int env = parse_positive(std::getenv("OMP_NUM_THREADS"));
-    return env > 0 ? env : cpus_available();
+    const char* v = std::getenv("OMP_NUM_THREADS");
+    const int env = parse_positive(v);
+    if (env > 0) return env;
+    const int cpus = cpus_available();
+    // Set but unusable: said once on stderr, as OpenMP runtimes do (the variable is shared
+    // with them, so refusing every call over it would stop programs that run fine).
+    if (v != nullptr && *v != '\0') {
+      std::fprintf(stderr,
+                   "rnnx: OMP_NUM_THREADS (= \"%s\") is not a thread count from 1 to 4096 (or a "
+                   "list starting with one); using the %d CPUs this process may run on\n",
+                   v, cpus);
+    }
+    return cpus;
   }();
   return n;
 }
