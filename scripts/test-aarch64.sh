@@ -46,27 +46,8 @@ kernel_suites="CpuKernels.*:Isas/PerIsa.*:CpuIsa.*:CpuFeatures.*:ThreadPool.*:*P
 kernel_suites+=":PlainGemm.*:ColumnSums.*:PeepholeGrad.*:*CellMath*"
 kernel_suites+=":*CpuVsReference*:*/Invariants.*:*Determinism*-*_medium*:*Medium*"
 
-stages=()
-summary() {
-  local code=$?
-  echo
-  echo "test-aarch64.sh: time per stage"
-  for s in "${stages[@]}"; do echo "  $s"; done
-  echo "  total: $SECONDS s (exit $code)"
-}
-trap summary EXIT
-# A stage's function runs where `set -e` does not apply (as the left of ||): each step that
-# can fail says so with `|| return 1`, and the function's last command gives its status.
-stage() {  # stage NAME COMMAND...: runs the command and records how long it took
-  local name=$1 start=$SECONDS
-  shift
-  echo "test-aarch64.sh: == $name"
-  local status=0
-  "$@" || status=$?
-  stages+=("$(printf '%-44s %5d s%s' "$name" $((SECONDS - start)) \
-    "$([ $status -eq 0 ] || echo "  FAILED (exit $status)")")")
-  return $status
-}
+stages_script=test-aarch64.sh stages_width=44
+source scripts/stages.sh
 
 # Debian's arm64 CPython, NumPy and pytest (with libstdc++ for librnnx) unpacked into
 # $pyroot/sysroot, their headers there for the build, and $pyroot/python3.11, which runs that

@@ -22,25 +22,8 @@ jobs=$(nproc)
 # Passive waiting (which rnnx's pool honours too) changes timing only, not results.
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 
-stages=()
-summary() {
-  local code=$?
-  echo
-  echo "test.sh: time per stage"
-  for s in "${stages[@]}"; do echo "  $s"; done
-  echo "  total: $SECONDS s (exit $code)"
-}
-trap summary EXIT
-stage() {  # stage NAME COMMAND...: runs the command and records how long it took
-  local name=$1 start=$SECONDS
-  shift
-  echo "test.sh: == $name"
-  local status=0
-  "$@" || status=$?
-  stages+=("$(printf '%-34s %5d s%s' "$name" $((SECONDS - start)) \
-    "$([ $status -eq 0 ] || echo "  FAILED (exit $status)")")")
-  return $status
-}
+stages_script=test.sh stages_width=34
+source scripts/stages.sh
 
 stage "install dependencies" ./scripts/install-deps.sh
 stage "format (clang-format 14)" ./scripts/check-format.sh
