@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "core/cell_math.hpp"
+#include "cpu/step_kernel_list.hpp"
 #include "rnnx/config.hpp"
 
 namespace rnnx::cpu {
@@ -119,19 +120,6 @@ struct GruOrigForward {
   int64_t ld_y = 0;
 };
 
-template <typename T>
-void rnn_forward(const StepKernels<T>& s, const RnnForward<T>& k);
-template <typename T>
-void lstm_forward(const StepKernels<T>& s, const LstmForward<T>& k);
-template <typename T>
-void proj_forward(const StepKernels<T>& s, const ProjForward<T>& k);
-template <typename T>
-void gru_forward(const StepKernels<T>& s, const GruForward<T>& k);
-template <typename T>
-void gru_orig_gates_forward(const StepKernels<T>& s, const GruOrigGatesForward<T>& k);
-template <typename T>
-void gru_orig_forward(const StepKernels<T>& s, const GruOrigForward<T>& k);
-
 // ---- backward ----
 // dh is the state gradient arriving from the step after; dy (optional, row stride ld_dy)
 // the gradient of this step's output. Their sum is dL/dh_t.
@@ -211,17 +199,12 @@ struct GruOrigBackwardR {
   T* dh = nullptr;
 };
 
-template <typename T>
-void rnn_backward(const StepKernels<T>& s, const RnnBackward<T>& k);
-template <typename T>
-void proj_backward(const StepKernels<T>& s, const ProjBackward<T>& k);
-template <typename T>
-void lstm_backward(const StepKernels<T>& s, const LstmBackward<T>& k);
-template <typename T>
-void gru_backward(const StepKernels<T>& s, const GruBackward<T>& k);
-template <typename T>
-void gru_orig_backward_n(const StepKernels<T>& s, const GruOrigBackwardN<T>& k);
-template <typename T>
-void gru_orig_backward_r(const StepKernels<T>& s, const GruOrigBackwardR<T>& k);
+// The threaded entry points, one per kernel of step_kernel_list.hpp: name(table, args) runs
+// the table's kernel over the step's rows x cells, serially or split over threads.
+#define RNNX_DECLARE(name, Args, cells, cost, extended) \
+  template <typename T>                                 \
+  void name(const StepKernels<T>& s, const Args<T>& k);
+RNNX_STEP_KERNELS(RNNX_DECLARE)
+#undef RNNX_DECLARE
 
 }  // namespace rnnx::cpu

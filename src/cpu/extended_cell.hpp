@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "cpu/cell_kernels.hpp"
+#include "cpu/step_kernel_list.hpp"
 #include "rnnx/config.hpp"
 
 namespace rnnx::cpu {
@@ -33,39 +34,14 @@ struct ExtendedCell {
   T* pre = nullptr;
 };
 
-// Forward: as the fast kernels, but `gates` (RNN: ExtendedCell::pre) returns pre-activations.
-template <typename T>
-void extended_rnn_forward(const StepKernels<T>& s, const RnnForward<T>& k,
-                          const ExtendedCell<T>& o);
-template <typename T>
-void extended_lstm_forward(const StepKernels<T>& s, const LstmForward<T>& k,
-                           const ExtendedCell<T>& o);
-template <typename T>
-void extended_gru_forward(const StepKernels<T>& s, const GruForward<T>& k,
-                          const ExtendedCell<T>& o);
-template <typename T>
-void extended_gru_orig_gates_forward(const StepKernels<T>& s, const GruOrigGatesForward<T>& k,
-                                     const ExtendedCell<T>& o);
-template <typename T>
-void extended_gru_orig_forward(const StepKernels<T>& s, const GruOrigForward<T>& k,
-                               const ExtendedCell<T>& o);
-
-// Backward: as the fast kernels, reading pre-activations where they read activated gates
-// (RNN: ExtendedCell::pre instead of h).
-template <typename T>
-void extended_rnn_backward(const StepKernels<T>& s, const RnnBackward<T>& k,
-                           const ExtendedCell<T>& o);
-template <typename T>
-void extended_lstm_backward(const StepKernels<T>& s, const LstmBackward<T>& k,
-                            const ExtendedCell<T>& o);
-template <typename T>
-void extended_gru_backward(const StepKernels<T>& s, const GruBackward<T>& k,
-                           const ExtendedCell<T>& o);
-template <typename T>
-void extended_gru_orig_backward_n(const StepKernels<T>& s, const GruOrigBackwardN<T>& k,
-                                  const ExtendedCell<T>& o);
-template <typename T>
-void extended_gru_orig_backward_r(const StepKernels<T>& s, const GruOrigBackwardR<T>& k,
-                                  const ExtendedCell<T>& o);
+// extended_<name>(table, args, options) for each kernel of step_kernel_list.hpp with an
+// extended variant. Forward: as the fast kernels, but `gates` (RNN: ExtendedCell::pre)
+// returns pre-activations. Backward: as the fast kernels, reading pre-activations where they
+// read activated gates (RNN: ExtendedCell::pre instead of h).
+#define RNNX_DECLARE(name, Args, cells, cost, extended)           \
+  RNNX_WHEN(extended, template <typename T> void extended_##name( \
+                          const StepKernels<T>& s, const Args<T>& k, const ExtendedCell<T>& o);)
+RNNX_STEP_KERNELS(RNNX_DECLARE)
+#undef RNNX_DECLARE
 
 }  // namespace rnnx::cpu

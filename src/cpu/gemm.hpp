@@ -79,7 +79,7 @@ struct GemmRoute {
 // op(A) is [M, K], op(B) is [K, N], C is [M, N]; leading dimensions are row strides, on the
 // route's unpacked engine (library or plain; a packed route runs plain). Empty problems (M or
 // N = 0) do nothing; K = 0 gives C = beta * C, so beta = 0 zeroes C (weight gradients of a
-// layer without tokens). The engines thread internally outside OpenMP parallel regions.
+// layer without tokens). The engines thread internally outside parallel regions.
 // Throws rnnx::Error(internal) if a library refuses.
 template <typename T>
 void gemm(GemmRoute route, Op trans_a, Op trans_b, int64_t M, int64_t N, int64_t K, T alpha,

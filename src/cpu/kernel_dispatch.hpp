@@ -3,7 +3,7 @@
 // (src/cpu/kernels/{scalar,avx2,avx512}.cpp) compiled with that ISA's flags; every entry
 // computes one tile of a step (rows [r0, r1) and, within them, the cells [j0, j1) of the
 // H or P columns) serially, so the caller decides the threading (cell_kernels.cpp splits
-// a step over OpenMP threads; a caller already inside a parallel region may hand out tiles
+// a step over the pool's threads; a caller already inside a parallel region may hand out tiles
 // itself). An element's result does not depend on the tiling or on its position in a
 // vector: tails run the same vector code with masked loads and stores.
 //
@@ -18,6 +18,7 @@
 #include "cpu/cell_kernels.hpp"
 #include "cpu/extended_cell.hpp"
 #include "cpu/isa.hpp"
+#include "cpu/step_kernel_list.hpp"
 
 namespace rnnx::cpu {
 
@@ -32,31 +33,15 @@ struct StepKernels {
   int vector_width;  // elements of T per vector; tiles split at multiples of it run fastest
   int cost_scale;    // time per element relative to the avx512 float32 kernels (threading)
 
-  void (*rnn_forward)(const RnnForward<T>&, Tile);
-  void (*lstm_forward)(const LstmForward<T>&, Tile);
-  void (*proj_forward)(const ProjForward<T>&, Tile);  // cells = P
-  void (*gru_forward)(const GruForward<T>&, Tile);
-  void (*gru_orig_gates_forward)(const GruOrigGatesForward<T>&, Tile);
-  void (*gru_orig_forward)(const GruOrigForward<T>&, Tile);
-  void (*rnn_backward)(const RnnBackward<T>&, Tile);
-  void (*proj_backward)(const ProjBackward<T>&, Tile);  // cells = P
-  void (*lstm_backward)(const LstmBackward<T>&, Tile);
-  void (*gru_backward)(const GruBackward<T>&, Tile);
-  void (*gru_orig_backward_n)(const GruOrigBackwardN<T>&, Tile);
-  void (*gru_orig_backward_r)(const GruOrigBackwardR<T>&, Tile);
-
-  // The extended cells' kernels (ONNX's cell options, extended_cell.hpp), on the same tiles.
-  void (*extended_rnn_forward)(const RnnForward<T>&, const ExtendedCell<T>&, Tile);
-  void (*extended_lstm_forward)(const LstmForward<T>&, const ExtendedCell<T>&, Tile);
-  void (*extended_gru_forward)(const GruForward<T>&, const ExtendedCell<T>&, Tile);
-  void (*extended_gru_orig_gates_forward)(const GruOrigGatesForward<T>&, const ExtendedCell<T>&,
-                                          Tile);
-  void (*extended_gru_orig_forward)(const GruOrigForward<T>&, const ExtendedCell<T>&, Tile);
-  void (*extended_rnn_backward)(const RnnBackward<T>&, const ExtendedCell<T>&, Tile);
-  void (*extended_lstm_backward)(const LstmBackward<T>&, const ExtendedCell<T>&, Tile);
-  void (*extended_gru_backward)(const GruBackward<T>&, const ExtendedCell<T>&, Tile);
-  void (*extended_gru_orig_backward_n)(const GruOrigBackwardN<T>&, const ExtendedCell<T>&, Tile);
-  void (*extended_gru_orig_backward_r)(const GruOrigBackwardR<T>&, const ExtendedCell<T>&, Tile);
+  // One entry per kernel of step_kernel_list.hpp, in its order: the fast kernels, then the
+  // extended cells' (ONNX's cell options, extended_cell.hpp) on the same tiles.
+#define RNNX_ENTRY(name, Args, cells, cost, extended) void (*name)(const Args<T>&, Tile);
+  RNNX_STEP_KERNELS(RNNX_ENTRY)
+#undef RNNX_ENTRY
+#define RNNX_ENTRY(name, Args, cells, cost, extended) \
+  RNNX_WHEN(extended, void (*extended_##name)(const Args<T>&, const ExtendedCell<T>&, Tile);)
+  RNNX_STEP_KERNELS(RNNX_ENTRY)
+#undef RNNX_ENTRY
 
   // The activations over n contiguous values (y may equal x), as the kernels compute
   // them; for tests and for other element-wise code.

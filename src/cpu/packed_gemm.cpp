@@ -1,6 +1,6 @@
 // Threading and dispatch of the packed GEMM (packed_gemm.hpp): a static split of B's panels
-// over the OpenMP threads, the same for packing and for every product, so that each
-// thread's part of the weights stays in its own core's cache across time steps.
+// over the pool's threads (thread_pool.hpp), the same for packing and for every product, so that
+// each thread's part of the weights stays in its own core's cache across time steps.
 #include "cpu/packed_gemm.hpp"
 
 #include <algorithm>
@@ -23,7 +23,7 @@ int64_t panels_of(int64_t N) {
 }
 
 // Threads for work split over `panels` panels: 1 inside a parallel region (the caller owns
-// the threads) or for small work, else the OpenMP team, at most one per panel.
+// the threads) or for small work, else a team of the pool, at most one per panel.
 int team_size(int64_t panels, double flops) {
   const int n = max_threads();  // 1 inside a region
   if (n <= 1 || panels < 2 || flops < kMinParallelFlops) return 1;

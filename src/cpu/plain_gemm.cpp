@@ -1,5 +1,5 @@
 // Threading and dispatch of the plain GEMM (plain_gemm.hpp): C cut into tiles of
-// kPlainTileRows x kPlainTileCols, a static share of them per OpenMP thread, each tile
+// kPlainTileRows x kPlainTileCols, a static share of them per thread of the pool, each tile
 // computed whole by the kernels of the plan's ISA level (plain_gemm_kernels.hpp). The tiles
 // never depend on the thread count, so neither do the results.
 #include "cpu/plain_gemm.hpp"

@@ -1,7 +1,7 @@
 // core::gather_rows and core::scatter_rows (the caller's layout <-> packed sorted rows), and
-// dropout on the packed rows, with the time steps split over the OpenMP threads: the same
+// dropout on the packed rows, with the time steps split over the pool's threads: the same
 // maps and the same results, for the work that would otherwise be the serial part of a
-// multi-threaded call. (OpenMP is the cpu backend's: core's pieces are one step each.)
+// multi-threaded call. (The threads are the cpu backend's: core's pieces are one step each.)
 #pragma once
 
 #include <cstdint>
@@ -17,7 +17,7 @@ void gather_rows_parallel(const SequenceShape& shape, const core::Schedule& s, c
 template <typename T>
 void scatter_rows_parallel(const SequenceShape& shape, const core::Schedule& s, const T* src,
                            T* dst, int64_t width, T fill);
-// core::dropout_apply_step_rows over every step, the steps split over the OpenMP threads.
+// core::dropout_apply_step_rows over every step, the steps split over the pool's threads.
 template <typename T>
 void dropout_rows_parallel(const core::DropoutKey& key, const core::Schedule& s, int64_t width,
                            T* rows);

@@ -52,29 +52,14 @@ constexpr StepKernels<typename V::S> step_table(const char* isa, int cost_scale)
       isa,
       V::W,
       cost_scale,
-      &rnn_forward_tile<V>,
-      &lstm_forward_tile<V>,
-      &proj_forward_tile<V>,
-      &gru_forward_tile<V>,
-      &gru_orig_gates_forward_tile<V>,
-      &gru_orig_forward_tile<V>,
-      &rnn_backward_tile<V>,
-      &proj_backward_tile<V>,
-      &lstm_backward_tile<V>,
-      &gru_backward_tile<V>,
-      &gru_orig_backward_n_tile<V>,
-      &gru_orig_backward_r_tile<V>,
-      &extended_rnn_forward_tile<V>,
-      &extended_lstm_forward_tile<V>,
-      &extended_gru_forward_tile<V>,
-      &extended_gru_orig_gates_forward_tile<V>,
-      &extended_gru_orig_forward_tile<V>,
-      &extended_rnn_backward_tile<V>,
-      &extended_lstm_backward_tile<V>,
-      &extended_gru_backward_tile<V>,
-      &extended_gru_orig_backward_n_tile<V>,
-      &extended_gru_orig_backward_r_tile<V>,
-      &apply_activation<V, &V::exp>,
+#define RNNX_ENTRY(name, Args, cells, cost, extended) &name##_tile<V>,
+      RNNX_STEP_KERNELS(RNNX_ENTRY)
+#undef RNNX_ENTRY
+#define RNNX_ENTRY(name, Args, cells, cost, extended) \
+  RNNX_WHEN(extended, &extended_##name##_tile<V>, )
+              RNNX_STEP_KERNELS(RNNX_ENTRY)
+#undef RNNX_ENTRY
+          & apply_activation<V, &V::exp>,
       &apply_activation<V, &V::sigmoid>,
       &apply_activation<V, &V::tanh>,
       &activate_array<V>,
