@@ -208,6 +208,28 @@ def _reserve_tensor(engine, nbytes, device):
     return tensor
 
 
+def _storage_bytes(t):
+    # untyped_storage() from PyTorch 2.0 on; 1.13 has storage() (TypedStorage) only.
+    return (t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()).nbytes()
+
+
+def flat_view(weights, params, numel):
+    """The buffer the weights are views of when they lie there in rnnx's layout, in order (a
+    module's flattened parameters, or tensors that load_state_dict(assign=True) took from a
+    saved module), as a tensor of `numel` elements over it: nothing copied. Else None."""
+    w0 = weights[0]
+    # Every weight at its place after the first, and the whole range inside the first's
+    # storage (so the view below is of memory that storage owns).
+    itemsize = w0.element_size()
+    base = w0.data_ptr() - params[0].offset * itemsize
+    start = w0.storage_offset() - params[0].offset
+    if (start >= 0 and all(w.data_ptr() == base + p.offset * itemsize and w.is_contiguous()
+                           for w, p in zip(weights, params))
+            and _storage_bytes(w0) >= (start + numel) * itemsize):
+        return torch.as_strided(w0.detach(), (numel,), (1,), start)
+    return None
+
+
 def _flat_weights(plan, info, weights, dtype, device):
     """The weights as one tensor in rnnx's layout: the buffer they are views of when they
     lie there in order (a module's flattened parameters), else a gathered copy."""
@@ -217,15 +239,9 @@ def _flat_weights(plan, info, weights, dtype, device):
                                f"has {len(params)}")
     w0 = weights[0]
     if w0.device == device and w0.dtype == dtype:
-        # Every weight at its place after the first, and the whole range inside the first's
-        # storage (so the view below is of memory that storage owns).
-        itemsize = w0.element_size()
-        base = w0.data_ptr() - params[0].offset * itemsize
-        start = w0.storage_offset() - params[0].offset
-        if (start >= 0 and all(w.data_ptr() == base + p.offset * itemsize and w.is_contiguous()
-                               for w, p in zip(weights, params))
-                and w0.untyped_storage().nbytes() >= (start + plan.weights_numel) * itemsize):
-            return torch.as_strided(w0.detach(), (plan.weights_numel,), (1,), start)
+        view = flat_view(weights, params, plan.weights_numel)
+        if view is not None:
+            return view
     flat = torch.empty(plan.weights_numel, dtype=dtype, device=device)
     for w, p in zip(weights, params):
         flat[p.offset:p.offset + p.numel].copy_(w.detach().reshape(-1))

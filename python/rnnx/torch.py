@@ -280,22 +280,37 @@ class _RnnxModule:
                 or not all(isinstance(w, torch.nn.Parameter) for w in weights)):
             self._rnnx_flat = None
             return
-        dtype = weights[0].dtype
-        if (dtype not in _DTYPES
-                or any(w.dtype != dtype or w.device.type != "cpu" or w.is_shared() for w in weights)):
+        dtype, device = weights[0].dtype, weights[0].device
+        # The CPU, where rnnx runs on the flat buffer, and the meta device, so that a module
+        # built there (then to_empty, or load_state_dict(assign=True)) has the same
+        # parameters, views of one buffer at the same offsets, as one built on the CPU.
+        if (dtype not in _DTYPES or device.type not in ("cpu", "meta")
+                or any(w.dtype != dtype or w.device != device or w.is_shared() for w in weights)):
             self._rnnx_flat = None
             return
         _, _, params = self._rnnx_config(dtype, 0.0)
-        if self._rnnx_aliased(weights, params):
+        if device.type == "cpu" and self._rnnx_aliased(weights, params):
             return
-        flat = torch.empty(sum(p.numel for p in params), dtype=dtype)
-        with torch.no_grad():
-            for w, p in zip(weights, params):
-                view = flat[p.offset:p.offset + p.numel].view(w.shape)
-                view.copy_(w)
-                w.data = view
+        total = sum(p.numel for p in params)
+        # Parameters that already are views of one buffer in the layout (taken by
+        # load_state_dict(assign=True) from a saved module) keep it: nothing is copied.
+        flat = _torch_ops.flat_view(weights, params, total) if device.type == "cpu" else None
+        if flat is None:
+            flat = torch.empty(total, dtype=dtype, device=device)
+            with torch.no_grad():
+                for w, p in zip(weights, params):
+                    view = flat[p.offset:p.offset + p.numel].view(w.shape)
+                    view.copy_(w)
+                    w.data = view
         self._rnnx_flat = flat
         self._rnnx_flat_members = tuple(weights)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        # load_state_dict(assign=True) puts the given tensors in place of the parameters:
+        # back to one flat buffer, as after construction.
+        self._flat_weights = [getattr(self, n) for n in self._flat_weights_names]
+        self.flatten_parameters()
 
     def __prepare_scriptable__(self):
         # torch.jit.script would compile forward's Python (NumPy calls, the plan cache)

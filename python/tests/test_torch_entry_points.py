@@ -146,6 +146,50 @@ def test_load_state_dict_assign_and_meta_init():
     assert_near(ours(x)[0], ref(x)[0], tol(), "y after an in-place edit of an assigned weight")
 
 
+def _offsets(m):
+    return [p.storage_offset() for p in m.parameters()]
+
+
+def _one_storage(m):
+    """Whether every parameter is a view of the module's flat buffer."""
+    flat = m._rnnx_flat
+    base, size = flat.data_ptr(), flat.element_size()
+    return all(flat.data_ptr() <= p.data_ptr() < base + flat.numel() * size
+               for p in m.parameters())
+
+
+@pytest.mark.parametrize("cls", [rt.RNN, rt.GRU, rt.LSTM])
+def test_meta_construction_has_the_cpu_layout(cls):
+    """Built on the meta device, the parameters are views of one flat buffer at the offsets a
+    CPU construction gives (pytorch's test_device_ctx_init compares the two)."""
+    cpu = cls(2, 2, num_layers=2)
+    meta = cls(2, 2, num_layers=2, device="meta")
+    assert all(p.device.type == "meta" for p in meta.parameters())
+    assert _offsets(meta) == _offsets(cpu) != [0] * len(_offsets(cpu))
+    assert meta._rnnx_flat is not None and meta._rnnx_flat.device.type == "meta"
+    empty = meta.to_empty(device="cpu")
+    assert _offsets(empty) == _offsets(cpu) and _one_storage(empty)
+
+
+def test_assign_keeps_a_saved_modules_buffer():
+    """load_state_dict(assign=True) from an rnnx module's state dict (views of its flat
+    buffer, as torch.save keeps them) adopts that buffer: nothing copied. From torch.nn's
+    (separate tensors) the parameters are gathered into a new flat buffer."""
+    if TORCH_VERSION < (2, 1):
+        pytest.skip(f"load_state_dict(assign=True) is newer than PyTorch {torch.__version__}")
+    src = rt.LSTM(5, 7, num_layers=2, dtype=torch.float64)
+    ours = rt.LSTM(5, 7, num_layers=2, dtype=torch.float64, device="meta")
+    ours.load_state_dict(src.state_dict(), assign=True)
+    assert ours._rnnx_flat.data_ptr() == src._rnnx_flat.data_ptr()
+    assert _offsets(ours) == _offsets(src) and _one_storage(ours)
+    ref = torch.nn.LSTM(5, 7, num_layers=2, dtype=torch.float64)
+    twin = rt.LSTM(5, 7, num_layers=2, dtype=torch.float64, device="meta")
+    twin.load_state_dict(ref.state_dict(), assign=True)
+    assert _offsets(twin) == _offsets(src) and _one_storage(twin)
+    x = torch.randn(4, 3, 5, dtype=torch.float64)
+    assert_near(twin(x)[0], ref(x)[0], tol(), "y after assign=True from torch.nn's state")
+
+
 def test_to_empty_from_meta():
     with torch.device("meta") if TORCH_VERSION >= (2, 0) else _nullcontext():
         ours = rt.GRU(5, 7, dtype=torch.float64, **({} if TORCH_VERSION >= (2, 0)
