@@ -84,8 +84,10 @@ consumer c -DCONSUMER_CXX=OFF
 log "C consumer (examples/readme_c.c, find_package(rnnx) in $prefix) ran"
 stdlib=$(sed -n 's/^set(rnnx_CXX_STDLIB "\(.*\)")$/\1/p' "$prefix/lib/cmake/rnnx/rnnxConfig.cmake")
 if [ "$stdlib" = "libc++" ]; then
-  consumer cxx -DCMAKE_C_COMPILER="${RNNX_LIBCXX_CC:-clang}" \
-    -DCMAKE_CXX_COMPILER="${RNNX_LIBCXX_CXX:-clang++}" -DCMAKE_CXX_FLAGS=-stdlib=libc++ \
+  # clang-14 as scripts/install-deps.sh installs it (Debian's unversioned `clang` is another
+  # package, which a new machine lacks).
+  consumer cxx -DCMAKE_C_COMPILER="${RNNX_LIBCXX_CC:-clang-14}" \
+    -DCMAKE_CXX_COMPILER="${RNNX_LIBCXX_CXX:-clang++-14}" -DCMAKE_CXX_FLAGS=-stdlib=libc++ \
     -DCMAKE_EXE_LINKER_FLAGS=-stdlib=libc++
 else
   consumer cxx
