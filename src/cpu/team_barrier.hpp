@@ -11,9 +11,7 @@
 #include <cstdint>
 #include <mutex>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
+#include "cpu/spin_pause.hpp"
 
 namespace rnnx::cpu {
 
@@ -39,7 +37,7 @@ class TeamBarrier {
     // The partner is usually microseconds away: spin for about that long, then sleep.
     for (int i = 0; i < kSpins; ++i) {
       if (phase_.load(std::memory_order_acquire) != phase) return;
-      pause();
+      spin_pause();
     }
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return phase_.load(std::memory_order_acquire) != phase; });
@@ -49,11 +47,6 @@ class TeamBarrier {
   // About 10-60 microseconds of pause instructions (their latency differs by CPU): longer
   // than the imbalance of a step between threads, shorter than a scheduler time slice.
   static constexpr int kSpins = 2048;
-  static void pause() {
-#if defined(__x86_64__) || defined(__i386__)
-    _mm_pause();
-#endif
-  }
 
   std::atomic<int> arrived_{0};
   std::atomic<uint32_t> phase_{0};

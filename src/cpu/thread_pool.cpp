@@ -17,9 +17,7 @@
 #include <thread>
 #include <vector>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
+#include "cpu/spin_pause.hpp"
 
 namespace rnnx::cpu {
 namespace {
@@ -60,12 +58,6 @@ int spin_count() {
   return spins;
 }
 
-inline void pause() {
-#if defined(__x86_64__) || defined(__i386__)
-  _mm_pause();
-#endif
-}
-
 // A worker and the caller that hands it a job meet here: the job counters, and for the
 // sleeping side a mutex and a condition variable. The counters change under the mutex, so a
 // sleeper cannot miss the change (std::atomic::wait in GCC 12's libstdc++ lost a wake-up
@@ -85,7 +77,7 @@ struct Worker {
   void wait_while_equal(const std::atomic<uint32_t>& counter, uint32_t old) {
     for (int i = spin_count(); i > 0; --i) {
       if (counter.load(std::memory_order_acquire) != old) return;
-      pause();
+      spin_pause();
     }
     std::unique_lock<std::mutex> lock(mu);
     cv.wait(lock, [&] { return counter.load(std::memory_order_acquire) != old; });
