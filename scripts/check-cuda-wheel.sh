@@ -50,6 +50,7 @@ esac
 log "readelf -d $plugin:"
 readelf -d "$plugin" | grep -E 'NEEDED|RUNPATH|RPATH' | sed 's/^ */  /'
 cudnn=$(ldd "$plugin" | awk '$1 == "libcudnn.so.9" {print $3}')
+cudnn=$(realpath -m "${cudnn:-not-found}")  # ldd shows the RUNPATH's ../.. as it is
 log "ldd: libcudnn.so.9 => $cudnn"
 case $cudnn in
   */site-packages/nvidia/cudnn/lib/libcudnn.so.9) ;;

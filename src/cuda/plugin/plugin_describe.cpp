@@ -5,6 +5,8 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 #include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
 
 namespace rnnx::cuda {
 
@@ -14,7 +16,9 @@ std::string describe_libraries() {
                      "." + std::to_string(v % 100) + " run time";
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&cudnnGetVersion), &info) != 0 && info.dli_fname != nullptr) {
-    text += std::string(" from ") + info.dli_fname;
+    // Normalised: the loader names it by the RUNPATH it came through (lib/../../nvidia/...).
+    char real[PATH_MAX];
+    text += std::string(" from ") + (realpath(info.dli_fname, real) ? real : info.dli_fname);
   }
   int runtime = 0;
   if (cudaRuntimeGetVersion(&runtime) == cudaSuccess) {
