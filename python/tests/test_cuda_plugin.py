@@ -64,9 +64,13 @@ def cudnn_mappings():
 
 def test_import_registers_without_loading_cudnn(rnnx_cuda):
     # A fresh interpreter: `import rnnx` maps no cuDNN; build_info() then loads the plugin.
+    # Nor does CPU work (the cpu search's keys once asked build_info() for the version).
     code = textwrap.dedent("""
+        import numpy as np
         import rnnx
         maps = lambda: [l for l in open("/proc/self/maps") if "libcudnn" in l]
+        assert not maps(), maps()
+        rnnx.LSTM(3, 4)(np.ones((5, 2, 3), np.float32))
         assert not maps(), maps()
         info = rnnx.build_info()
         assert maps(), info["plugins"]
