@@ -39,3 +39,37 @@ function(rnnx_add_cuda_plugin)
     BUILD_WITH_INSTALL_RPATH ON
     INSTALL_RPATH "$ORIGIN/../../nvidia/cudnn/lib;$ORIGIN/../../nvidia/cu${cuda_major}/lib")
 endfunction()
+
+# The licences of what the plugin holds of other projects, into rnnx_cuda/licenses with a
+# README.txt naming each: the CUDA runtime (cudart_static; the toolkit's EULA lets
+# applications redistribute it) and GCC's libstdc++ (static; the GCC Runtime Library
+# Exception). Looked for beside the toolkit (its EULA.txt, or the licence of a toolkit laid
+# out from NVIDIA's wheels) and in Debian's documentation; one not found is named in the README
+# and a warning, never silently left out.
+function(rnnx_install_cuda_plugin_licenses destination)
+  get_filename_component(toolkit ${CUDAToolkit_BIN_DIR} DIRECTORY)
+  file(GLOB cudart ${toolkit}/EULA.txt ${toolkit}/doc/EULA.txt
+       ${toolkit}/dist-info/nvidia_cuda_runtime-*/licenses/License.txt)
+  string(REGEX MATCH "^[0-9]+" gcc_major "${CMAKE_CXX_COMPILER_VERSION}")
+  file(GLOB libstdcxx /usr/share/doc/gcc-${gcc_major}-base/copyright)
+  set(readme "Licences of the third-party code in librnnx_cuda.so (rnnx's own licence, where the project has one, is in the package's .dist-info/licenses). cuDNN and cuBLAS are not in it: NVIDIA's wheels bring them with their licences.\n\n")
+  foreach(entry "cuda_runtime|${cudart}|the CUDA runtime, linked statically (cudart_static)"
+                "libstdcxx|${libstdcxx}|GCC's libstdc++, linked statically (GPL-3.0 with the GCC Runtime Library Exception)")
+    string(REPLACE "|" ";" entry "${entry}")
+    list(GET entry 0 name)
+    list(GET entry 1 file)
+    list(GET entry 2 what)
+    if(file)
+      list(GET file 0 file)  # the first of the globbed places
+    endif()
+    if(file AND EXISTS "${file}")
+      install(FILES ${file} DESTINATION ${destination} RENAME ${name}.txt)
+      string(APPEND readme "${name}.txt: ${what}\n")
+    else()
+      message(WARNING "rnnx: the licence of ${what} was not found; the wheel names it without its text")
+      string(APPEND readme "${name} (its licence text was not found at build time): ${what}\n")
+    endif()
+  endforeach()
+  file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/cuda_plugin/README.txt "${readme}")
+  install(FILES ${CMAKE_CURRENT_BINARY_DIR}/cuda_plugin/README.txt DESTINATION ${destination})
+endfunction()

@@ -68,9 +68,19 @@ def check_cuda_plugin(z, name, plat, problems):
     grafted = [n for n in names if re.match(r"^[^/]+\.libs/", n)]
     if grafted:
         problems.append(f"auditwheel bundled libraries (NVIDIA's wheels supply them): {grafted}")
-    for want in ["rnnx_cuda/__init__.py", PLUGIN_LIB]:
+    for want in ["rnnx_cuda/__init__.py", PLUGIN_LIB, "rnnx_cuda/licenses/README.txt"]:
         if want not in names:
             problems.append(f"missing {want}")
+    if "rnnx_cuda/licenses/README.txt" in names:
+        readme = z.read("rnnx_cuda/licenses/README.txt").decode()
+        listed = re.findall(r"^(\S+\.txt):", readme, re.M)
+        print("licences: " + ", ".join(listed))
+        for f in listed:
+            if f"rnnx_cuda/licenses/{f}" not in names:
+                problems.append(f"licence {f} listed in licenses/README.txt but missing")
+        for want in ["cuda_runtime.txt", "libstdcxx.txt"]:
+            if want not in listed:
+                problems.append(f"rnnx_cuda/licenses lacks {want}")
     elves = [n for n in names if z.read(n).startswith(b"\x7fELF")]
     if elves != [PLUGIN_LIB]:
         problems.append(f"want exactly one binary, {PLUGIN_LIB}; got {elves}")
