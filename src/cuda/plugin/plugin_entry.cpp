@@ -2,6 +2,7 @@
 // exported function hands librnnx a table of C functions over this library's own copy of
 // core and the cuda backend. Each function catches everything: an rnnx::Error crosses as its
 // status and message, std::bad_alloc as out_of_memory, anything else as internal.
+#include <atomic>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -153,20 +154,22 @@ int32_t plan_backward(void* plan, const rnnx_plugin_backward_args* a, void* work
   });
 }
 
-// device_memory()'s buffers cross as raw pointers; every one is freed by the same function.
-void (*g_free_device)(void*) = nullptr;
+// device_memory()'s buffers cross as raw pointers; every one is freed by the same function,
+// which the first allocation tells (atomic: several threads may allocate at once).
+std::atomic<void (*)(void*)> g_free_device{nullptr};
 
 int32_t memory_allocate(size_t bytes, const char* what, const char* part, void** out,
                         rnnx_plugin_error* error) {
   return guarded(error, [&] {
     core::Buffer b = device_memory().allocate(bytes, what, part);
-    g_free_device = b.get_deleter().release;
+    g_free_device.store(b.get_deleter().release);
     *out = b.release();
   });
 }
 
 void memory_free(void* p) {
-  if (p != nullptr && g_free_device != nullptr) g_free_device(p);
+  void (*release)(void*) = g_free_device.load();
+  if (p != nullptr && release != nullptr) release(p);
 }
 
 int32_t memory_zero(void* dst, size_t bytes, void* stream, rnnx_plugin_error* error) {
