@@ -4,7 +4,8 @@
 # tree: the plugin loads with cuDNN from site-packages/nvidia/cudnn/lib (ldd, and
 # /proc/self/maps in the suite), build_info() and `rnnx info` name it with cuDNN's run-time
 # version, a cuda plan's error from inside the plugin arrives intact (no GPU here: "no CUDA
-# device"), the loader's refusals are named (python/tests/test_cuda_plugin.py), and the
+# device"), a copy of the plugin where no cuDNN can be found is refused naming libcudnn.so.9,
+# the loader's refusals are named (python/tests/test_cuda_plugin.py), and the
 # cuda suite python/tests/test_torch_cuda.py runs (it skips without a GPU).
 #
 #   scripts/check-cuda-wheel.sh RNNX_WHEEL RNNX_CUDA_WHEEL [PYTHON]
@@ -67,6 +68,21 @@ try:
     print("check-cuda-wheel: a cuda plan was built (a GPU is there)")
 except rnnx.Error as e:
     print(f"check-cuda-wheel: cuda plan: {type(e).__name__}: {e}")
+PY
+# Without cuDNN: the plugin copied out of site-packages (its RUNPATH then reaches no NVIDIA
+# wheel) and the loader's cache ignored (this machine's cache knows the toolkit's cuDNN).
+mkdir -p "$scratch/alone"
+cp "$plugin" "$scratch/alone/"
+interp=$(readelf -l "$(readlink -f "$py")" | sed -n 's/.*interpreter: \(.*\)\]/\1/p')
+"$interp" --inhibit-cache "$py" - "$scratch/alone/librnnx_cuda.so" <<'PY'
+import sys
+import rnnx
+try:
+    rnnx._rnnx.load_backend_plugin(sys.argv[1])
+    sys.exit("check-cuda-wheel: FAILED: the plugin loaded without cuDNN")
+except rnnx.InvalidArgumentError as e:
+    assert "libcudnn.so.9" in str(e) and sys.argv[1] in str(e), e
+    print(f"check-cuda-wheel: without cuDNN: {e}")
 PY
 "$bin/rnnx" info >"$scratch/info.txt"
 log "rnnx info: $(grep -E '^(plugins|backend: +cuda)' "$scratch/info.txt" | tr '\n' ' ')"
