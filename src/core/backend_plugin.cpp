@@ -264,32 +264,40 @@ class PluginBackend final : public BackendImpl {
   size_t reserve_size() const override { return sizes_.reserve; }
 
   void forward(const ForwardArgs& a, void* workspace) override {
-    const rnnx_plugin_forward_args f{a.x,
-                                     a.h0,
-                                     a.c0,
-                                     a.weights,
-                                     a.y,
-                                     a.hy,
-                                     a.cy,
-                                     a.training ? 1 : 0,
-                                     a.dropout_counter,
-                                     a.workspace,
-                                     a.workspace_size,
-                                     a.reserve,
-                                     a.reserve_size,
-                                     a.stream};
+    const rnnx_plugin_forward_args f{.x = a.x,
+                                     .h0 = a.h0,
+                                     .c0 = a.c0,
+                                     .weights = a.weights,
+                                     .y = a.y,
+                                     .hy = a.hy,
+                                     .cy = a.cy,
+                                     .training = a.training ? 1 : 0,
+                                     .dropout_counter = a.dropout_counter,
+                                     .workspace = a.workspace,
+                                     .workspace_size = a.workspace_size,
+                                     .reserve = a.reserve,
+                                     .reserve_size = a.reserve_size,
+                                     .stream = a.stream};
     call([&](rnnx_plugin_error* e) { return t_->plan_forward(plan_, &f, workspace, e); });
   }
   void backward(const BackwardArgs& a, void* workspace, uint64_t dropout_counter) override {
-    const rnnx_plugin_backward_args b{a.x,         a.h0,
-                                      a.c0,        a.weights,
-                                      a.dy,        a.dhy,
-                                      a.dcy,       a.dx,
-                                      a.dh0,       a.dc0,
-                                      a.dweights,  static_cast<int32_t>(a.weight_grad_mode),
-                                      a.workspace, a.workspace_size,
-                                      a.reserve,   a.reserve_size,
-                                      a.stream};
+    const rnnx_plugin_backward_args b{.x = a.x,
+                                      .h0 = a.h0,
+                                      .c0 = a.c0,
+                                      .weights = a.weights,
+                                      .dy = a.dy,
+                                      .dhy = a.dhy,
+                                      .dcy = a.dcy,
+                                      .dx = a.dx,
+                                      .dh0 = a.dh0,
+                                      .dc0 = a.dc0,
+                                      .dweights = a.dweights,
+                                      .weight_grad_mode = static_cast<int32_t>(a.weight_grad_mode),
+                                      .workspace = a.workspace,
+                                      .workspace_size = a.workspace_size,
+                                      .reserve = a.reserve,
+                                      .reserve_size = a.reserve_size,
+                                      .stream = a.stream};
     call([&](rnnx_plugin_error* e) {
       return t_->plan_backward(plan_, &b, workspace, dropout_counter, e);
     });
