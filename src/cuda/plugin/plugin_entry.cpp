@@ -201,25 +201,25 @@ int32_t describe(char* text, size_t size, rnnx_plugin_error* error) {
 #endif
 
 const rnnx_backend_plugin kTable = {
-    RNNX_PLUGIN_ABI_VERSION,
-    RNNX_VERSION_STRING,
-    "cuda",
-    "plugin built by " RNNX_PLUGIN_COMPILER,
-    1,  // takes_stream: calls run on the caller's CUDA stream
-    1,  // on_device
-    &describe,
-    &plan_create,
-    &plan_destroy,
-    &plan_name,
-    &plan_sizes,
-    &plan_forward,
-    &plan_backward,
-    &memory_allocate,
-    &memory_free,
-    &memory_zero,
-    &memory_copy_from_host,
-    &memory_copy_to_host,
-    &memory_wait,
+    .abi_version = RNNX_PLUGIN_ABI_VERSION,
+    .rnnx_version = RNNX_VERSION_STRING,
+    .backend = "cuda",
+    .built_with = "plugin built by " RNNX_PLUGIN_COMPILER,
+    .takes_stream = 1,  // calls run on the caller's CUDA stream
+    .on_device = 1,
+    .describe = &describe,
+    .plan_create = &plan_create,
+    .plan_destroy = &plan_destroy,
+    .plan_name = &plan_name,
+    .plan_sizes = &plan_sizes,
+    .plan_forward = &plan_forward,
+    .plan_backward = &plan_backward,
+    .memory_allocate = &memory_allocate,
+    .memory_free = &memory_free,
+    .memory_zero = &memory_zero,
+    .memory_copy_from_host = &memory_copy_from_host,
+    .memory_copy_to_host = &memory_copy_to_host,
+    .memory_wait = &memory_wait,
 };
 
 }  // namespace
