@@ -441,7 +441,7 @@ rnnx_status_t rnnx_load_backend_plugin(const char* path, rnnx_backend_t* backend
 rnnx_status_t rnnx_register_backend_plugin(rnnx_backend_t backend, const char* path) {
   return guarded(__func__, [&](const char* fn) {
     need(path, fn, "path");
-    rnnx::register_backend_plugin(to_cpp_backend(backend, fn), path);
+    rnnx::register_backend_plugin(to_cpp_backend(raw(backend), fn), path);
   });
 }
 
