@@ -6,6 +6,14 @@ without empty entries; the console script and the cmake.prefix entry point. Prin
 of the contents (as `unzip -l`, by folder) and exits non-zero naming every failed check.
 
     check_wheel_contents.py WHEEL --plat manylinux_2_28_x86_64
+    check_wheel_contents.py WHEEL --plat manylinux_2_34_x86_64 --cuda-plugin
+
+--cuda-plugin checks the rnnx-cuda wheel instead (scripts/build-cuda-wheel.sh): tag
+py3-none-PLAT, the package rnnx_cuda and its one library lib/librnnx_cuda.so, nothing bundled;
+the library needs glibc, libgcc_s and libcudnn.so.9 only, finds cuDNN and cuBLAS through a
+RUNPATH of exactly NVIDIA's wheels relative to itself, holds no absolute path of the building
+machine, and exports the plugin's entry alone; the metadata requires the same rnnx version
+and NVIDIA's cuDNN and cuBLAS wheels.
 """
 
 import argparse
@@ -38,12 +46,92 @@ def elf_dynamic(data):
     return needed, paths
 
 
+def exported_symbols(data):
+    """The names an ELF file defines in its dynamic symbol table, global or weak."""
+    elf = ELFFile(io.BytesIO(data))
+    dynsym = elf.get_section_by_name(".dynsym")
+    return sorted(sym.name for sym in dynsym.iter_symbols()
+                  if sym.name and sym["st_shndx"] != "SHN_UNDEF"
+                  and sym["st_info"]["bind"] in ("STB_GLOBAL", "STB_WEAK"))
+
+
+PLUGIN_NEEDED = re.compile(r"^(libcudnn\.so\.9|libgcc_s\.so\.1)$")
+PLUGIN_RUNPATH = ["$ORIGIN/../../nvidia/cudnn/lib", "$ORIGIN/../../nvidia/cu13/lib"]
+PLUGIN_LIB = "rnnx_cuda/lib/librnnx_cuda.so"
+
+
+def check_cuda_plugin(z, name, plat, problems):
+    """The rnnx-cuda wheel's checks (see the module's text)."""
+    if not re.search(rf"-py3-none-{re.escape(plat)}\.whl$", name):
+        problems.append(f"the wheel's tag is not py3-none-{plat}: {name}")
+    names = z.namelist()
+    grafted = [n for n in names if re.match(r"^[^/]+\.libs/", n)]
+    if grafted:
+        problems.append(f"auditwheel bundled libraries (NVIDIA's wheels supply them): {grafted}")
+    for want in ["rnnx_cuda/__init__.py", PLUGIN_LIB, "rnnx_cuda/licenses/README.txt"]:
+        if want not in names:
+            problems.append(f"missing {want}")
+    if "rnnx_cuda/licenses/README.txt" in names:
+        readme = z.read("rnnx_cuda/licenses/README.txt").decode()
+        listed = re.findall(r"^(\S+\.txt):", readme, re.M)
+        print("licences: " + ", ".join(listed))
+        for f in listed:
+            if f"rnnx_cuda/licenses/{f}" not in names:
+                problems.append(f"licence {f} listed in licenses/README.txt but missing")
+        for want in ["cuda_runtime.txt", "libstdcxx.txt"]:
+            if want not in listed:
+                problems.append(f"rnnx_cuda/licenses lacks {want}")
+    elves = [n for n in names if z.read(n).startswith(b"\x7fELF")]
+    if elves != [PLUGIN_LIB]:
+        problems.append(f"want exactly one binary, {PLUGIN_LIB}; got {elves}")
+    if PLUGIN_LIB in names:
+        data = z.read(PLUGIN_LIB)
+        needed, paths = elf_dynamic(data)
+        print(f"{PLUGIN_LIB}: NEEDED {', '.join(needed)}; RUNPATH {':'.join(paths) or '-'}")
+        other = [n for n in needed if not SYSTEM_LIBS.match(n) and not PLUGIN_NEEDED.match(n)]
+        if other:
+            problems.append(f"{PLUGIN_LIB} needs libraries beyond glibc, libgcc_s, cuDNN: {other}")
+        if "libcudnn.so.9" not in needed:
+            problems.append(f"{PLUGIN_LIB} does not need libcudnn.so.9: {needed}")
+        if paths != PLUGIN_RUNPATH:
+            problems.append(f"{PLUGIN_LIB}: RUNPATH {paths}, want {PLUGIN_RUNPATH}")
+        exported = exported_symbols(data)
+        print(f"{PLUGIN_LIB}: exports {', '.join(exported)}")
+        if exported != ["rnnx_backend_plugin_entry"]:
+            problems.append(f"{PLUGIN_LIB} exports more than its entry: {exported[:20]}")
+        # An absolute path of the building machine (the toolkit's lib folder, the checkout).
+        leaked = sorted(set(re.findall(rb"(?:/usr/local/cuda|/usr/lib/x86_64-linux-gnu|"
+                                       rb"/home/|/root/|/work/|/tmp/)[\w./+-]*", data)))
+        if leaked:
+            problems.append(f"{PLUGIN_LIB} holds paths of the building machine: {leaked[:5]}")
+    meta_dir = next((n.split("/")[0] for n in names if n.endswith(".dist-info/METADATA")), "")
+    meta = z.read(f"{meta_dir}/METADATA").decode() if meta_dir else ""
+    version = re.search(r"^Version: (\S+)", meta, re.M)
+    version = version.group(1) if version else "?"
+    for want in [f"Requires-Dist: rnnx=={version}", "Requires-Dist: nvidia-cudnn-cu13",
+                 "Requires-Dist: nvidia-cublas"]:
+        if want not in meta:
+            problems.append(f"METADATA lacks {want!r}")
+    print("requires: " + ", ".join(re.findall(r"^Requires-Dist: (.*)$", meta, re.M)))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("wheel")
     ap.add_argument("--plat", required=True)
+    ap.add_argument("--cuda-plugin", action="store_true", help="the rnnx-cuda wheel")
     args = ap.parse_args()
     problems = []
+    if args.cuda_plugin:
+        name = args.wheel.rsplit("/", 1)[-1]
+        with zipfile.ZipFile(args.wheel) as z:
+            check_cuda_plugin(z, name, args.plat, problems)
+        for p in problems:
+            print(f"check_wheel_contents: FAILED: {p}", file=sys.stderr)
+        if problems:
+            sys.exit(1)
+        print(f"check_wheel_contents: {name}: all checks passed")
+        return
     name = args.wheel.rsplit("/", 1)[-1]
     if not name.endswith(f"-{args.plat}.whl"):
         problems.append(f"the wheel's platform tag is not {args.plat}: {name}")

@@ -52,6 +52,11 @@ if [ "${RNNX_SKIP_WHEEL:-0}" != "1" ]; then
     stage "wheel: on PyTorch from pip" ./scripts/test-pip-torch.sh "$wheel"
   fi
   stage "wheel: under qemu (Westmere, Haswell)" ./scripts/test-qemu-levels.sh "$wheel"
+  # The rnnx-cuda wheel (the cuda backend plugin) from the same sdist, checked beside the rnnx
+  # wheel and PyTorch (docs/packaging.md); RNNX_SKIP_CUDA_WHEEL=1 skips it.
+  if [ "${RNNX_SKIP_CUDA_WHEEL:-0}" != "1" ]; then
+    stage "wheel: rnnx-cuda plugin (build, check)" ./scripts/test-cuda-wheel.sh "$wheel"
+  fi
 fi
 
 # aarch64: the library, the C++ suites, the command and the Python extension cross-built with

@@ -109,6 +109,17 @@ typedef enum rnnx_backend {
   RNNX_BACKEND_CUDA = 2       /* NVIDIA GPUs; RNNX_STATUS_UNSUPPORTED in a build without it */
 } rnnx_backend_t;
 
+/* Backend plugins (rnnx/plugin.hpp, docs/packaging.md): a backend this library was built
+ * without, from a shared library such as the rnnx-cuda wheel's librnnx_cuda.so. A plan on
+ * such a backend finds its plugin by itself (registered path, RNNX_<BACKEND>_PLUGIN,
+ * librnnx_<backend>.so beside librnnx); these calls name it explicitly.
+ * rnnx_load_backend_plugin loads `path` now and stores the backend it brings in *backend
+ * (may be NULL); RNNX_STATUS_INVALID_ARGUMENT, naming the path and the reason, when it cannot
+ * be loaded, is no plugin, or was built for another plugin ABI or rnnx version.
+ * rnnx_register_backend_plugin records where `backend`'s plugin is, loaded on first use. */
+RNNX_API rnnx_status_t rnnx_load_backend_plugin(const char* path, rnnx_backend_t* backend);
+RNNX_API rnnx_status_t rnnx_register_backend_plugin(rnnx_backend_t backend, const char* path);
+
 /* What a plan is built for (rnnx::PlanPurpose): its algorithm search measures that. */
 typedef enum rnnx_plan_purpose {
   RNNX_PLAN_PURPOSE_TRAINING = 0, /* training forwards, their backwards, inference forwards */

@@ -8,6 +8,7 @@
 #include "rnnx/error.hpp"
 #include "rnnx/error_bound.hpp"
 #include "rnnx/plan.hpp"
+#include "rnnx/plugin.hpp"
 #include "rnnx/sequence.hpp"
 #include "rnnx/version.hpp"
 #include "rnnx/weights.hpp"

@@ -31,7 +31,10 @@ from ._rnnx import (Config, Error, InternalError, InvalidArgumentError, OutOfMem
                     UnsupportedError, WeightParam, __version__, build_info, error_bound,
                     norm_error_bound)
 from .modules import GRU, LSTM, RNN
+from ._plugins import register_installed_plugins as _register_installed_plugins
 from .onnx import onnx_to_state_dict, state_dict_to_onnx
+
+_register_installed_plugins()
 
 __all__ = [
     "Config", "Plan", "WeightParam", "Error", "InvalidArgumentError", "UnsupportedError",

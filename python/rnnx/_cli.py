@@ -12,6 +12,12 @@ def main():
         sys.exit(f"rnnx: the command-line tool is not in this installation ({exe} is missing); "
                  "it comes with the wheel, or with `cmake --install` of a build with "
                  "RNNX_BUILD_TOOLS")
+    # The command finds the rnnx-cuda wheel's plugin through the environment (it is not
+    # beside librnnx): `rnnx info` then lists it, `rnnx run --backend cuda` uses it.
+    from ._plugins import installed_plugin_path
+    plugin = installed_plugin_path("cuda")
+    if plugin is not None and not os.environ.get("RNNX_CUDA_PLUGIN"):
+        os.environ["RNNX_CUDA_PLUGIN"] = plugin
     sys.stdout.flush()
     sys.stderr.flush()
     os.execv(exe, ["rnnx"] + sys.argv[1:])

@@ -677,6 +677,24 @@ PYBIND11_MODULE(_rnnx, m) {
       "reset_peak"_a = false,
       "rnnx's thread pool: workers started, threads running now, most at once (since the last "
       "reset_peak=True), calls in flight now.");
+  // Backend plugins (rnnx/plugin.hpp): rnnx/__init__.py registers the rnnx-cuda wheel's.
+  m.def(
+      "load_backend_plugin",
+      [](const std::string& path) {
+        return std::string(rnnx::to_string(rnnx::load_backend_plugin(path)));
+      },
+      "path"_a,
+      "Loads the backend plugin at path now (a shared library such as rnnx_cuda's "
+      "librnnx_cuda.so) and returns the name of the backend it brings; raises "
+      "InvalidArgumentError naming the path and the reason when it cannot.");
+  m.def(
+      "register_backend_plugin",
+      [](const std::string& backend, const std::string& path) {
+        rnnx::register_backend_plugin(rnnx::backend_from_string(backend), path);
+      },
+      "backend"_a, "path"_a,
+      "Where the plugin of backend ('cuda') is; it is loaded when a plan or build_info() first "
+      "needs it.");
   m.def("build_info", [] {
     const rnnx::BuildInfo b = rnnx::build_info();
     py::dict d;
@@ -687,6 +705,7 @@ PYBIND11_MODULE(_rnnx, m) {
     d["with_onednn"] = b.with_onednn;
     d["with_blas"] = b.with_blas;
     d["backends"] = b.backends;
+    d["plugins"] = b.plugins;
     d["sanitizers"] = b.sanitizers;
     d["cpu_isa_detected"] = rnnx::cpu_isa_detected();
     d["cpu_isa_used"] = rnnx::cpu_isa_used();

@@ -1,7 +1,8 @@
 """rnnx.torch on CUDA tensors (the cuda backend, docs/cuda.md): the module moved to the GPU
 against the same module on the CPU, forward and backward, float64 and float32, ragged lengths
 with zeros, packed input, dropout masks equal to the CPU's, a non-default stream. Skips, saying
-why, where there is no GPU or this build has no cuda backend (tools/gpu-check runs it on one)."""
+why, where there is no GPU or this build has no cuda backend, built in or from the rnnx-cuda
+wheel's plugin (tools/gpu-check runs it on one, --cuda-wheel with the plugin)."""
 
 import copy
 
@@ -17,8 +18,11 @@ from conftest import assert_near, tolerance  # noqa: E402
 if not torch.cuda.is_available():
     pytest.skip("no CUDA device for torch (the cuda backend's tests run on tools/gpu-check)",
                 allow_module_level=True)
-if "cuda" not in rnnx.build_info().get("backends", ""):
-    pytest.skip("this rnnx build has no cuda backend (RNNX_WITH_CUDA)", allow_module_level=True)
+_info = rnnx.build_info()
+if "cuda" not in _info["backends"] and not _info["plugins"].startswith("cuda from "):
+    pytest.skip("this rnnx build has no cuda backend (RNNX_WITH_CUDA) and no cuda plugin loads "
+                f"(the rnnx-cuda wheel; plugins: {_info['plugins'] or 'none'})",
+                allow_module_level=True)
 
 
 def run(m, x, lengths, hx=None):

@@ -428,6 +428,23 @@ rnnx_status_t rnnx_get_version(int* major, int* minor, int* patch) {
   });
 }
 
+// ---- Backend plugins ---------------------------------------------------------------
+
+rnnx_status_t rnnx_load_backend_plugin(const char* path, rnnx_backend_t* backend) {
+  return guarded(__func__, [&](const char* fn) {
+    need(path, fn, "path");
+    const rnnx::Backend b = rnnx::load_backend_plugin(path);
+    if (backend != nullptr) *backend = static_cast<rnnx_backend_t>(static_cast<int>(b));
+  });
+}
+
+rnnx_status_t rnnx_register_backend_plugin(rnnx_backend_t backend, const char* path) {
+  return guarded(__func__, [&](const char* fn) {
+    need(path, fn, "path");
+    rnnx::register_backend_plugin(to_cpp_backend(raw(backend), fn), path);
+  });
+}
+
 // ---- Config ------------------------------------------------------------------------
 
 rnnx_status_t rnnx_config_create(rnnx_config_t* config) {

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "core/backend_plugin.hpp"
 #include "rnnx/error.hpp"
 
 namespace rnnx {
@@ -52,8 +53,8 @@ std::unique_ptr<BackendImpl> make_backend(const PlanContext& ctx) {
   for (const BackendRegistration& r : registered()) {
     if (r.backend == wanted) return r.make(ctx);
   }
-  throw Error(Status::unsupported, std::string("backend (= ") + to_string(wanted) +
-                                       ") is not in this build, which has " + built_backends());
+  // Not built in: a plugin may bring it (backend_plugin.hpp).
+  return make_plugin_backend(ctx, built_backends());
 }
 
 }  // namespace core

@@ -29,8 +29,9 @@ bool backend_built(Backend backend);
 std::string built_backends();
 // Lets each built backend fill its fields of `info`.
 void describe_backends(BuildInfo& info);
-// The backend ctx.options.backend names, built for ctx. Throws Error(unsupported) naming it
-// and the backends this build has when the build lacks it.
+// The backend ctx.options.backend names, built for ctx: a built-in one, else one from its
+// plugin (backend_plugin.hpp). Throws Error(unsupported) naming it and the backends this build
+// has when neither has it.
 std::unique_ptr<BackendImpl> make_backend(const PlanContext& ctx);
 
 }  // namespace rnnx::core

@@ -1,7 +1,10 @@
 // Build options baked in at compile time, for `rnnx info`; each backend fills its own
 // fields (backend_registry.hpp).
+#include <deque>
+#include <mutex>
 #include <string>
 
+#include "core/backend_plugin.hpp"
 #include "core/backend_registry.hpp"
 #include "rnnx/version.hpp"
 
@@ -29,6 +32,14 @@ BuildInfo build_info() {
   info.sanitizers = false;
 #endif
   core::describe_backends(info);
+  // Every text handed out stays valid: a caller may hold an older BuildInfo while another
+  // thread asks again (the texts differ only as plugins load, so this stays small).
+  static std::mutex mutex;
+  static std::deque<std::string> plugin_texts;
+  std::string plugins = core::describe_plugins();
+  std::lock_guard<std::mutex> lock(mutex);
+  if (plugin_texts.empty() || plugin_texts.back() != plugins) plugin_texts.push_back(plugins);
+  info.plugins = plugin_texts.back().c_str();
   return info;
 }
 

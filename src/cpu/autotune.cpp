@@ -209,7 +209,7 @@ std::string key_of(const PlanContext& probe, const AlgoSpace& space) {
   const Config& c = probe.config;
   const core::Schedule& s = probe.schedule;
   std::ostringstream k;
-  k << "rnnx-" << build_info().version << " cpu " << core::config_search_key(c)
+  k << "rnnx-" RNNX_VERSION_STRING " cpu " << core::config_search_key(c)
     << " bf16=" << (probe.math == MathMode::allow_conversion) << " B=" << s.B << " T~"
     << quarter_octave(s.T_eff) << " tokens~" << quarter_octave(s.tokens)
     << " threads=" << plan_threads(probe) << " isa=" << isa_name(space.isa)

@@ -28,9 +28,24 @@ Cublas load() {
     return std::string(e != nullptr ? e : "no reason given");
   };
   std::string why = lib == nullptr ? last_error() : "";
+  // NVIDIA's pip wheel (nvidia-cublas puts it in site-packages/nvidia/cu<major>/lib), seen
+  // from this library's own folder, site-packages/<package>/lib, as the plugin's RUNPATH does
+  // for cuDNN: the plugin's own RUNPATH covers dlopen too, this covers a copy without it.
+  if (lib == nullptr) {
+    Dl_info self{};
+    if (dladdr(reinterpret_cast<void*>(&load), &self) != 0 && self.dli_fname != nullptr) {
+      std::string dir = self.dli_fname;
+      dir = dir.substr(0, dir.rfind('/') + 1);
+      const std::string path =
+          dir + "../../nvidia/cu" + std::to_string(CUBLAS_VER_MAJOR) + "/lib/" + name;
+      lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (lib == nullptr) why += "; " + last_error();
+    }
+  }
 #ifdef RNNX_CUDA_TOOLKIT_LIBDIR
   // The toolkit found at build time, for when the search path does not know it: the test
-  // binaries link rnnx statically, with only cuDNN's folder in their RUNPATH.
+  // binaries link rnnx statically, with only cuDNN's folder in their RUNPATH. Never in the
+  // plugin, which must not carry a path of the machine that built it.
   if (lib == nullptr) {
     const std::string path = std::string(RNNX_CUDA_TOOLKIT_LIBDIR) + "/" + name;
     lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);

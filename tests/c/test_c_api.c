@@ -1237,6 +1237,20 @@ static void test_invalid_config(void) {
         CHECK_TRUE(p == NULL, "refused cuda plan is NULL");
       }
     }
+    /* Backend plugins (rnnx/plugin.hpp): the caller's mistakes, named. */
+    {
+      rnnx_backend_t b = RNNX_BACKEND_REFERENCE;
+      CHECK(rnnx_load_backend_plugin(NULL, &b), RNNX_STATUS_INVALID_ARGUMENT, "path");
+      CHECK(rnnx_load_backend_plugin("/nonexistent/librnnx_cuda.so", &b),
+            RNNX_STATUS_INVALID_ARGUMENT, "/nonexistent/librnnx_cuda.so: cannot load it");
+      CHECK_TRUE(b == RNNX_BACKEND_REFERENCE, "refused plugin leaves backend untouched");
+      CHECK(rnnx_register_backend_plugin(RNNX_BACKEND_CPU, "/x/librnnx_cpu.so"),
+            RNNX_STATUS_INVALID_ARGUMENT, "built into this librnnx");
+      CHECK(rnnx_register_backend_plugin((rnnx_backend_t)7, "/x/y.so"),
+            RNNX_STATUS_INVALID_ARGUMENT, "backend (= 7)");
+      CHECK(rnnx_register_backend_plugin(RNNX_BACKEND_CUDA, NULL), RNNX_STATUS_INVALID_ARGUMENT,
+            "path");
+    }
     CHECK(rnnx_plan_create(&p, c, &d, RNNX_BACKEND_CPU, -1), RNNX_STATUS_INVALID_ARGUMENT,
           "num_threads (= -1)");
     CHECK_OK(rnnx_plan_create(&p, c, &d, RNNX_BACKEND_CPU, 0));

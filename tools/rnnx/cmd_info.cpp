@@ -92,6 +92,7 @@ int run_info(bool as_json) {
     j["with_onednn"] = build.with_onednn;
     j["with_blas"] = build.with_blas;
     j["built_backends"] = build.backends;
+    j["plugins"] = build.plugins;
     j["math"] = {{"bf16_gemm", math.bf16_gemm},
                  {"RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION",
                   math.env_value ? nlohmann::ordered_json(math.env_value) : nullptr},
@@ -105,6 +106,8 @@ int run_info(bool as_json) {
   std::printf("rnnx %s\n", build.version);
   std::printf("build:     %s, compiler %s, sanitizers %s, backends %s\n", build.build_type,
               build.compiler, build.sanitizers ? "on" : "off", build.backends);
+  // Backends from plugins (rnnx/plugin.hpp): the file and its libraries, or why not loaded.
+  if (*build.plugins != '\0') std::printf("plugins:   %s\n", build.plugins);
   for (const auto& p : probes) {
     std::printf("backend:   %-9s %s (%s)\n", to_string(p.backend),
                 p.available ? "available" : "not available", p.detail.c_str());

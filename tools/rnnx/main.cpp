@@ -85,7 +85,7 @@ std::string parse_error_message(const CLI::App& app, const CLI::ParseError& e,
 int main(int argc, char** argv) {
   CLI::App app{"rnnx: fused recurrent operators (RNN, LSTM, GRU). See docs/cli.md."};
   app.name("rnnx");
-  app.set_version_flag("--version", std::string("rnnx ") + rnnx::build_info().version,
+  app.set_version_flag("--version", std::string("rnnx ") + RNNX_VERSION_STRING,
                        "Print the version and exit");
   app.require_subcommand(1);
   const std::vector<rnnx::tool::Command> commands = {rnnx::tool::add_info_command(app),

@@ -45,7 +45,7 @@ std::vector<CudnnAlgo> cudnn_algorithm_candidates(const Config& c, const CudnnBa
 std::string cudnn_autotune_key(const Config& c, MathMode math, const CudnnBatch& batch,
                                PlanPurpose purpose, const std::string& device, int cudnn_version) {
   std::ostringstream k;
-  k << "rnnx-" << build_info().version << " cuda " << core::config_search_key(c)
+  k << "rnnx-" RNNX_VERSION_STRING " cuda " << core::config_search_key(c)
     << " resolved_math=" << to_string(math) << " B=" << batch.batch << " T=" << batch.max_seq_len
     << " for=" << to_string(purpose) << " gpu=" << device << " cudnn=" << cudnn_version;
   std::string key = k.str();
