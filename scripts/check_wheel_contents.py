@@ -55,6 +55,19 @@ def exported_symbols(data):
                   and sym["st_info"]["bind"] in ("STB_GLOBAL", "STB_WEAK"))
 
 
+def check_licences(z, package, problems):
+    """The licences of package/licenses: README.txt names each file (a "name.txt:" line), and
+    each file named is in the wheel. Returns the names listed."""
+    names = z.namelist()
+    readme = z.read(f"{package}/licenses/README.txt").decode()
+    listed = re.findall(r"^(\S+\.txt):", readme, re.M)
+    print("licences: " + ", ".join(listed))
+    for f in listed:
+        if f"{package}/licenses/{f}" not in names:
+            problems.append(f"licence {f} listed in {package}/licenses/README.txt but missing")
+    return listed
+
+
 PLUGIN_NEEDED = re.compile(r"^(libcudnn\.so\.9|libgcc_s\.so\.1)$")
 PLUGIN_RUNPATH = ["$ORIGIN/../../nvidia/cudnn/lib", "$ORIGIN/../../nvidia/cu13/lib"]
 PLUGIN_LIB = "rnnx_cuda/lib/librnnx_cuda.so"
@@ -72,12 +85,7 @@ def check_cuda_plugin(z, name, plat, problems):
         if want not in names:
             problems.append(f"missing {want}")
     if "rnnx_cuda/licenses/README.txt" in names:
-        readme = z.read("rnnx_cuda/licenses/README.txt").decode()
-        listed = re.findall(r"^(\S+\.txt):", readme, re.M)
-        print("licences: " + ", ".join(listed))
-        for f in listed:
-            if f"rnnx_cuda/licenses/{f}" not in names:
-                problems.append(f"licence {f} listed in licenses/README.txt but missing")
+        listed = check_licences(z, "rnnx_cuda", problems)
         for want in ["cuda_runtime.txt", "libstdcxx.txt"]:
             if want not in listed:
                 problems.append(f"rnnx_cuda/licenses lacks {want}")
@@ -175,12 +183,7 @@ def main():
 
         # Licences: the README names each file, each file is there.
         if "rnnx/licenses/README.txt" in names:
-            readme = z.read("rnnx/licenses/README.txt").decode()
-            listed = re.findall(r"^(\S+\.txt):", readme, re.M)
-            print("licences: " + ", ".join(listed))
-            for f in listed:
-                if f"rnnx/licenses/{f}" not in names:
-                    problems.append(f"licence {f} listed in licenses/README.txt but missing")
+            listed = check_licences(z, "rnnx", problems)
             if not listed:
                 problems.append("rnnx/licenses/README.txt lists no licence")
         own = [n for n in names if re.match(r"^[^/]+\.dist-info/licenses/", n)]

@@ -67,17 +67,25 @@ int main(int argc, char** argv) {
     const std::string flag = argv[i];
     if (i + 1 >= argc) usage(flag + " needs a value");
     const std::string value = argv[++i];
-    if (flag == "--cell") cell = value;
-    else if (flag == "--layout") layout = value;
-    else if (flag == "--hidden") hidden = positive(flag, value);
-    else if (flag == "--input") input = positive(flag, value);
-    else if (flag == "--steps") steps = positive(flag, value);
-    else if (flag == "--sets") sets = positive(flag, value);
-    else if (flag == "--rounds") rounds = positive(flag, value);
+    if (flag == "--cell")
+      cell = value;
+    else if (flag == "--layout")
+      layout = value;
+    else if (flag == "--hidden")
+      hidden = positive(flag, value);
+    else if (flag == "--input")
+      input = positive(flag, value);
+    else if (flag == "--steps")
+      steps = positive(flag, value);
+    else if (flag == "--sets")
+      sets = positive(flag, value);
+    else if (flag == "--rounds")
+      rounds = positive(flag, value);
     else if (flag == "--batches") {
       batches.clear();
       std::stringstream list(value);
-      for (std::string item; std::getline(list, item, ',');) batches.push_back(positive(flag, item));
+      for (std::string item; std::getline(list, item, ',');)
+        batches.push_back(positive(flag, item));
     } else {
       usage("unknown flag " + flag);
     }
@@ -91,12 +99,14 @@ int main(int argc, char** argv) {
     options.cpu.search = "off";
     if (layout != "time_major" && layout != "batch_first")
       usage("--layout (= \"" + layout + "\") must be time_major or batch_first");
-    const rnnx::Layout lay = layout == "time_major" ? rnnx::Layout::time_major : rnnx::Layout::batch_first;
-    std::printf("# %s I=%lld H=%lld T=%lld %s, %lld length sets per round, median of %lld "
-                "rounds; search off\n",
-                cell.c_str(), static_cast<long long>(input), static_cast<long long>(hidden),
-                static_cast<long long>(steps), layout.c_str(), static_cast<long long>(sets),
-                static_cast<long long>(rounds));
+    const rnnx::Layout lay =
+        layout == "time_major" ? rnnx::Layout::time_major : rnnx::Layout::batch_first;
+    std::printf(
+        "# %s I=%lld H=%lld T=%lld %s, %lld length sets per round, median of %lld "
+        "rounds; search off\n",
+        cell.c_str(), static_cast<long long>(input), static_cast<long long>(hidden),
+        static_cast<long long>(steps), layout.c_str(), static_cast<long long>(sets),
+        static_cast<long long>(rounds));
     std::printf("%6s %14s %18s\n", "batch", "us per set-up", "allocations each");
     std::mt19937_64 rng(1);
     for (int64_t B : batches) {

@@ -136,8 +136,8 @@ std::vector<int64_t> caller_rows(const SequenceShape& shape, const Schedule& s) 
       case Layout::batch_first:
         for (int64_t i = 0; i < n; ++i) out[i] = s.sorted_to_orig[i] * s.T + t;
         break;
-      case Layout::packed:  // the packed rows are the caller's: orig_to_sorted[sorted_to_orig[i]] =
-                            // i
+      case Layout::packed:
+        // The packed rows are the caller's (orig_to_sorted inverts sorted_to_orig).
         for (int64_t i = 0; i < n; ++i) out[i] = s.offsets[t] + i;
         break;
     }

@@ -117,12 +117,13 @@ struct Pool {
   int active = 0, peak = 0;
   int calls = 0;  // CallScopes in flight
 
-  // Under mu. The most threads a region asking for `want` may run on now: the whole budget
-  // (or `want`, above it) for a call alone; with k calls in flight, ceil(budget / k) each, at
-  // least the caller.
+  // Under mu. The threads that may run regions at once: the budget, or more for a call alone
+  // that asks for more (`want`).
+  int limit(int want) const { return calls <= 1 ? std::max(budget, want) : budget; }
+  // Under mu. The most threads one region may take: the limit for a call alone; with k calls
+  // in flight, ceil(budget / k), at least the caller.
   int share(int want) const {
-    if (calls <= 1) return std::max(budget, want);
-    return std::max(1, (budget + calls - 1) / calls);
+    return calls <= 1 ? limit(want) : std::max(1, (budget + calls - 1) / calls);
   }
 
   // Under mu. Throws (std::bad_alloc, std::system_error) when no worker can be started,
@@ -241,9 +242,8 @@ void run_team(int want, TeamFn fn, const void* body) {
     // A call alone may exceed the budget by its own request; otherwise a region waits for a
     // slot (slot holders never wait: nothing nests inside a region), then takes its share of
     // what is free.
-    const auto limit = [&] { return p.calls <= 1 ? std::max(p.budget, want) : p.budget; };
-    p.slot_freed.wait(lock, [&] { return p.active < limit(); });
-    const int asked = std::min({want, limit() - p.active, p.share(want)}) - 1;
+    p.slot_freed.wait(lock, [&] { return p.active < p.limit(want); });
+    const int asked = std::min({want, p.limit(want) - p.active, p.share(want)}) - 1;
     try {
       for (; helpers < asked; ++helpers) team[static_cast<size_t>(helpers)] = p.take_idle();
     } catch (...) {
