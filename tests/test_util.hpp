@@ -582,7 +582,9 @@ class Placement {
   std::vector<std::unique_ptr<Bytes>> bytes_;
 };
 
-inline Results run(Plan& plan, const Tensors& in, const RunOptions& o = {}) {
+// `plan`: a Plan, or anything that answers as one (test_network.cpp's NetworkCall).
+template <typename PlanLike>
+Results run(PlanLike& plan, const Tensors& in, const RunOptions& o = {}) {
   const Config& c = plan.config();
   const DataType dt = c.dtype;
   const bool lstm = is_lstm(c);

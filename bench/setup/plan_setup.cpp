@@ -1,9 +1,13 @@
-// rnnx_plan_setup: what a new set of lengths costs before any work runs (issue 45): a Plan
-// built for each of --sets batches of different random lengths (1..T, one sequence at T),
-// its workspace and reserve sizes asked, nothing executed. Prints, per batch size, the median
-// over --rounds of the time per set-up and the heap allocations per set-up (counted by this
-// program's operator new, which librnnx's allocations go through). The search is off: a
-// search is measured by `rnnx bench`, and a network caches its choice per size class.
+// rnnx_plan_setup: what a new set of lengths costs before any work runs (issue 45), for each
+// of --sets batches of different random lengths (1..T, one sequence at T), nothing executed:
+//   plan     a Plan built for the batch, its workspace and reserve sizes asked;
+//   network  one Network for all batches, its workspace and reserve sizes asked for the
+//            batch (a call's binding: the first question binds the shape, the second finds
+//            the slot bound), the caller's SequenceShape object reused.
+// Prints, per batch size, the median over --rounds of the time per set-up and the heap
+// allocations per set-up (counted by this program's operator new, which librnnx's
+// allocations go through). The search is off: a search is measured by `rnnx bench`, and a
+// network keeps its choice per size class.
 //
 //   rnnx_plan_setup [--cell lstm] [--hidden 256] [--input 256] [--steps 200]
 //                   [--batches 1,16,64] [--sets 2000] [--rounds 5] [--layout time_major]
@@ -107,7 +111,7 @@ int main(int argc, char** argv) {
         cell.c_str(), static_cast<long long>(input), static_cast<long long>(hidden),
         static_cast<long long>(steps), layout.c_str(), static_cast<long long>(sets),
         static_cast<long long>(rounds));
-    std::printf("%6s %14s %18s\n", "batch", "us per set-up", "allocations each");
+    std::printf("%6s %8s %14s %18s\n", "batch", "api", "us per set-up", "allocations each");
     std::mt19937_64 rng(1);
     for (int64_t B : batches) {
       std::vector<std::vector<int64_t>> lengths(static_cast<size_t>(sets));
@@ -116,27 +120,36 @@ int main(int argc, char** argv) {
         for (auto& v : l) v = 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(steps));
         l[0] = steps;
       }
-      std::vector<double> us;
-      long allocations = 0;
-      size_t sink = 0;
-      for (int64_t r = 0; r < rounds; ++r) {
-        const long before = g_allocations.load();
-        const auto t0 = std::chrono::steady_clock::now();
-        for (const auto& l : lengths) {
-          rnnx::SequenceShape shape = rnnx::SequenceShape::padded(steps, B, l);
-          shape.layout = lay;
-          const rnnx::Plan plan(config, shape, options);
-          sink += plan.forward_workspace_size(true) + plan.reserve_size();
+      for (const bool network : {false, true}) {
+        std::vector<double> us;
+        long allocations = 0;
+        size_t sink = 0;
+        rnnx::Network net(config, options);
+        rnnx::SequenceShape shape = rnnx::SequenceShape::padded(steps, B, lengths[0]);
+        shape.layout = lay;
+        for (int64_t r = 0; r < rounds; ++r) {
+          const long before = g_allocations.load();
+          const auto t0 = std::chrono::steady_clock::now();
+          for (const auto& l : lengths) {
+            shape.lengths = l;  // into the vector it has
+            if (network) {
+              sink += net.forward_workspace_size(shape, true) + net.reserve_size(shape);
+            } else {
+              const rnnx::Plan plan(config, shape, options);
+              sink += plan.forward_workspace_size(true) + plan.reserve_size();
+            }
+          }
+          const auto t1 = std::chrono::steady_clock::now();
+          allocations = g_allocations.load() - before;
+          us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() /
+                       static_cast<double>(sets));
         }
-        const auto t1 = std::chrono::steady_clock::now();
-        allocations = g_allocations.load() - before;
-        us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() /
-                     static_cast<double>(sets));
+        std::sort(us.begin(), us.end());
+        std::printf("%6lld %8s %14.2f %18.2f%s\n", static_cast<long long>(B),
+                    network ? "network" : "plan", us[us.size() / 2],
+                    static_cast<double>(allocations) / static_cast<double>(sets),
+                    sink == 0 ? " (no sizes?)" : "");
       }
-      std::sort(us.begin(), us.end());
-      std::printf("%6lld %14.2f %18.1f%s\n", static_cast<long long>(B), us[us.size() / 2],
-                  static_cast<double>(allocations) / static_cast<double>(sets),
-                  sink == 0 ? " (no sizes?)" : "");
     }
   } catch (const rnnx::Error& e) {
     std::fprintf(stderr, "rnnx_plan_setup: %s\n", e.what());

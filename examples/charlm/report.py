@@ -80,19 +80,21 @@ def progress(total, by_steps, enabled):
     return Progress(total, by_steps, enabled)
 
 
-def plan_overhead(build_seconds, steps, train_seconds):
-    """One line on what building rnnx plans cost: every new set of lengths needs a plan
-    (milliseconds or less); a plan whose problem key is new also runs the algorithm search."""
-    if not build_seconds:
-        return "plans: none built"
-    total = sum(build_seconds)
-    searched = [s for s in build_seconds if s > 0.02]  # a search runs the problem several times
-    plain = [s for s in build_seconds if s <= 0.02]
-    text = (f"plans: {len(build_seconds)} built in {total:.2f} s, "
-            f"{1e3 * total / max(steps, 1):.2f} ms per step ({100 * total / max(train_seconds, 1e-9):.1f}"
-            f"% of the steps' time)")
+def setup_overhead(stats, setup_seconds, steps, train_seconds):
+    """One line on what rnnx's set-up cost: its networks (one per config and purpose), the
+    batches bound to them (each new set of lengths costs its schedule), and the set-ups whose
+    size class was new to a network, which may run the algorithm search."""
+    if not setup_seconds:
+        return "networks: none made"
+    total = sum(setup_seconds)
+    searched = [s for s in setup_seconds if s > 0.02]  # a search runs the problem several times
+    text = (f"networks: {stats['networks']}, {stats['batches']:,} batches bound "
+            f"({stats['backends_built']} backends built, the others rebound); set-up "
+            f"{total:.2f} s in all, {1e3 * total / max(steps, 1):.3f} ms per step "
+            f"({100 * total / max(train_seconds, 1e-9):.2f}% of the steps' time)")
+    plain = [s for s in setup_seconds if s <= 0.02]
     if plain:
-        text += f"; without a search {1e3 * statistics.median(plain):.2f} ms each (median)"
+        text += f"; {1e6 * statistics.median(plain):.0f} us per new shape (median)"
     if searched:
         text += f"; {len(searched)} with an algorithm search, {sum(searched):.2f} s in all"
     return text

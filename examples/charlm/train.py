@@ -286,8 +286,9 @@ def run(args):
                       val_pieces=val_pieces, checkpoint=None, plot=None, samples=[])
     if dist.main:
         if args.rnn == "rnnx":
-            log(report.plan_overhead(model.lstm.rnnx_plan_build_seconds, hist.steps,
-                                     hist.train_seconds))
+            log(report.setup_overhead(model.lstm.rnnx_network_stats(),
+                                      model.lstm.rnnx_batch_setup_seconds, hist.steps,
+                                      hist.train_seconds))
         summary.val_bpc = evaluate(model, val_pieces, args.batch_size)
         hist.val.append((hist.tokens_seen, summary.val_bpc))
         gain = unigram - summary.val_bpc

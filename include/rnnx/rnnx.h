@@ -509,6 +509,36 @@ RNNX_API rnnx_status_t rnnx_plan_get_weight_param_by_index(rnnx_plan_t plan, int
 RNNX_API rnnx_status_t rnnx_plan_forward(rnnx_plan_t plan, const rnnx_forward_args_t* args);
 RNNX_API rnnx_status_t rnnx_plan_backward(rnnx_plan_t plan, const rnnx_backward_args_t* args);
 
+/* ---- Network (rnnx::Network) ------------------------------------------------------- */
+
+/* A network is made once for a config and options (NULL: rnnx_plan_options_init()'s
+ * defaults); each call names its batch's shape. The config-level work (validation, weight
+ * layout, the cpu's algorithm spaces, the search's choice per size class) is done once, and a
+ * new set of lengths costs its schedule only: with the caller's workspace, a call on the cpu
+ * backend allocates nothing once the network has run a batch of at least as many steps and
+ * sequences. Sizes are asked per shape; a call's buffers are those of a plan of the same
+ * config and shape, with the same results. Several threads may call one network at once. A
+ * backward needs the reserve of a training forward of the same network and shape. */
+typedef struct rnnx_network* rnnx_network_t;
+
+RNNX_API rnnx_status_t rnnx_network_create(rnnx_network_t* network, rnnx_config_t config,
+                                           const rnnx_plan_options_t* options);
+/* Destroying NULL is a no-op that succeeds; no call of the network may be running. */
+RNNX_API rnnx_status_t rnnx_network_destroy(rnnx_network_t network);
+RNNX_API rnnx_status_t rnnx_network_get_workspace_size(rnnx_network_t network,
+                                                       const rnnx_sequence_desc_t* shape,
+                                                       rnnx_phase_t phase, size_t* bytes);
+RNNX_API rnnx_status_t rnnx_network_get_reserve_size(rnnx_network_t network,
+                                                     const rnnx_sequence_desc_t* shape,
+                                                     size_t* bytes);
+RNNX_API rnnx_status_t rnnx_network_get_weights_numel(rnnx_network_t network, int64_t* numel);
+RNNX_API rnnx_status_t rnnx_network_forward(rnnx_network_t network,
+                                            const rnnx_sequence_desc_t* shape,
+                                            const rnnx_forward_args_t* args);
+RNNX_API rnnx_status_t rnnx_network_backward(rnnx_network_t network,
+                                             const rnnx_sequence_desc_t* shape,
+                                             const rnnx_backward_args_t* args);
+
 #ifdef __cplusplus
 }
 #endif

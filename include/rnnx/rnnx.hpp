@@ -7,6 +7,7 @@
 #include "rnnx/cpu.hpp"
 #include "rnnx/error.hpp"
 #include "rnnx/error_bound.hpp"
+#include "rnnx/network.hpp"
 #include "rnnx/plan.hpp"
 #include "rnnx/plugin.hpp"
 #include "rnnx/sequence.hpp"

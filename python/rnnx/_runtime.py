@@ -1,5 +1,6 @@
-"""What rnnx's NumPy and PyTorch front ends share: a plan cache keyed by (config, sequence
-shape), one workspace grown to the largest call and reused, and a pool of reserve buffers.
+"""What rnnx's NumPy and PyTorch front ends share: a network cache keyed by (config,
+purpose), each call's batch on it, one workspace grown to the largest call and reused, and a
+pool of reserve buffers.
 
 Memory touched for the first time is slow (page faults; very slow on some VMs), so buffers
 are kept and handed out again instead of being allocated per call.
@@ -14,6 +15,9 @@ import numpy as np
 
 from . import _rnnx
 
+# Batches kept by shape per engine: a stream of one shape then makes no batch per call (a
+# batch of new lengths costs its schedule only: the network keeps everything else).
+_KEPT_BATCHES = 8
 _ALIGN = 64  # plan.hpp: sub-buffers are carved at 64-byte offsets from the base
 
 
@@ -169,11 +173,15 @@ class ReserveHandle:
 
 
 class Engine:
-    """Plans cached per (config, shape) in LRU order, plus the buffers they run with.
+    """Networks cached per (config, purpose) in LRU order, the batches made on them, and the
+    buffers they run with.
 
-    Calls from several threads run side by side: a plan serves concurrent executions
-    (include/rnnx/plan.hpp, "Threads"), each call takes a workspace of its own from a small pool, and a call whose
-    plan is cached takes no lock at all. The lock guards only building and caching a plan."""
+    A network (rnnx/network.hpp) is made once per config; each call's shape is a batch on it,
+    which costs its schedule only (the search's choice per size class is the network's). The
+    last few batches are kept by shape, so that a stream of batches of one shape makes none.
+    Calls from several threads run side by side: a network serves concurrent calls, each call
+    takes a workspace of its own from a small pool, and a call whose batch is kept takes no
+    lock at all. The lock guards only making and caching a network or a batch."""
 
     def __init__(self, backend="cpu", num_threads=0, cache_size=32, threads_from=None):
         self.backend = backend
@@ -182,11 +190,13 @@ class Engine:
         # time (rnnx.torch: torch.get_num_threads); None leaves the calling thread's count.
         self.threads_from = threads_from if self.num_threads == 0 else None
         self.cache_size = int(cache_size)
-        self.plans_built = 0  # for tests: how many plans this engine has built
-        # Seconds each of the last 10,000 builds took (a build whose problem is new runs the
-        # algorithm search): what a stream of batches with changing lengths pays for plans.
-        self.plan_build_seconds = collections.deque(maxlen=10_000)
-        self._plans = collections.OrderedDict()
+        self.networks_built = 0  # how many networks this engine has made
+        # Seconds each of the last 10,000 batch set-ups took (one whose size class is new to
+        # its network may run the algorithm search): what a stream of batches with changing
+        # lengths pays before any work runs.
+        self.batch_setup_seconds = collections.deque(maxlen=10_000)
+        self._networks = collections.OrderedDict()
+        self._batches = collections.OrderedDict()
         self._configs = {}
         # Workspaces not in use; list.pop and list.append are atomic, so taking and giving
         # back needs no lock. One thread alternating forward and backward keeps reusing the
@@ -205,46 +215,67 @@ class Engine:
             self._configs[key] = cfg
         return cfg, key
 
+    def network_stats(self):
+        """The networks' counters summed: batches bound, backends built, slots, and the
+        seconds spent binding shapes (rnnx.Network.stats)."""
+        total = {"networks": len(self._networks), "batches": 0, "backends_built": 0, "slots": 0,
+                 "bind_seconds": 0.0}
+        for net in list(self._networks.values()):
+            for k, v in net.stats().items():
+                total[k] += v
+        return total
+
     def plan(self, config, config_key, shape_key, purpose="training"):
-        """shape_key: ('padded', T, B, lengths tuple or None, batch_first) or
-        ('packed', batch_sizes tuple, sorted_indices tuple or None). purpose: 'training'
-        (training steps and inference) or 'inference' (inference forwards only, whose
-        algorithm search times a forward, not a training step)."""
+        """The batch of `shape_key` on the network of (config, purpose), used as a plan.
+        shape_key: ('padded', T, B, lengths tuple or None, batch_first) or ('packed',
+        batch_sizes tuple, sorted_indices tuple or None). purpose: 'training' (training steps
+        and inference) or 'inference' (inference forwards only, whose algorithm search times
+        a forward, not a training step)."""
         key = (config_key, shape_key, purpose)
-        plan = self._plans.get(key)  # one C call under the GIL: no lock needed to read
-        if plan is not None:
+        batch = self._batches.get(key)  # one C call under the GIL: no lock needed to read
+        if batch is not None:
             try:
-                self._plans.move_to_end(key)
-            except KeyError:  # evicted by another thread meanwhile; the plan is still good
+                self._batches.move_to_end(key)
+            except KeyError:  # dropped by another thread meanwhile; the batch is still good
                 pass
-            return plan
+            return batch
         with self.lock:
-            plan = self._plans.get(key)  # built by another thread while this one waited
-            if plan is not None:
-                return plan
+            batch = self._batches.get(key)  # made by another thread while this one waited
+            if batch is not None:
+                return batch
+            net = self._network(config, config_key, purpose)
             start = time.perf_counter()
             # The algorithm search measures on the thread count the calls will run with.
             threads = self._threads()
             try:
-                plan = self._build_plan(config, shape_key, purpose)
+                if shape_key[0] == "padded":
+                    _, T, B, lengths, batch_first = shape_key
+                    batch = net.padded(T, B, None if lengths is None else list(lengths),
+                                       batch_first)
+                else:
+                    _, batch_sizes, sorted_indices = shape_key
+                    batch = net.packed(list(batch_sizes),
+                                       None if sorted_indices is None else list(sorted_indices))
             finally:
                 self._restore_threads(threads)
-            self.plans_built += 1
-            self.plan_build_seconds.append(time.perf_counter() - start)
-            self._plans[key] = plan
-            while len(self._plans) > self.cache_size:
-                self._plans.popitem(last=False)
-        return plan
+            self.batch_setup_seconds.append(time.perf_counter() - start)
+            self._batches[key] = batch
+            while len(self._batches) > _KEPT_BATCHES:
+                self._batches.popitem(last=False)
+        return batch
 
-    def _build_plan(self, config, shape_key, purpose):
-        if shape_key[0] == "padded":
-            _, T, B, lengths, batch_first = shape_key
-            return _rnnx.Plan.padded(config, T, B, None if lengths is None else list(lengths),
-                                     batch_first, self.backend, self.num_threads, purpose)
-        _, batch_sizes, sorted_indices = shape_key
-        return _rnnx.Plan.packed(config, list(batch_sizes),
-                                 None if sorted_indices is None else list(sorted_indices),
-                                 self.backend, self.num_threads, purpose)
+    def _network(self, config, config_key, purpose):
+        key = (config_key, purpose)
+        net = self._networks.get(key)
+        if net is not None:
+            self._networks.move_to_end(key)
+            return net
+        net = _rnnx.Network(config, self.backend, self.num_threads, purpose)
+        self.networks_built += 1
+        self._networks[key] = net
+        while len(self._networks) > self.cache_size:
+            self._networks.popitem(last=False)
+        return net
 
     def _take_workspace(self, nbytes):
         if nbytes == 0:

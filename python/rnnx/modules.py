@@ -451,9 +451,9 @@ class _Recurrent:
         return None if self._saved is None else self._saved["plan"]
 
     def plan_for(self, x_shape, lengths=None, batch_first=None, purpose="training"):
-        """The cached plan for a padded x of this shape (built if needed): forward(...,
-        training=True) runs the one built for 'training', forward(...) the one for
-        'inference'."""
+        """The batch for a padded x of this shape on this module's network, used as a plan:
+        forward(..., training=True) runs on the network made for 'training', forward(...) on
+        the one for 'inference'."""
         batch_first = self.batch_first if batch_first is None else bool(batch_first)
         if len(x_shape) != 3:
             raise invalid(f"x_shape must be 3-D [T, B, input_size] (or [B, T, input_size] with "
@@ -464,8 +464,10 @@ class _Recurrent:
                                  _runtime.shape_key_padded(T, B, lens, batch_first), purpose)
 
     @property
-    def plans_built(self):
-        return self._engine.plans_built
+    def networks_built(self):
+        """How many networks this module has made (one per purpose; every shape is a batch
+        on one of them)."""
+        return self._engine.networks_built
 
     def __repr__(self):
         return f"rnnx.{type(self).__name__}({self.config!r})"

@@ -711,15 +711,21 @@ class _RnnxModule:
         return self._rnnx_backend
 
     @property
-    def rnnx_plans_built(self):
-        """How many plans this module has built (each shape once, then cached)."""
-        return self._rnnx_engine.plans_built
+    def rnnx_networks_built(self):
+        """How many networks this module has made: one per config, device, dtype and purpose;
+        every batch's shape runs on one of them."""
+        return self._rnnx_engine.networks_built
 
     @property
-    def rnnx_plan_build_seconds(self):
-        """Seconds each of the last 10,000 plan builds took (those that ran the algorithm
-        search take far longer than the others)."""
-        return list(self._rnnx_engine.plan_build_seconds)
+    def rnnx_batch_setup_seconds(self):
+        """Seconds each of the last 10,000 batch set-ups took (a new shape on a network: its
+        schedule, and the algorithm search where its size class is new to the network)."""
+        return list(self._rnnx_engine.batch_setup_seconds)
+
+    def rnnx_network_stats(self):
+        """This module's networks, summed: batches bound, backends built (not rebound),
+        slots and seconds spent binding shapes."""
+        return self._rnnx_engine.network_stats()
 
 
 class LSTM(_RnnxModule, torch.nn.LSTM):

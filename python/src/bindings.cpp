@@ -502,11 +502,35 @@ void check_bound_sizes(int64_t max_seq_len, int64_t batch) {
 
 // The GIL is released while a plan runs, and several threads may run one plan at once
 // (rnnx/plan.hpp), each with its own buffers.
+// A plan in Python: a batch's shape on a network (rnnx/network.hpp), which Plan.padded and
+// Plan.packed make for the plan alone and Network.padded and Network.packed share among
+// their batches (rnnx's engines cache networks by config, not plans by lengths). Its sizes
+// come from one binding when it is made, which validates the shape (and runs the search
+// where the network has no choice for its size class yet).
 struct PyPlan {
-  PyPlan(const rnnx::Config& c, const rnnx::SequenceShape& s, const rnnx::PlanOptions& o)
-      : plan(c, s, o) {}
-  rnnx::Plan plan;
+  PyPlan(std::shared_ptr<rnnx::Network> n, rnnx::SequenceShape s)
+      : net(std::move(n)), shape(std::move(s)), info(net->describe(shape)) {}
+  std::shared_ptr<rnnx::Network> net;
+  rnnx::SequenceShape shape;
+  rnnx::BatchInfo info;
+  const rnnx::Config& config() const { return net->config(); }
+  int64_t weights_numel() const { return net->weights_numel(); }
 };
+
+struct PyNetwork {
+  std::shared_ptr<rnnx::Network> net;
+};
+
+rnnx::SequenceShape padded_shape(int64_t max_seq_len, int64_t batch,
+                                 std::optional<std::vector<int64_t>> lengths, bool batch_first) {
+  return rnnx::SequenceShape::padded(max_seq_len, batch, lengths.value_or(std::vector<int64_t>{}),
+                                     batch_first);
+}
+rnnx::SequenceShape packed_shape(std::vector<int64_t> batch_sizes,
+                                 std::optional<std::vector<int64_t>> sorted_indices) {
+  return rnnx::SequenceShape::packed(std::move(batch_sizes),
+                                     sorted_indices.value_or(std::vector<int64_t>{}));
+}
 
 // The cpu backend's choices: None, their text ("isa=avx2 gemm=packed") or a dict of strings.
 rnnx::CpuChoices parse_cpu_choices(const py::object& cpu) {
@@ -549,29 +573,29 @@ void forward(PyPlan& self, const py::object& x, const py::object& weights, const
              const py::object& h0, const py::object& c0, const py::object& hy, const py::object& cy,
              bool training, uint64_t dropout_counter, const py::object& workspace,
              const py::object& reserve) {
-  const rnnx::Plan& p = self.plan;
-  const rnnx::DataType dt = p.config().dtype;
-  const bool lstm = p.config().cell == rnnx::CellType::lstm;
+  const rnnx::BatchInfo& p = self.info;
+  const rnnx::DataType dt = self.config().dtype;
+  const bool lstm = self.config().cell == rnnx::CellType::lstm;
   const char* call = "forward";
   if (!lstm && !c0.is_none()) invalid("forward: c0 given but the cell is not lstm");
   if (!lstm && !cy.is_none()) invalid("forward: cy given but the cell is not lstm");
   Views v;
   rnnx::ForwardArgs a;
-  a.x = v.tensor(x, tensor_name(call, "x"), false, p.x_numel(), dt);
-  a.weights = v.tensor(weights, tensor_name(call, "weights"), false, p.weights_numel(), dt);
-  a.y = v.tensor(y, tensor_name(call, "y"), true, p.y_numel(), dt);
-  a.h0 = v.tensor(h0, tensor_name(call, "h0"), false, p.h_numel(), dt);
-  a.hy = v.tensor(hy, tensor_name(call, "hy"), true, p.h_numel(), dt);
+  a.x = v.tensor(x, tensor_name(call, "x"), false, p.x_numel, dt);
+  a.weights = v.tensor(weights, tensor_name(call, "weights"), false, self.weights_numel(), dt);
+  a.y = v.tensor(y, tensor_name(call, "y"), true, p.y_numel, dt);
+  a.h0 = v.tensor(h0, tensor_name(call, "h0"), false, p.h_numel, dt);
+  a.hy = v.tensor(hy, tensor_name(call, "hy"), true, p.h_numel, dt);
   if (lstm) {
-    a.c0 = v.tensor(c0, tensor_name(call, "c0"), false, p.c_numel(), dt);
-    a.cy = v.tensor(cy, tensor_name(call, "cy"), true, p.c_numel(), dt);
+    a.c0 = v.tensor(c0, tensor_name(call, "c0"), false, p.c_numel, dt);
+    a.cy = v.tensor(cy, tensor_name(call, "cy"), true, p.c_numel, dt);
   }
   a.training = training;
   a.dropout_counter = dropout_counter;
   std::tie(a.workspace, a.workspace_size) = v.bytes(workspace, "forward: workspace", true);
   std::tie(a.reserve, a.reserve_size) = v.bytes(reserve, "forward: reserve", true);
   py::gil_scoped_release nogil;
-  self.plan.forward(a);
+  self.net->forward(self.shape, a);
 }
 
 void backward(PyPlan& self, const py::object& x, const py::object& weights,
@@ -579,28 +603,28 @@ void backward(PyPlan& self, const py::object& x, const py::object& weights,
               const py::object& dy, const py::object& dhy, const py::object& dcy,
               const py::object& dx, const py::object& dh0, const py::object& dc0,
               const py::object& dweights, bool accumulate, const py::object& workspace) {
-  const rnnx::Plan& p = self.plan;
-  const rnnx::DataType dt = p.config().dtype;
-  const bool lstm = p.config().cell == rnnx::CellType::lstm;
+  const rnnx::BatchInfo& p = self.info;
+  const rnnx::DataType dt = self.config().dtype;
+  const bool lstm = self.config().cell == rnnx::CellType::lstm;
   const char* call = "backward";
   if (!lstm && (!c0.is_none() || !dcy.is_none() || !dc0.is_none())) {
     invalid("backward: c0/dcy/dc0 given but the cell is not lstm");
   }
   Views v;
   rnnx::BackwardArgs a;
-  a.x = v.tensor(x, tensor_name(call, "x"), false, p.x_numel(), dt);
-  a.weights = v.tensor(weights, tensor_name(call, "weights"), false, p.weights_numel(), dt);
-  a.h0 = v.tensor(h0, tensor_name(call, "h0"), false, p.h_numel(), dt);
-  a.dy = v.tensor(dy, tensor_name(call, "dy"), false, p.y_numel(), dt);
-  a.dhy = v.tensor(dhy, tensor_name(call, "dhy"), false, p.h_numel(), dt);
-  a.dx = v.tensor(dx, tensor_name(call, "dx"), true, p.x_numel(), dt);
-  a.dh0 = v.tensor(dh0, tensor_name(call, "dh0"), true, p.h_numel(), dt);
+  a.x = v.tensor(x, tensor_name(call, "x"), false, p.x_numel, dt);
+  a.weights = v.tensor(weights, tensor_name(call, "weights"), false, self.weights_numel(), dt);
+  a.h0 = v.tensor(h0, tensor_name(call, "h0"), false, p.h_numel, dt);
+  a.dy = v.tensor(dy, tensor_name(call, "dy"), false, p.y_numel, dt);
+  a.dhy = v.tensor(dhy, tensor_name(call, "dhy"), false, p.h_numel, dt);
+  a.dx = v.tensor(dx, tensor_name(call, "dx"), true, p.x_numel, dt);
+  a.dh0 = v.tensor(dh0, tensor_name(call, "dh0"), true, p.h_numel, dt);
   if (lstm) {
-    a.c0 = v.tensor(c0, tensor_name(call, "c0"), false, p.c_numel(), dt);
-    a.dcy = v.tensor(dcy, tensor_name(call, "dcy"), false, p.c_numel(), dt);
-    a.dc0 = v.tensor(dc0, tensor_name(call, "dc0"), true, p.c_numel(), dt);
+    a.c0 = v.tensor(c0, tensor_name(call, "c0"), false, p.c_numel, dt);
+    a.dcy = v.tensor(dcy, tensor_name(call, "dcy"), false, p.c_numel, dt);
+    a.dc0 = v.tensor(dc0, tensor_name(call, "dc0"), true, p.c_numel, dt);
   }
-  a.dweights = v.tensor(dweights, tensor_name(call, "dweights"), true, p.weights_numel(), dt);
+  a.dweights = v.tensor(dweights, tensor_name(call, "dweights"), true, self.weights_numel(), dt);
   a.weight_grad_mode = accumulate ? rnnx::GradMode::accumulate : rnnx::GradMode::overwrite;
   std::tie(a.workspace, a.workspace_size) = v.bytes(workspace, "backward: workspace", true);
   if (reserve.is_none()) invalid("backward: reserve is required (from a training forward)");
@@ -608,7 +632,7 @@ void backward(PyPlan& self, const py::object& x, const py::object& weights,
   a.reserve = r.first;
   a.reserve_size = r.second;
   py::gil_scoped_release nogil;
-  self.plan.backward(a);
+  self.net->backward(self.shape, a);
 }
 
 // Device buffers (the cuda backend) by address: 0 is an absent tensor; sizes in bytes for
@@ -631,7 +655,7 @@ void forward_ptr(PyPlan& self, uintptr_t x, uintptr_t weights, uintptr_t y, uint
   a.reserve = address(reserve), a.reserve_size = reserve_size;
   a.stream = address(stream);
   py::gil_scoped_release nogil;
-  self.plan.forward(a);
+  self.net->forward(self.shape, a);
 }
 
 void backward_ptr(PyPlan& self, uintptr_t x, uintptr_t weights, uintptr_t reserve,
@@ -647,7 +671,7 @@ void backward_ptr(PyPlan& self, uintptr_t x, uintptr_t weights, uintptr_t reserv
   a.reserve = address(reserve), a.reserve_size = reserve_size;
   a.stream = address(stream);
   py::gil_scoped_release nogil;
-  self.plan.backward(a);
+  self.net->backward(self.shape, a);
 }
 
 }  // namespace
@@ -865,6 +889,52 @@ PYBIND11_MODULE(_rnnx, m) {
         "(W, R, B, P) of one layer as float64 arrays in ONNX's layout; B is None without bias "
         "and P without peepholes.");
 
+  py::class_<PyNetwork>(m, "Network")
+      .def(py::init([](const rnnx::Config& c, const std::string& backend, int num_threads,
+                       const std::string& purpose, const py::object& cpu) {
+             return PyNetwork{std::make_shared<rnnx::Network>(
+                 c, make_options(backend, num_threads, purpose, cpu))};
+           }),
+           "config"_a, "backend"_a = "cpu", "num_threads"_a = 0, "purpose"_a = "training",
+           "cpu"_a = py::none(),
+           "A network: made once for a config (options as Plan.padded's), called per batch. Its "
+           "batches (padded, packed) share what the config decides and the search's choice per "
+           "size class; a new set of lengths costs its schedule only.")
+      .def(
+          "padded",
+          [](const PyNetwork& n, int64_t max_seq_len, int64_t batch,
+             std::optional<std::vector<int64_t>> lengths, bool batch_first) {
+            return std::make_unique<PyPlan>(
+                n.net, padded_shape(max_seq_len, batch, std::move(lengths), batch_first));
+          },
+          "max_seq_len"_a, "batch"_a, "lengths"_a = py::none(), "batch_first"_a = false,
+          "A batch of padded x on this network, used as a Plan.")
+      .def(
+          "packed",
+          [](const PyNetwork& n, std::vector<int64_t> batch_sizes,
+             std::optional<std::vector<int64_t>> sorted_indices) {
+            return std::make_unique<PyPlan>(
+                n.net, packed_shape(std::move(batch_sizes), std::move(sorted_indices)));
+          },
+          "batch_sizes"_a, "sorted_indices"_a = py::none(),
+          "A batch of packed x on this network, used as a Plan.")
+      .def_property_readonly("config", [](const PyNetwork& n) { return n.net->config(); })
+      .def_property_readonly("weights_numel",
+                             [](const PyNetwork& n) { return n.net->weights_numel(); })
+      .def(
+          "stats",
+          [](const PyNetwork& n) {
+            const rnnx::NetworkStats st = n.net->stats();
+            py::dict d;
+            d["batches"] = st.batches;
+            d["backends_built"] = st.backends_built;
+            d["slots"] = st.slots;
+            d["bind_seconds"] = st.bind_seconds;
+            return d;
+          },
+          "batches bound, backends built (not rebound), slots (calls at once) and the seconds "
+          "spent binding shapes.");
+
   py::class_<PyPlan>(m, "Plan")
       .def_static(
           "padded",
@@ -873,10 +943,9 @@ PYBIND11_MODULE(_rnnx, m) {
              const std::string& backend, int num_threads, const std::string& purpose,
              const py::object& cpu) {
             return std::make_unique<PyPlan>(
-                c,
-                rnnx::SequenceShape::padded(max_seq_len, batch,
-                                            lengths.value_or(std::vector<int64_t>{}), batch_first),
-                make_options(backend, num_threads, purpose, cpu));
+                std::make_shared<rnnx::Network>(c,
+                                                make_options(backend, num_threads, purpose, cpu)),
+                padded_shape(max_seq_len, batch, std::move(lengths), batch_first));
           },
           "config"_a, "max_seq_len"_a, "batch"_a, "lengths"_a = py::none(), "batch_first"_a = false,
           "backend"_a = "cpu", "num_threads"_a = 0, "purpose"_a = "training", "cpu"_a = py::none(),
@@ -893,42 +962,41 @@ PYBIND11_MODULE(_rnnx, m) {
              std::optional<std::vector<int64_t>> sorted_indices, const std::string& backend,
              int num_threads, const std::string& purpose, const py::object& cpu) {
             return std::make_unique<PyPlan>(
-                c,
-                rnnx::SequenceShape::packed(std::move(batch_sizes),
-                                            sorted_indices.value_or(std::vector<int64_t>{})),
-                make_options(backend, num_threads, purpose, cpu));
+                std::make_shared<rnnx::Network>(c,
+                                                make_options(backend, num_threads, purpose, cpu)),
+                packed_shape(std::move(batch_sizes), std::move(sorted_indices)));
           },
           "config"_a, "batch_sizes"_a, "sorted_indices"_a = py::none(), "backend"_a = "cpu",
           "num_threads"_a = 0, "purpose"_a = "training", "cpu"_a = py::none(),
           "A plan for packed x [N, I] (PyTorch's PackedSequence data, batch_sizes, "
           "sorted_indices).")
-      .def_property_readonly("config", [](const PyPlan& p) { return p.plan.config(); })
+      .def_property_readonly("config", [](const PyPlan& p) { return p.config(); })
       .def_property_readonly(
-          "purpose", [](const PyPlan& p) { return rnnx::to_string(p.plan.options().purpose); })
+          "purpose", [](const PyPlan& p) { return rnnx::to_string(p.net->options().purpose); })
       .def_property_readonly(
-          "cpu_choices", [](const PyPlan& p) { return rnnx::to_string(p.plan.options().cpu); },
+          "cpu_choices", [](const PyPlan& p) { return rnnx::to_string(p.net->options().cpu); },
           "The cpu choices the plan was built with, as text ('' for none); impl_name shows what "
           "runs.")
       .def_property_readonly("layout",
-                             [](const PyPlan& p) { return rnnx::to_string(p.plan.shape().layout); })
-      .def_property_readonly("max_seq_len", [](const PyPlan& p) { return p.plan.max_seq_len(); })
-      .def_property_readonly("batch", [](const PyPlan& p) { return p.plan.batch(); })
-      .def_property_readonly("tokens", [](const PyPlan& p) { return p.plan.tokens(); })
-      .def_property_readonly("x_numel", [](const PyPlan& p) { return p.plan.x_numel(); })
-      .def_property_readonly("y_numel", [](const PyPlan& p) { return p.plan.y_numel(); })
-      .def_property_readonly("h_numel", [](const PyPlan& p) { return p.plan.h_numel(); })
-      .def_property_readonly("c_numel", [](const PyPlan& p) { return p.plan.c_numel(); })
-      .def_property_readonly("weights_numel",
-                             [](const PyPlan& p) { return p.plan.weights_numel(); })
-      .def_property_readonly("reserve_size", [](const PyPlan& p) { return p.plan.reserve_size(); })
+                             [](const PyPlan& p) { return rnnx::to_string(p.shape.layout); })
+      .def_property_readonly("max_seq_len", [](const PyPlan& p) { return p.info.max_seq_len; })
+      .def_property_readonly("batch", [](const PyPlan& p) { return p.info.batch; })
+      .def_property_readonly("tokens", [](const PyPlan& p) { return p.info.tokens; })
+      .def_property_readonly("x_numel", [](const PyPlan& p) { return p.info.x_numel; })
+      .def_property_readonly("y_numel", [](const PyPlan& p) { return p.info.y_numel; })
+      .def_property_readonly("h_numel", [](const PyPlan& p) { return p.info.h_numel; })
+      .def_property_readonly("c_numel", [](const PyPlan& p) { return p.info.c_numel; })
+      .def_property_readonly("weights_numel", [](const PyPlan& p) { return p.weights_numel(); })
+      .def_property_readonly("reserve_size", [](const PyPlan& p) { return p.info.reserve; })
       .def_property_readonly("backward_workspace_size",
-                             [](const PyPlan& p) { return p.plan.backward_workspace_size(); })
+                             [](const PyPlan& p) { return p.info.backward_workspace; })
       .def(
           "forward_workspace_size",
-          [](const PyPlan& p, bool training) { return p.plan.forward_workspace_size(training); },
+          [](const PyPlan& p, bool training) { return p.info.forward_workspace[training]; },
           "training"_a)
-      .def_property_readonly("impl_name", [](const PyPlan& p) { return p.plan.impl_name(); })
-      .def_property_readonly("problem_name", [](const PyPlan& p) { return p.plan.problem_name(); })
+      .def_property_readonly("impl_name", [](const PyPlan& p) { return p.net->impl_name(p.shape); })
+      .def_property_readonly("problem_name",
+                             [](const PyPlan& p) { return p.net->problem_name(p.shape); })
       .def("forward", &forward, "x"_a, "weights"_a, "y"_a, py::kw_only(), "h0"_a = py::none(),
            "c0"_a = py::none(), "hy"_a = py::none(), "cy"_a = py::none(), "training"_a = false,
            "dropout_counter"_a = 0, "workspace"_a = py::none(), "reserve"_a = py::none(),
@@ -950,6 +1018,6 @@ PYBIND11_MODULE(_rnnx, m) {
            "dh0"_a = 0, "dc0"_a = 0, "dweights"_a = 0, "accumulate"_a = false, "workspace"_a = 0,
            "workspace_size"_a = 0, "stream"_a = 0, "backward on device buffers given by address.")
       .def("__repr__", [](const PyPlan& p) {
-        return "rnnx.Plan(" + p.plan.problem_name() + ", " + p.plan.impl_name() + ")";
+        return "rnnx.Plan(" + p.net->problem_name(p.shape) + ", " + p.net->impl_name(p.shape) + ")";
       });
 }

@@ -446,7 +446,9 @@ def test_torch_lengths_in_every_container_agree():
         got = _flat(ours(x, lengths=lengths))
         for g, w in zip(got, want):
             assert torch.equal(g, w), f"lengths as {lengths!r}"
-    assert ours.rnnx_plans_built == 1
+    assert ours.rnnx_networks_built == 1
+    stats = ours.rnnx_network_stats()
+    assert stats["backends_built"] == stats["slots"], "a slot rebinds to every later shape"
 
 
 # ---- NumPy classes ------------------------------------------------------------------------------

@@ -105,13 +105,13 @@ def test_batch_first_and_lengths_padding_fill():
     np.testing.assert_array_equal(y_tm.transpose(1, 0, 2), y)
 
 
-def test_plans_are_cached_and_buffers_reused():
+def test_networks_are_cached_and_buffers_reused():
     m = rnnx.LSTM(3, 4, num_layers=2)
     x = np.zeros((5, 2, 3), np.float32)
     for _ in range(3):
         m.forward(x, training=True)
         m.backward(np.ones((5, 2, 4), np.float32))
-    assert m.plans_built == 1
+    assert m.networks_built == 1
     assert len(m._engine._workspaces) == 1, "one thread keeps one workspace"
     ws = m._engine._workspaces[0]
     reserve = m._saved["reserve"].buffer
@@ -119,15 +119,15 @@ def test_plans_are_cached_and_buffers_reused():
     m.forward(x, training=True)
     assert len(m._engine._workspaces) == 1 and m._engine._workspaces[0] is ws, "workspace reused"
     assert m._saved["reserve"].buffer is reserve, "reserve reused"
-    m.forward(x, lengths=[5, 3])
-    assert m.plans_built == 2
+    m.forward(x, lengths=[5, 3])  # inference: a second network, made for inference
+    assert m.networks_built == 2
     plan = m.plan_for(x.shape, lengths=[5, 3], purpose="inference")
-    assert m.plans_built == 2 and plan.tokens == 8 and plan.purpose == "inference"
+    assert m.networks_built == 2 and plan.tokens == 8 and plan.purpose == "inference"
     assert plan.impl_name.startswith("cpu") and "lstm_l2" in plan.problem_name
-    # A training forward of that shape needs a plan built for training (an inference plan
-    # refuses it: its algorithm search timed a forward only).
+    # A training forward of that shape runs on the training network (an inference network
+    # refuses it: its algorithm search timed a forward only); a new shape makes no network.
     m.forward(x, lengths=[5, 3], training=True)
-    assert m.plans_built == 3 and m.plan_for(x.shape, lengths=[5, 3]).purpose == "training"
+    assert m.networks_built == 2 and m.plan_for(x.shape, lengths=[5, 3]).purpose == "training"
     with pytest.raises(rnnx.InvalidArgumentError, match="built for inference"):
         plan.forward(x, m.weights, np.empty((5, 2, 4), np.float32), training=True,
                      reserve=np.empty(plan.reserve_size, np.uint8))

@@ -358,24 +358,25 @@ def test_setting_an_attribute_after_a_call_changes_the_config():
     assert_near(ours(x)[1][1], before, 0.0, "c_n with the clip removed again")
 
 
-def test_inference_calls_run_on_plans_built_for_inference():
-    """A call that keeps nothing for a backward (no autograd, no dropout) runs on a plan built
-    for inference, whose algorithm search timed a forward; a training call of the same shape
-    builds and caches a training plan beside it. Both give torch.nn's results."""
+def test_inference_calls_run_on_networks_made_for_inference():
+    """A call that keeps nothing for a backward (no autograd, no dropout) runs on a network
+    made for inference, whose algorithm search timed a forward; a training call makes and
+    caches a training network beside it. Both give torch.nn's results."""
     ref, ours = pair()
     x = torch.randn(4, 3, 5, dtype=torch.float64)
     with torch.no_grad():
         y_infer, _ = ours(x)
-    purposes = {key[-1] for key in ours._rnnx_engine._plans}
+    purposes = {key[-1] for key in ours._rnnx_engine._networks}
     assert purposes == {"inference"}, purposes
-    assert all(p.purpose == "inference" for p in ours._rnnx_engine._plans.values())
+    assert all(p.purpose == "inference" for p in ours._rnnx_engine._batches.values())
     y_train, _ = ours(x)  # parameters require grad: a training forward
-    assert {key[-1] for key in ours._rnnx_engine._plans} == {"inference", "training"}
-    built = ours.rnnx_plans_built
+    assert {key[-1] for key in ours._rnnx_engine._networks} == {"inference", "training"}
+    built = ours.rnnx_networks_built
     with torch.no_grad():
         ours(x)
     ours(x)[0].sum().backward()
-    assert ours.rnnx_plans_built == built, "both plans are cached"
+    ours(x[:3])[0].sum().backward()  # another shape: a batch on the same network
+    assert ours.rnnx_networks_built == built == 2, "both networks are cached"
     want, _ = ref(x)
     assert_near(y_infer, want.detach(), tol(backward=False), "y (inference plan)")
     assert_near(y_train.detach(), want.detach(), tol(backward=False), "y (training plan)")

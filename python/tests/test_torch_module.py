@@ -246,13 +246,16 @@ def test_drop_in_module_plumbing():
     # deepcopy keeps working (plans are rebuilt, not copied)
     twin = copy.deepcopy(ours)
     assert_close(twin(x)[0], ref(x)[0], tol, "y of a deepcopy")
-    # plans are cached per shape
-    built = ours.rnnx_plans_built
+    # networks are cached per config, dtype and purpose; a new shape is a batch on one
+    built = ours.rnnx_networks_built
     for _ in range(3):
         ours(x)
-    assert ours.rnnx_plans_built == built
+    assert ours.rnnx_networks_built == built
     ours(x, lengths=[4, 1, 2])
-    assert ours.rnnx_plans_built == built + 1
+    ours(x, lengths=[2, 4, 3])
+    assert ours.rnnx_networks_built == built
+    stats = ours.rnnx_network_stats()
+    assert stats["backends_built"] == stats["slots"], "a slot rebinds to every later shape"
     assert "cell_clip" in repr(rt.LSTM(3, 4, proj_size=2, cell_clip=(-1, 1)))
 
 

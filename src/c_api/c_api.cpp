@@ -306,19 +306,26 @@ rnnx::GradMode to_cpp_grad_mode(int32_t v, const char* fn) {
 
 // The caller's arrays are copied here. Their lengths come from other fields, so copy only
 // once those are sane; otherwise leave the array out and let the plan report the field.
-rnnx::SequenceShape to_cpp_shape(const rnnx_sequence_desc_t& d, const char* fn) {
+// The descriptor into `out`, assigning into the vectors it has (a network's calls reuse one
+// per thread, so that a new set of lengths allocates nothing).
+void fill_cpp_shape(const rnnx_sequence_desc_t& d, const char* fn, rnnx::SequenceShape& out) {
   require_reserved_zero(d.reserved0, fn, "shape->reserved0");
+  out.lengths.clear();
+  out.batch_sizes.clear();
+  out.sorted_indices.clear();
   switch (d.layout) {
     case RNNX_LAYOUT_TIME_MAJOR:
     case RNNX_LAYOUT_BATCH_FIRST: {
-      std::vector<int64_t> lengths;
       int64_t grid = 0;
       if (d.lengths != nullptr && d.max_seq_len >= 1 && d.batch >= 1 &&
           !__builtin_mul_overflow(d.max_seq_len, d.batch, &grid)) {
-        lengths.assign(d.lengths, d.lengths + d.batch);
+        out.lengths.assign(d.lengths, d.lengths + d.batch);
       }
-      return rnnx::SequenceShape::padded(d.max_seq_len, d.batch, std::move(lengths),
-                                         d.layout == RNNX_LAYOUT_BATCH_FIRST);
+      out.layout = d.layout == RNNX_LAYOUT_BATCH_FIRST ? rnnx::Layout::batch_first
+                                                       : rnnx::Layout::time_major;
+      out.max_seq_len = d.max_seq_len;
+      out.batch = d.batch;
+      return;
     }
     case RNNX_LAYOUT_PACKED: {
       if (d.num_steps < 0) {
@@ -328,18 +335,92 @@ rnnx::SequenceShape to_cpp_shape(const rnnx_sequence_desc_t& d, const char* fn) 
         invalid(fn,
                 "shape->batch_sizes is null but shape->num_steps = " + std::to_string(d.num_steps));
       }
-      std::vector<int64_t> batch_sizes;
-      if (d.num_steps > 0) batch_sizes.assign(d.batch_sizes, d.batch_sizes + d.num_steps);
-      std::vector<int64_t> sorted_indices;
-      if (d.sorted_indices != nullptr && !batch_sizes.empty() && batch_sizes[0] >= 1) {
-        sorted_indices.assign(d.sorted_indices, d.sorted_indices + batch_sizes[0]);
+      if (d.num_steps > 0) out.batch_sizes.assign(d.batch_sizes, d.batch_sizes + d.num_steps);
+      if (d.sorted_indices != nullptr && !out.batch_sizes.empty() && out.batch_sizes[0] >= 1) {
+        out.sorted_indices.assign(d.sorted_indices, d.sorted_indices + out.batch_sizes[0]);
       }
-      return rnnx::SequenceShape::packed(std::move(batch_sizes), std::move(sorted_indices));
+      out.layout = rnnx::Layout::packed;  // as SequenceShape::packed() fills it
+      out.max_seq_len = static_cast<int64_t>(out.batch_sizes.size());
+      out.batch = out.batch_sizes.empty() ? 0 : out.batch_sizes[0];
+      return;
     }
     default:
       break;
   }
   invalid(fn, bad_enum("shape->layout", d.layout, "rnnx_layout_t"));
+}
+
+rnnx::SequenceShape to_cpp_shape(const rnnx_sequence_desc_t& d, const char* fn) {
+  rnnx::SequenceShape shape;
+  fill_cpp_shape(d, fn, shape);
+  return shape;
+}
+
+rnnx::PlanOptions to_cpp_options(const rnnx_plan_options_t* options, const char* fn) {
+  const rnnx_plan_options_t o =
+      read_struct(need(options, fn, "options"), kPlanOptionsV1, fn, "options");
+  require_reserved_zero(o.reserved0, fn, "options->reserved0");
+  rnnx::PlanOptions options_cpp;
+  options_cpp.backend = to_cpp_backend(raw(o.backend), fn);
+  options_cpp.num_threads = o.num_threads;
+  switch (raw(o.purpose)) {
+    case RNNX_PLAN_PURPOSE_TRAINING:
+      options_cpp.purpose = rnnx::PlanPurpose::training;
+      break;
+    case RNNX_PLAN_PURPOSE_INFERENCE:
+      options_cpp.purpose = rnnx::PlanPurpose::inference;
+      break;
+    default:
+      invalid(fn, bad_enum("options->purpose", raw(o.purpose), "rnnx_plan_purpose_t"));
+  }
+  if (o.cpu_choices != nullptr) options_cpp.cpu = rnnx::cpu_choices_from_string(o.cpu_choices);
+  return options_cpp;
+}
+
+// The C call arguments in C++ (struct_size and reserved fields checked).
+rnnx::ForwardArgs to_cpp_forward(const rnnx_forward_args_t* args, const char* fn) {
+  const rnnx_forward_args_t a = read_struct(need(args, fn, "args"), kForwardArgsV1, fn, "args");
+  require_reserved_zero(a.reserved0, fn, "args->reserved0");
+  rnnx::ForwardArgs f;
+  f.x = a.x;
+  f.h0 = a.h0;
+  f.c0 = a.c0;
+  f.weights = a.weights;
+  f.y = a.y;
+  f.hy = a.hy;
+  f.cy = a.cy;
+  f.training = a.training != 0;
+  f.dropout_counter = a.dropout_counter;
+  f.workspace = a.workspace;
+  f.workspace_size = a.workspace_size;
+  f.reserve = a.reserve;
+  f.reserve_size = a.reserve_size;
+  f.stream = a.stream;
+  return f;
+}
+
+rnnx::BackwardArgs to_cpp_backward(const rnnx_backward_args_t* args, const char* fn) {
+  const rnnx_backward_args_t a = read_struct(need(args, fn, "args"), kBackwardArgsV1, fn, "args");
+  require_reserved_zero(a.reserved0, fn, "args->reserved0");
+  rnnx::BackwardArgs b;
+  b.x = a.x;
+  b.h0 = a.h0;
+  b.c0 = a.c0;
+  b.weights = a.weights;
+  b.dy = a.dy;
+  b.dhy = a.dhy;
+  b.dcy = a.dcy;
+  b.dx = a.dx;
+  b.dh0 = a.dh0;
+  b.dc0 = a.dc0;
+  b.dweights = a.dweights;
+  b.weight_grad_mode = to_cpp_grad_mode(a.weight_grad_mode, fn);
+  b.workspace = a.workspace;
+  b.workspace_size = a.workspace_size;
+  b.reserve = a.reserve;
+  b.reserve_size = a.reserve_size;
+  b.stream = a.stream;
+  return b;
 }
 
 // ---- Config field accessors --------------------------------------------------------
@@ -734,23 +815,7 @@ rnnx_status_t rnnx_plan_create_with_options(rnnx_plan_t* plan, rnnx_config_t con
     const rnnx::Config& c = need(config, fn, "config")->value;
     const rnnx_sequence_desc_t desc =
         read_struct(need(shape, fn, "shape"), kSequenceDescV1, fn, "shape");
-    const rnnx_plan_options_t o =
-        read_struct(need(options, fn, "options"), kPlanOptionsV1, fn, "options");
-    require_reserved_zero(o.reserved0, fn, "options->reserved0");
-    rnnx::PlanOptions options_cpp;
-    options_cpp.backend = to_cpp_backend(raw(o.backend), fn);
-    options_cpp.num_threads = o.num_threads;
-    switch (raw(o.purpose)) {
-      case RNNX_PLAN_PURPOSE_TRAINING:
-        options_cpp.purpose = rnnx::PlanPurpose::training;
-        break;
-      case RNNX_PLAN_PURPOSE_INFERENCE:
-        options_cpp.purpose = rnnx::PlanPurpose::inference;
-        break;
-      default:
-        invalid(fn, bad_enum("options->purpose", raw(o.purpose), "rnnx_plan_purpose_t"));
-    }
-    if (o.cpu_choices != nullptr) options_cpp.cpu = rnnx::cpu_choices_from_string(o.cpu_choices);
+    const rnnx::PlanOptions options_cpp = to_cpp_options(options, fn);
     auto p = std::make_unique<rnnx_plan>(rnnx::Plan(c, to_cpp_shape(desc, fn), options_cpp));
     *plan = p.release();
   });
@@ -887,52 +952,110 @@ rnnx_status_t rnnx_plan_get_weight_param_by_index(rnnx_plan_t plan, int64_t inde
 rnnx_status_t rnnx_plan_forward(rnnx_plan_t plan, const rnnx_forward_args_t* args) {
   return guarded(__func__, [&](const char* fn) {
     rnnx::Plan& p = need(plan, fn, "plan")->plan;
-    const rnnx_forward_args_t a = read_struct(need(args, fn, "args"), kForwardArgsV1, fn, "args");
-    require_reserved_zero(a.reserved0, fn, "args->reserved0");
-    rnnx::ForwardArgs f;
-    f.x = a.x;
-    f.h0 = a.h0;
-    f.c0 = a.c0;
-    f.weights = a.weights;
-    f.y = a.y;
-    f.hy = a.hy;
-    f.cy = a.cy;
-    f.training = a.training != 0;
-    f.dropout_counter = a.dropout_counter;
-    f.workspace = a.workspace;
-    f.workspace_size = a.workspace_size;
-    f.reserve = a.reserve;
-    f.reserve_size = a.reserve_size;
-    f.stream = a.stream;
-    p.forward(f);
+    p.forward(to_cpp_forward(args, fn));
   });
 }
 
 rnnx_status_t rnnx_plan_backward(rnnx_plan_t plan, const rnnx_backward_args_t* args) {
   return guarded(__func__, [&](const char* fn) {
     rnnx::Plan& p = need(plan, fn, "plan")->plan;
-    const rnnx_backward_args_t a = read_struct(need(args, fn, "args"), kBackwardArgsV1, fn, "args");
-    require_reserved_zero(a.reserved0, fn, "args->reserved0");
-    rnnx::BackwardArgs b;
-    b.x = a.x;
-    b.h0 = a.h0;
-    b.c0 = a.c0;
-    b.weights = a.weights;
-    b.dy = a.dy;
-    b.dhy = a.dhy;
-    b.dcy = a.dcy;
-    b.dx = a.dx;
-    b.dh0 = a.dh0;
-    b.dc0 = a.dc0;
-    b.dweights = a.dweights;
-    b.weight_grad_mode = to_cpp_grad_mode(a.weight_grad_mode, fn);
-    b.workspace = a.workspace;
-    b.workspace_size = a.workspace_size;
-    b.reserve = a.reserve;
-    b.reserve_size = a.reserve_size;
-    b.stream = a.stream;
-    p.backward(b);
+    p.backward(to_cpp_backward(args, fn));
   });
 }
 
 }  // extern "C"
+
+// ---- Network -----------------------------------------------------------------------
+
+struct rnnx_network {
+  explicit rnnx_network(rnnx::Network n) : network(std::move(n)) {}
+  rnnx::Network network;
+};
+
+namespace {
+
+// The call's shape in C++: one object per thread, assigned into, so that a new set of
+// lengths allocates nothing (the network keeps its own copy in the slot it binds).
+const rnnx::SequenceShape& call_shape(const rnnx_sequence_desc_t* shape, const char* fn) {
+  thread_local rnnx::SequenceShape scratch;
+  const rnnx_sequence_desc_t desc =
+      read_struct(need(shape, fn, "shape"), kSequenceDescV1, fn, "shape");
+  fill_cpp_shape(desc, fn, scratch);
+  return scratch;
+}
+
+}  // namespace
+
+rnnx_status_t rnnx_network_create(rnnx_network_t* network, rnnx_config_t config,
+                                  const rnnx_plan_options_t* options) {
+  return guarded(__func__, [&](const char* fn) {
+    need(network, fn, "network");
+    *network = nullptr;
+    const rnnx::Config& c = need(config, fn, "config")->value;
+    const rnnx::PlanOptions o = options ? to_cpp_options(options, fn) : rnnx::PlanOptions{};
+    *network = std::make_unique<rnnx_network>(rnnx::Network(c, o)).release();
+  });
+}
+
+rnnx_status_t rnnx_network_destroy(rnnx_network_t network) {
+  return guarded(__func__, [&](const char*) { delete network; });
+}
+
+rnnx_status_t rnnx_network_get_workspace_size(rnnx_network_t network,
+                                              const rnnx_sequence_desc_t* shape, rnnx_phase_t phase,
+                                              size_t* bytes) {
+  return guarded(__func__, [&](const char* fn) {
+    const rnnx::Network& n = need(network, fn, "network")->network;
+    need(bytes, fn, "bytes");
+    const rnnx::SequenceShape& s = call_shape(shape, fn);
+    switch (raw(phase)) {
+      case RNNX_PHASE_FORWARD_INFERENCE:
+        *bytes = n.forward_workspace_size(s, false);
+        return;
+      case RNNX_PHASE_FORWARD_TRAINING:
+        *bytes = n.forward_workspace_size(s, true);
+        return;
+      case RNNX_PHASE_BACKWARD:
+        *bytes = n.backward_workspace_size(s);
+        return;
+      default:
+        break;
+    }
+    invalid(fn, bad_enum("phase", raw(phase), "rnnx_phase_t"));
+  });
+}
+
+rnnx_status_t rnnx_network_get_reserve_size(rnnx_network_t network,
+                                            const rnnx_sequence_desc_t* shape, size_t* bytes) {
+  return guarded(__func__, [&](const char* fn) {
+    const rnnx::Network& n = need(network, fn, "network")->network;
+    need(bytes, fn, "bytes");
+    *bytes = n.reserve_size(call_shape(shape, fn));
+  });
+}
+
+rnnx_status_t rnnx_network_get_weights_numel(rnnx_network_t network, int64_t* numel) {
+  return guarded(__func__, [&](const char* fn) {
+    const rnnx::Network& n = need(network, fn, "network")->network;
+    need(numel, fn, "numel");
+    *numel = n.weights_numel();
+  });
+}
+
+rnnx_status_t rnnx_network_forward(rnnx_network_t network, const rnnx_sequence_desc_t* shape,
+                                   const rnnx_forward_args_t* args) {
+  return guarded(__func__, [&](const char* fn) {
+    rnnx::Network& n = need(network, fn, "network")->network;
+    const rnnx::ForwardArgs f = to_cpp_forward(args, fn);
+    n.forward(call_shape(shape, fn), f);
+  });
+}
+
+rnnx_status_t rnnx_network_backward(rnnx_network_t network, const rnnx_sequence_desc_t* shape,
+                                    const rnnx_backward_args_t* args) {
+  return guarded(__func__, [&](const char* fn) {
+    rnnx::Network& n = need(network, fn, "network")->network;
+    const rnnx::BackwardArgs b = to_cpp_backward(args, fn);
+    n.backward(call_shape(shape, fn), b);
+  });
+}

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "core/memory.hpp"
@@ -15,6 +16,28 @@
 #include "rnnx/weights.hpp"
 
 namespace rnnx {
+
+// What a backend keeps for every batch of one network (the cpu: its algorithm spaces and the
+// search's choice per size class, cpu/network_choices.hpp), made by the backend on the
+// network's first batch and shared by all of them. A plan is a network of one batch.
+struct BackendShared {
+  virtual ~BackendShared() = default;
+};
+class SharedState {
+ public:
+  // The backend's state of type S, made by `make` on first use (S derives BackendShared;
+  // one backend per network, so one type per holder).
+  template <typename S, typename Make>
+  S& get(Make make) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!state_) state_ = make();
+    return static_cast<S&>(*state_);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unique_ptr<BackendShared> state_;
+};
 
 struct PlanContext {
   Config config;
@@ -43,6 +66,9 @@ struct PlanContext {
   // allow_conversion; the cpu backend runs its float32 GEMMs in bf16 for the latter where
   // the machine can.
   MathMode math = MathMode::fp32;
+  // The network's shared state (never null in a network's slot; a context made by hand gets
+  // one of its own from the backend that needs it).
+  std::shared_ptr<SharedState> shared = std::make_shared<SharedState>();
 };
 
 class BackendImpl {
@@ -50,6 +76,13 @@ class BackendImpl {
   explicit BackendImpl(const PlanContext& ctx) : ctx_(ctx) {}
   virtual ~BackendImpl() = default;
   virtual std::string name() const = 0;
+  // Rebinds the backend to the new shape and schedule its context now holds (a network's
+  // next batch, core/network_core.hpp), reusing what it has; false when it cannot, and the
+  // network then builds the backend anew for the batch.
+  virtual bool rebind() { return false; }
+  // A number that differs wherever name() differs, for the reserve's fingerprint; a backend
+  // whose name() allocates overrides it so that a network's call allocates nothing.
+  virtual uint64_t choice_id() const;
   virtual size_t forward_workspace_size(bool training) const = 0;
   virtual size_t backward_workspace_size() const = 0;
   virtual size_t reserve_size() const = 0;

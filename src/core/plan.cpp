@@ -1,194 +1,33 @@
-// Plan: validation of the config, the shape and the buffers, backend dispatch, and the
-// reserve header that ties a backward to its training forward (core/reserve_ledger.hpp).
-// Device-neutral: every byte of the caller's buffers it touches goes through the backend's
-// Memory (memory.hpp).
+// Plan: a network of one batch (core/network_core.hpp), bound once to its shape.
 #include "rnnx/plan.hpp"
 
-#include <algorithm>
-#include <cstdint>
-#include <cstdlib>
-#include <optional>
+#include <new>
 #include <string>
-#include <type_traits>
-#include <utility>
-#include <vector>
 
 #include "core/backend.hpp"
-#include "core/backend_registry.hpp"
-#include "core/checked.hpp"
 #include "core/memory.hpp"
-#include "core/reserve_ledger.hpp"
-#include "rnnx/config_fields.hpp"
+#include "core/network_core.hpp"
 #include "rnnx/error.hpp"
 
 namespace rnnx {
-namespace {
-
-[[noreturn]] void invalid(const std::string& msg) {
-  throw Error(Status::invalid_argument, msg);
-}
-
-using core::kReserveMagic;
-using core::ReserveHeader;
-using core::ReserveLedger;
-
-// FNV-1a over the bytes of every value that shapes the reserve: a backward refuses a
-// reserve written by a plan that differs in anything (every field of the config, sizes,
-// lengths and their order, layout, backend, resolved math mode). The plan options are not
-// in it: the thread count changes no bit of a reserve (docs/robustness.md), and a plan built
-// for inference writes none.
-class Fingerprint {
- public:
-  template <typename V>
-  Fingerprint& add(const V& v) {
-    // Values whose bytes are the value; a struct (padding) needs an overload of its own.
-    static_assert(std::is_arithmetic_v<V> || std::is_enum_v<V>);
-    const auto* p = reinterpret_cast<const unsigned char*>(&v);
-    for (size_t i = 0; i < sizeof(V); ++i) h_ = (h_ ^ p[i]) * 1099511628211ull;
-    return *this;
-  }
-  Fingerprint& add(const std::vector<int64_t>& v) {
-    add(v.size());
-    for (int64_t e : v) add(e);
-    return *this;
-  }
-  Fingerprint& add(const std::string& s) {
-    add(s.size());
-    for (char ch : s) add(ch);
-    return *this;
-  }
-  // By member: a struct's padding bytes are not values.
-  Fingerprint& add(const Clip& c) { return add(c.enabled).add(c.lo).add(c.hi); }
-  Fingerprint& add(const std::vector<Activation>& v) {
-    add(v.size());
-    for (const Activation& a : v) add(a.kind).add(a.alpha).add(a.beta);
-    return *this;
-  }
-  uint64_t value() const { return h_; }
-
- private:
-  uint64_t h_ = 1469598103934665603ull;
-};
-
-uint64_t plan_fingerprint(const Config& c, const SequenceShape& s, const std::string& impl,
-                          MathMode math) {
-  Fingerprint f;
-  // Every field of the table (rnnx/config_fields.hpp), by value.
-  for_each_config_field([&](const char*, auto member) { f.add(c.*member); });
-  f.add(s.layout).add(s.max_seq_len).add(s.batch).add(s.lengths).add(s.batch_sizes);
-  f.add(s.sorted_indices).add(impl).add(math);  // the resolved mode: what ran
-  return f.value();
-}
-
-// Caller buffers must be aligned to their element type; workspace and reserve to the
-// widest element a backend carves from them (double, int64). 64 is better: every
-// sub-buffer starts at a 64-byte offset from the base, so it inherits the base's alignment.
-constexpr size_t kBufferAlignment = alignof(double);
-void require_aligned(const void* p, size_t alignment, const char* name) {
-  if (p != nullptr && reinterpret_cast<uintptr_t>(p) % alignment != 0) {
-    invalid(std::string(name) + " (address " + std::to_string(reinterpret_cast<uintptr_t>(p)) +
-            ") must be aligned to " + std::to_string(alignment) + " bytes");
-  }
-}
-
-// A stream only for backends that run on one.
-void require_stream_use(const BackendImpl& impl, const void* stream, const char* call) {
-  if (stream != nullptr && !impl.takes_stream()) {
-    invalid(std::string(call) +
-            ": stream (= " + std::to_string(reinterpret_cast<uintptr_t>(stream)) +
-            ") is set, but backend " + impl.name() + " runs on the calling thread; pass null");
-  }
-}
-
-void require(const void* p, const char* name) {
-  if (p == nullptr) invalid(std::string(name) + " is null");
-}
-
-// A tensor of no elements (every sequence tensor of an empty batch) may be null.
-void require(const void* p, int64_t numel, const char* name) {
-  if (numel > 0) require(p, name);
-}
-
-}  // namespace
 
 struct Plan::State {
-  explicit State(PlanContext c) : ctx(std::move(c)) {}
-  PlanContext ctx;
-  std::unique_ptr<BackendImpl> impl;
+  State(const Config& config, const PlanOptions& options)
+      : network(config, options), slot(network) {}
+  core::NetworkCore network;
+  core::BatchSlot slot;  // refers to network
   // Workspaces of the calls that pass none, one per call in flight (several threads may
   // execute the plan at once).
   core::WorkspacePool own_workspaces;
-  uint64_t plan_id = 0;
-
-  // The caller's workspace, checked, or one from the pool (`lease` keeps it for the call).
-  void* workspace(void* given, size_t given_size, size_t needed, const char* call,
-                  std::optional<core::WorkspacePool::Lease>* lease) {
-    if (needed == 0) return given;
-    if (given != nullptr) {
-      if (given_size < needed) {
-        invalid(std::string(call) + ": workspace_size (= " + std::to_string(given_size) +
-                ") is smaller than required (= " + std::to_string(needed) + ")");
-      }
-      return given;
-    }
-    lease->emplace(own_workspaces.acquire(needed, call, impl->memory()));
-    return (*lease)->get();
-  }
+  const PlanContext& ctx() const { return slot.context(); }
 };
 
-Plan::Plan(const Config& config, const SequenceShape& shape, const PlanOptions& options) try {
-  validate(config);
-  const MathMode math = resolved_math_mode(config);
-  if (options.num_threads < 0) {
-    invalid("num_threads (= " + std::to_string(options.num_threads) + ") must be >= 0");
-  }
-  if (options.purpose != PlanPurpose::training && options.purpose != PlanPurpose::inference) {
-    invalid("purpose (= " + std::to_string(static_cast<int>(options.purpose)) +
-            ") is not training or inference");
-  }
-  if (options.backend != Backend::cpu && !options.cpu.empty()) {
-    invalid("cpu choices (\"" + to_string(options.cpu) + "\") are for backend cpu, not " +
-            to_string(options.backend));
-  }
-  if (shape.layout != Layout::packed) {
-    // Before the schedule allocates [B] and [T] vectors: x alone must be addressable.
-    core::checked_mul(core::checked_mul(core::checked_mul(std::max<int64_t>(shape.max_seq_len, 0),
-                                                          std::max<int64_t>(shape.batch, 0),
-                                                          "max_seq_len * batch"),
-                                        config.input_size, "x size"),
-                      dtype_size(config.dtype), "x bytes");
-  }
-  // Every buffer a backend carves is at most (T*B) rows of the widest row, per layer, in
-  // double: refuse up front what could overflow a size computation later. Checked before
-  // the schedule allocates its [B] and [T] vectors, so that a batch too large for any
-  // buffer is refused without first costing memory (found by tests/fuzz/fuzz_c_api).
-  const bool packed = shape.layout == Layout::packed;
-  const int64_t steps = packed ? static_cast<int64_t>(shape.batch_sizes.size())
-                               : std::max<int64_t>(shape.max_seq_len, 0);
-  const int64_t rows = !packed                     ? std::max<int64_t>(shape.batch, 0)
-                       : shape.batch_sizes.empty() ? 0
-                                                   : std::max<int64_t>(shape.batch_sizes[0], 0);
-  const int64_t widest =
-      std::max({config.input_size, config.num_directions() * config.output_size(),
-                config.num_directions() * gates_per_cell(config.cell) * config.hidden_size});
-  const int64_t grid = core::checked_mul(steps, rows, "max_seq_len * batch");
-  core::checked_mul(core::checked_mul(core::checked_mul(grid, widest, "sequence tensor size"),
-                                      config.num_layers, "per-layer buffers"),
-                    8 * 4, "buffer bytes");
-  auto schedule = core::make_schedule(shape);
-  WeightLayout weights(config);
-  core::checked_mul(weights.numel(), 8, "weight bytes");
-  state_ = std::make_unique<State>(
-      PlanContext{config, shape, std::move(schedule), std::move(weights), options, math});
-  state_->impl = core::make_backend(state_->ctx);
-  state_->plan_id = plan_fingerprint(config, shape, impl_name(), math);
+Plan::Plan(const Config& config, const SequenceShape& shape, const PlanOptions& options) try
+    : state_(std::make_unique<State>(config, options)) {
+  state_->slot.bind(shape);
 } catch (const std::bad_alloc&) {
   throw Error(Status::out_of_memory,
               "plan: out of memory for max_seq_len = " + std::to_string(shape.max_seq_len) +
-                  ", batch = " + std::to_string(shape.batch));
-} catch (const std::length_error&) {
-  throw Error(Status::invalid_argument,
-              "plan: sizes too large for max_seq_len = " + std::to_string(shape.max_seq_len) +
                   ", batch = " + std::to_string(shape.batch));
 }
 
@@ -197,206 +36,66 @@ Plan::Plan(Plan&&) noexcept = default;
 Plan& Plan::operator=(Plan&&) noexcept = default;
 
 const Config& Plan::config() const {
-  return state_->ctx.config;
+  return state_->ctx().config;
 }
 const SequenceShape& Plan::shape() const {
-  return state_->ctx.shape;
+  return state_->ctx().shape;
 }
 const WeightLayout& Plan::weight_layout() const {
-  return state_->ctx.weights;
+  return state_->ctx().weights;
 }
 const PlanOptions& Plan::options() const {
-  return state_->ctx.options;
+  return state_->ctx().options;
 }
 int64_t Plan::max_seq_len() const {
-  return state_->ctx.schedule.T;
+  return state_->ctx().schedule.T;
 }
 int64_t Plan::batch() const {
-  return state_->ctx.schedule.B;
+  return state_->ctx().schedule.B;
 }
 int64_t Plan::tokens() const {
-  return state_->ctx.schedule.tokens;
+  return state_->ctx().schedule.tokens;
 }
 
 int64_t Plan::x_numel() const {
-  return state_->ctx.x_numel();
+  return state_->ctx().x_numel();
 }
 int64_t Plan::y_numel() const {
-  return state_->ctx.y_numel();
+  return state_->ctx().y_numel();
 }
 int64_t Plan::h_numel() const {
-  return state_->ctx.h_numel();
+  return state_->ctx().h_numel();
 }
 int64_t Plan::c_numel() const {
-  return state_->ctx.c_numel();
+  return state_->ctx().c_numel();
 }
 int64_t Plan::weights_numel() const {
   return weight_layout().numel();
 }
 
-// An empty batch (B = 0) runs nothing, so it needs no workspace and keeps only the
-// reserve's header: the fingerprint that ties its backward to its training forward.
 size_t Plan::forward_workspace_size(bool training) const {
-  return batch() == 0 ? 0 : state_->impl->forward_workspace_size(training);
+  return state_->slot.forward_workspace_size(training);
 }
 size_t Plan::backward_workspace_size() const {
-  return batch() == 0 ? 0 : state_->impl->backward_workspace_size();
+  return state_->slot.backward_workspace_size();
 }
 size_t Plan::reserve_size() const {
-  return sizeof(ReserveHeader) + (batch() == 0 ? 0 : state_->impl->reserve_size());
+  return state_->slot.reserve_size();
 }
 std::string Plan::impl_name() const {
-  return state_->impl->name();
+  return state_->slot.impl().name();
 }
 
 std::string Plan::problem_name() const {
-  const auto& c = config();
-  const auto& s = state_->ctx.schedule;
-  bool full = true;
-  for (int64_t len : s.sorted_lengths) full = full && len == s.T;
-  std::string cell = to_string(c.cell);
-  if (c.cell == CellType::gru && !c.gru_linear_before_reset) cell += "-orig";
-  return cell + "_l" + std::to_string(c.num_layers) + (c.bidirectional ? "_bidir" : "_uni") + "_t" +
-         std::to_string(s.T) + "_b" + std::to_string(s.B) + "_i" + std::to_string(c.input_size) +
-         "_h" + std::to_string(c.hidden_size) + "_p" + std::to_string(c.proj_size) + "_len-" +
-         (full ? "full" : "mixed");
+  return state_->slot.problem_name();
 }
 
-void Plan::forward(const ForwardArgs& in) try {
-  const bool lstm = config().cell == CellType::lstm;
-  require(in.x, x_numel(), "forward: x");
-  require(in.weights, "forward: weights");
-  require(in.y, y_numel(), "forward: y");
-  if (!lstm && in.c0)
-    invalid(std::string("forward: c0 given but cell is ") + to_string(config().cell));
-  if (!lstm && in.cy)
-    invalid(std::string("forward: cy given but cell is ") + to_string(config().cell));
-  const size_t elem = static_cast<size_t>(dtype_size(config().dtype));
-  require_aligned(in.x, elem, "forward: x");
-  require_aligned(in.h0, elem, "forward: h0");
-  require_aligned(in.c0, elem, "forward: c0");
-  require_aligned(in.weights, elem, "forward: weights");
-  require_aligned(in.y, elem, "forward: y");
-  require_aligned(in.hy, elem, "forward: hy");
-  require_aligned(in.cy, elem, "forward: cy");
-  require_aligned(in.workspace, kBufferAlignment, "forward: workspace");
-  if (in.training && state_->ctx.options.purpose == PlanPurpose::inference) {
-    invalid(
-        "forward: training is true, but the plan was built for inference (PlanOptions::purpose);"
-        " build it for training to run training forwards and their backwards");
-  }
-  if (in.training) {
-    require_aligned(in.reserve, kBufferAlignment, "forward: reserve");
-    require(in.reserve, "forward (training): reserve");
-    if (in.reserve_size < reserve_size()) {
-      invalid("forward: reserve_size (= " + std::to_string(in.reserve_size) +
-              ") is smaller than required (= " + std::to_string(reserve_size()) + ")");
-    }
-  }
-  require_stream_use(*state_->impl, in.stream, "forward");
-  const core::Memory& memory = state_->impl->memory();
-  std::optional<core::WorkspacePool::Lease> lease;
-  void* ws = state_->workspace(in.workspace, in.workspace_size, forward_workspace_size(in.training),
-                               "forward", &lease);
-  ForwardArgs args = in;
-  if (in.training) {
-    // Marked valid only once the forward has succeeded.
-    memory.zero(in.reserve, sizeof(ReserveHeader), in.stream);
-    if (memory.on_device()) ReserveLedger::instance().forget(in.reserve, reserve_size());
-    args.reserve = static_cast<char*>(in.reserve) + sizeof(ReserveHeader);
-    args.reserve_size = in.reserve_size - sizeof(ReserveHeader);
-  } else {
-    args.reserve = nullptr;
-    args.reserve_size = 0;
-  }
-  if (batch() != 0) state_->impl->forward(args, ws);
-  if (in.training) {
-    ReserveHeader header{};
-    header.magic = kReserveMagic;
-    header.plan_id = state_->plan_id;
-    header.dropout_counter = in.dropout_counter;
-    memory.copy_from_host(in.reserve, &header, sizeof(header), in.stream);
-    if (memory.on_device()) {
-      ReserveLedger::instance().record(in.reserve, reserve_size(), state_->plan_id,
-                                       in.dropout_counter);
-    }
-  }
-  if (lease) memory.wait(in.stream);  // the plan's workspace is free again only when done
-} catch (const std::bad_alloc&) {
-  // Execution allocates only the workspace of a call that passes none (its failure is
-  // already an Error); anything else the standard library may need is reported the same way.
-  throw Error(Status::out_of_memory, "forward: out of memory");
+void Plan::forward(const ForwardArgs& args) {
+  state_->slot.forward(args, state_->own_workspaces);
 }
 
-void Plan::backward(const BackwardArgs& in) try {
-  if (state_->ctx.options.purpose == PlanPurpose::inference) {
-    invalid(
-        "backward: the plan was built for inference (PlanOptions::purpose), which runs no "
-        "backward; build it for training");
-  }
-  const bool lstm = config().cell == CellType::lstm;
-  require(in.x, x_numel(), "backward: x");
-  require(in.weights, "backward: weights");
-  require(in.reserve, "backward: reserve");
-  const size_t elem = static_cast<size_t>(dtype_size(config().dtype));
-  for (auto [p, name] : {std::pair<const void*, const char*>{in.x, "backward: x"},
-                         {in.h0, "backward: h0"},
-                         {in.c0, "backward: c0"},
-                         {in.weights, "backward: weights"},
-                         {in.dy, "backward: dy"},
-                         {in.dhy, "backward: dhy"},
-                         {in.dcy, "backward: dcy"},
-                         {in.dx, "backward: dx"},
-                         {in.dh0, "backward: dh0"},
-                         {in.dc0, "backward: dc0"},
-                         {in.dweights, "backward: dweights"}}) {
-    require_aligned(p, elem, name);
-  }
-  require_aligned(in.workspace, kBufferAlignment, "backward: workspace");
-  require_aligned(in.reserve, kBufferAlignment, "backward: reserve");
-  if (!lstm && (in.c0 || in.dcy || in.dc0)) {
-    invalid(std::string("backward: c0/dcy/dc0 given but cell is ") + to_string(config().cell));
-  }
-  if (in.reserve_size < reserve_size()) {
-    invalid("backward: reserve_size (= " + std::to_string(in.reserve_size) +
-            ") is smaller than required (= " + std::to_string(reserve_size()) + ")");
-  }
-  require_stream_use(*state_->impl, in.stream, "backward");
-  const core::Memory& memory = state_->impl->memory();
-  // On a device the ledger knows the reserves written at their own address, which spares a
-  // synchronising read of the header; a reserve it does not know (copied) is read.
-  ReserveHeader header{};
-  const auto known = memory.on_device() ? ReserveLedger::instance().find(in.reserve) : std::nullopt;
-  if (known) {
-    header.magic = kReserveMagic;
-    header.plan_id = known->plan_id;
-    header.dropout_counter = known->dropout_counter;
-  } else {
-    memory.copy_to_host(&header, in.reserve, sizeof(header), in.stream);
-  }
-  if (header.magic != kReserveMagic || header.plan_id != state_->plan_id) {
-    invalid("backward: reserve was not written by a training forward of this plan");
-  }
-  BackwardArgs args = in;
-  args.reserve = static_cast<const char*>(in.reserve) + sizeof(ReserveHeader);
-  args.reserve_size = in.reserve_size - sizeof(ReserveHeader);
-  std::optional<core::WorkspacePool::Lease> lease;
-  void* ws = state_->workspace(in.workspace, in.workspace_size, backward_workspace_size(),
-                               "backward", &lease);
-  if (batch() == 0) {
-    // No sequence contributes: overwritten weight gradients are zero, accumulated ones
-    // keep what they hold; dx, dh0 and dc0 have no elements.
-    if (in.dweights != nullptr && in.weight_grad_mode == GradMode::overwrite) {
-      memory.zero(in.dweights, static_cast<size_t>(weights_numel()) * elem, in.stream);
-    }
-    return;
-  }
-  state_->impl->backward(args, ws, header.dropout_counter);
-  if (lease) memory.wait(in.stream);
-} catch (const std::bad_alloc&) {
-  // Execution allocates only the workspace of a call that passes none (its failure is
-  // already an Error); anything else the standard library may need is reported the same way.
-  throw Error(Status::out_of_memory, "backward: out of memory");
+void Plan::backward(const BackwardArgs& args) {
+  state_->slot.backward(args, state_->own_workspaces);
 }
 
 }  // namespace rnnx

@@ -19,9 +19,13 @@ namespace {
 
 void finish(Schedule& s) {
   s.T_eff = s.B > 0 ? s.sorted_lengths[0] : 0;
-  s.batch_sizes.assign(s.T_eff, 0);
-  for (int64_t len : s.sorted_lengths)
-    for (int64_t t = 0; t < len; ++t) ++s.batch_sizes[t];
+  // Steps [sorted_lengths[i + 1], sorted_lengths[i]) have the first i + 1 sequences: O(B + T)
+  // (the lengths are non-increasing), not O(tokens).
+  s.batch_sizes.resize(s.T_eff);
+  for (int64_t i = 0; i < s.B; ++i) {
+    const int64_t next = i + 1 < s.B ? s.sorted_lengths[i + 1] : 0;
+    for (int64_t t = next; t < s.sorted_lengths[i]; ++t) s.batch_sizes[t] = i + 1;
+  }
   s.offsets.assign(s.T_eff + 1, 0);
   for (int64_t t = 0; t < s.T_eff; ++t) s.offsets[t + 1] = s.offsets[t] + s.batch_sizes[t];
   s.tokens = s.offsets[s.T_eff];
@@ -29,8 +33,17 @@ void finish(Schedule& s) {
   for (int64_t i = 0; i < s.B; ++i) s.orig_to_sorted[s.sorted_to_orig[i]] = i;
 }
 
-Schedule padded_schedule(const SequenceShape& shape) {
-  Schedule s;
+// Room for every schedule of at most T steps and B sequences, so that a network's next batch
+// of other lengths within that envelope assigns into the vectors it has.
+void reserve_envelope(Schedule& s, int64_t T, int64_t B) {
+  for (auto* v : {&s.sorted_to_orig, &s.orig_to_sorted, &s.sorted_lengths}) {
+    v->reserve(static_cast<size_t>(B));
+  }
+  s.batch_sizes.reserve(static_cast<size_t>(T) + 1);
+  s.offsets.reserve(static_cast<size_t>(T) + 2);  // the counting sort's counts
+}
+
+void padded_schedule(const SequenceShape& shape, Schedule& s) {
   s.T = shape.max_seq_len;
   s.B = shape.batch;
   if (s.T < 1) invalid("max_seq_len (= " + std::to_string(s.T) + ") must be at least 1");
@@ -38,32 +51,34 @@ Schedule padded_schedule(const SequenceShape& shape) {
   // torch.nn.LSTM; T = 0 stays refused, as in torch ("sequence length ... larger than 0").
   if (s.B < 0) invalid("batch (= " + std::to_string(s.B) + ") must be at least 0");
   checked_mul(s.T, s.B, "max_seq_len * batch");
-  std::vector<int64_t> lengths = shape.lengths;
-  if (lengths.empty()) {
-    lengths.assign(s.B, s.T);
-  } else if (static_cast<int64_t>(lengths.size()) != s.B) {
-    invalid("lengths has " + std::to_string(lengths.size()) + " entries but batch is " +
+  const std::vector<int64_t>& given = shape.lengths;
+  if (!given.empty() && static_cast<int64_t>(given.size()) != s.B) {
+    invalid("lengths has " + std::to_string(given.size()) + " entries but batch is " +
             std::to_string(s.B));
   }
+  auto length = [&](int64_t b) { return given.empty() ? s.T : given[b]; };
   for (int64_t b = 0; b < s.B; ++b) {
-    if (lengths[b] < 0 || lengths[b] > s.T) {
-      invalid("lengths[" + std::to_string(b) + "] (= " + std::to_string(lengths[b]) +
+    if (length(b) < 0 || length(b) > s.T) {
+      invalid("lengths[" + std::to_string(b) + "] (= " + std::to_string(length(b)) +
               ") must be in [0, max_seq_len (= " + std::to_string(s.T) + ")]");
     }
   }
+  reserve_envelope(s, s.T, s.B);
+  // Longest first, stable: a counting sort over the lengths, whose counts borrow `offsets`
+  // (T + 2 slots; finish() rewrites it), so that a schedule within the envelope of the
+  // vectors' capacity allocates nothing (std::stable_sort takes a buffer).
+  s.offsets.assign(static_cast<size_t>(s.T) + 2, 0);
+  for (int64_t b = 0; b < s.B; ++b) ++s.offsets[s.T - length(b) + 1];
+  for (int64_t k = 1; k <= s.T + 1; ++k) s.offsets[k] += s.offsets[k - 1];
   s.sorted_to_orig.resize(s.B);
-  std::iota(s.sorted_to_orig.begin(), s.sorted_to_orig.end(), 0);
-  std::stable_sort(s.sorted_to_orig.begin(), s.sorted_to_orig.end(),
-                   [&](int64_t a, int64_t b) { return lengths[a] > lengths[b]; });
+  for (int64_t b = 0; b < s.B; ++b) s.sorted_to_orig[s.offsets[s.T - length(b)]++] = b;
   s.sorted_lengths.resize(s.B);
-  for (int64_t i = 0; i < s.B; ++i) s.sorted_lengths[i] = lengths[s.sorted_to_orig[i]];
+  for (int64_t i = 0; i < s.B; ++i) s.sorted_lengths[i] = length(s.sorted_to_orig[i]);
   finish(s);
-  return s;
 }
 
-Schedule packed_schedule(const SequenceShape& shape) {
+void packed_schedule(const SequenceShape& shape, Schedule& s) {
   const auto& bs = shape.batch_sizes;
-  Schedule s;
   if (bs.empty()) invalid("batch_sizes is empty; a packed batch needs at least one step");
   s.T = static_cast<int64_t>(bs.size());
   s.B = bs[0];
@@ -78,6 +93,7 @@ Schedule packed_schedule(const SequenceShape& shape) {
               "] (= " + std::to_string(bs[t - 1]) + ")");
     }
   }
+  reserve_envelope(s, s.T, s.B);
   const auto& si = shape.sorted_indices;
   if (si.empty()) {
     s.sorted_to_orig.resize(s.B);
@@ -87,27 +103,37 @@ Schedule packed_schedule(const SequenceShape& shape) {
       invalid("sorted_indices has " + std::to_string(si.size()) +
               " entries but batch_sizes[0] (= " + std::to_string(s.B) + ")");
     }
-    std::vector<char> seen(s.B, 0);
+    // orig_to_sorted marks the indices seen (finish() rewrites it).
+    s.orig_to_sorted.assign(s.B, 0);
     for (int64_t i = 0; i < s.B; ++i) {
-      if (si[i] < 0 || si[i] >= s.B || seen[si[i]]) {
+      if (si[i] < 0 || si[i] >= s.B || s.orig_to_sorted[si[i]] != 0) {
         invalid("sorted_indices is not a permutation of 0..batch-1: sorted_indices[" +
                 std::to_string(i) + "] = " + std::to_string(si[i]));
       }
-      seen[si[i]] = 1;
+      s.orig_to_sorted[si[i]] = 1;
     }
-    s.sorted_to_orig = si;
+    s.sorted_to_orig.assign(si.begin(), si.end());
   }
   s.sorted_lengths.assign(s.B, 0);
   for (int64_t t = 0; t < s.T; ++t)
     for (int64_t i = 0; i < bs[t]; ++i) ++s.sorted_lengths[i];
   finish(s);
-  return s;
 }
 
 }  // namespace
 
+void make_schedule(const SequenceShape& shape, Schedule& out) {
+  if (shape.layout == Layout::packed) {
+    packed_schedule(shape, out);
+  } else {
+    padded_schedule(shape, out);
+  }
+}
+
 Schedule make_schedule(const SequenceShape& shape) {
-  return shape.layout == Layout::packed ? packed_schedule(shape) : padded_schedule(shape);
+  Schedule s;
+  make_schedule(shape, s);
+  return s;
 }
 
 int64_t caller_row(const SequenceShape& shape, const Schedule& s, int64_t t, int64_t b) {
@@ -123,9 +149,16 @@ int64_t caller_row(const SequenceShape& shape, const Schedule& s, int64_t t, int
 }
 
 std::vector<int64_t> caller_rows(const SequenceShape& shape, const Schedule& s) {
+  std::vector<int64_t> rows;
+  caller_rows(shape, s, rows);
+  return rows;
+}
+
+void caller_rows(const SequenceShape& shape, const Schedule& s, std::vector<int64_t>& rows) {
   // caller_row() spelt out per layout, outside the loops: this map is O(tokens) and was most
   // of a plan's set-up time (65% at B = 16, T = 200) with a switch per element.
-  std::vector<int64_t> rows(static_cast<size_t>(s.tokens));
+  rows.reserve(static_cast<size_t>(s.T * s.B));  // the envelope, as the schedule's
+  rows.resize(static_cast<size_t>(s.tokens));
   for (int64_t t = 0; t < s.T_eff; ++t) {
     int64_t* out = rows.data() + s.offsets[t];
     const int64_t n = s.batch_sizes[t];
@@ -142,7 +175,6 @@ std::vector<int64_t> caller_rows(const SequenceShape& shape, const Schedule& s) 
         break;
     }
   }
-  return rows;
 }
 
 bool rows_in_place(const SequenceShape& shape, const Schedule& s) {

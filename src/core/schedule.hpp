@@ -29,6 +29,10 @@ struct Schedule {
 // Validates the shape (throws invalid_argument naming the argument and the values)
 // and computes the schedule.
 Schedule make_schedule(const SequenceShape& shape);
+// The same into `out`, whose vectors keep their capacity: they are reserved for the shape's
+// whole envelope (max_seq_len steps, batch sequences), so that a later schedule of other
+// lengths within it allocates nothing (a network's batches, core/network_core.hpp).
+void make_schedule(const SequenceShape& shape, Schedule& out);
 
 // Element offset, in units of `width`-wide rows, of (t, original batch b) in the caller's
 // layout; for packed layouts only valid when t < length of b.
@@ -38,6 +42,8 @@ int64_t caller_row(const SequenceShape& shape, const Schedule& s, int64_t t, int
 // [tokens]: the row map through which a backend reads x (or writes y) where the caller keeps
 // them instead of gathering a copy.
 std::vector<int64_t> caller_rows(const SequenceShape& shape, const Schedule& s);
+// The same into `rows`, reserved for T * B rows (as make_schedule's envelope).
+void caller_rows(const SequenceShape& shape, const Schedule& s, std::vector<int64_t>& rows);
 
 // Where the previous state of step t's rows comes from, in a direction's own order
 // (`reversed`: the direction runs from each sequence's end): rows i < count are the rows of

@@ -64,8 +64,8 @@ GemmForce gemm_force(const CpuChoices& choices) {
                         : GemmForce::none;
 }
 
-bool team_capable(const PlanContext& ctx, GemmEngine engine) {
-  return is_packed(engine) && ctx.schedule.B <= kPackedChunkRows;
+bool team_capable(bool team_rows, GemmEngine engine) {
+  return is_packed(engine) && team_rows;
 }
 
 }  // namespace
@@ -75,9 +75,12 @@ int plan_threads(const PlanContext& ctx) {
 }
 
 AlgoSpace algo_space(const PlanContext& ctx) {
+  return algo_space(ctx, ctx.schedule.B <= kPackedChunkRows, plan_threads(ctx) >= 2);
+}
+
+AlgoSpace algo_space(const PlanContext& ctx, bool team_rows, bool threads) {
   const bool f32 = ctx.config.dtype == DataType::f32;
   const bool two_dirs = ctx.config.num_directions() == 2;
-  const bool threads = plan_threads(ctx) >= 2;
   const CpuChoices& choices = ctx.options.cpu;
   const GemmForce gemm = gemm_force(choices);
   const std::string loop =
@@ -118,7 +121,7 @@ AlgoSpace algo_space(const PlanContext& ctx) {
     space.forced += value;
   }
   for (GemmEngine engine : engines) {
-    const bool capable = team_capable(ctx, engine);
+    const bool capable = team_capable(team_rows, engine);
     // Team loops on one thread or with another engine only when forced (the forced value
     // then holds for the engines that can run it).
     const std::vector<bool> teams =
@@ -147,7 +150,8 @@ AlgoSpace algo_space(const PlanContext& ctx) {
   const bool proj = ctx.config.cell == CellType::lstm && ctx.config.proj_size > 0;
   Algo h;
   h.engine = engines.front();
-  h.team_loops = team_capable(ctx, h.engine) && (loop.empty() ? threads && !proj : loop == "team");
+  h.team_loops =
+      team_capable(team_rows, h.engine) && (loop.empty() ? threads && !proj : loop == "team");
   h.concurrent_dirs = two_dirs && (dirs.empty() ? threads : dirs == "concurrent");
   h.input = default_input(h.engine);
   if (input == "bulk") h.input = InputProjection::bulk;

@@ -52,6 +52,9 @@ struct AlgoSpace {
   std::string forced;
 };
 AlgoSpace algo_space(const PlanContext& ctx);
+// The same for a batch of at most kPackedChunkRows rows (`team_rows`) or more, on two or more
+// threads (`threads`) or one: all the batch's shape decides (network_choices.hpp).
+AlgoSpace algo_space(const PlanContext& ctx, bool team_rows, bool threads);
 
 // The choice of a plan of level `isa`, as impl_name() shows it after the ISA:
 // "{gemm}[/team][/dirs-concurrent][/input-bulk|/input-steps]"; and back (false for a text

@@ -207,18 +207,29 @@ PlanContext search_context(const PlanContext& ctx) {
 // The key of a problem as search_context() shortened it.
 std::string key_of(const PlanContext& probe, const AlgoSpace& space) {
   const Config& c = probe.config;
-  const core::Schedule& s = probe.schedule;
+  const SizeClass size = size_class(probe);
   std::ostringstream k;
   k << "rnnx-" RNNX_VERSION_STRING " cpu " << core::config_search_key(c)
-    << " bf16=" << (probe.math == MathMode::allow_conversion) << " B=" << s.B << " T~"
-    << quarter_octave(s.T_eff) << " tokens~" << quarter_octave(s.tokens)
-    << " threads=" << plan_threads(probe) << " isa=" << isa_name(space.isa)
-    << " for=" << to_string(probe.options.purpose);
+    << " bf16=" << (probe.math == MathMode::allow_conversion) << " B=" << size.batch << " T~"
+    << size.steps << " tokens~" << size.tokens << " threads=" << size.threads
+    << " isa=" << isa_name(space.isa) << " for=" << to_string(probe.options.purpose);
   if (!space.forced.empty()) k << " forced=" << space.forced;
   return k.str();
 }
 
 }  // namespace
+
+SizeClass size_class(const PlanContext& ctx) {
+  // search_context()'s scaling, counted without making its shape.
+  const core::Schedule& s = ctx.schedule;
+  int64_t steps = s.T_eff, tokens = s.tokens;
+  if (s.T_eff > kSearchSteps) {
+    steps = kSearchSteps;
+    tokens = 0;
+    for (int64_t len : s.sorted_lengths) tokens += (len * kSearchSteps + s.T_eff - 1) / s.T_eff;
+  }
+  return {s.B, quarter_octave(steps), quarter_octave(tokens), plan_threads(ctx)};
+}
 
 std::string autotune_key(const PlanContext& ctx) {
   return key_of(search_context(ctx), algo_space(ctx));

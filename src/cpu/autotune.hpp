@@ -34,6 +34,18 @@ AlgoChoice choose_algo(const PlanContext& ctx, const AlgoSpace& space);
 // lengths, so that the batches of an epoch with different lengths share one search.
 std::string autotune_key(const PlanContext& ctx);
 
+// The sizes in that key: batch, steps and real tokens of the problem the search measures to
+// a quarter octave, and threads. Batches of one network in one class share a choice
+// (network_choices.hpp keeps it without making the key's text).
+struct SizeClass {
+  int64_t batch = 0;
+  long steps = 0;
+  long tokens = 0;
+  int threads = 0;
+  bool operator==(const SizeClass&) const = default;
+};
+SizeClass size_class(const PlanContext& ctx);
+
 // Whether the plan searches: its cpu choice `search` ("on", "off", "auto" = on), else
 // RNNX_AUTOTUNE. Throws Error(invalid_argument) naming the choice for another value.
 bool search_enabled(const PlanContext& ctx);

@@ -11,6 +11,7 @@
 #include "cpu/buffers.hpp"
 #include "cpu/gemm.hpp"
 #include "cpu/half_data_backend.hpp"
+#include "cpu/network_choices.hpp"
 #include "cpu/passes.hpp"
 #include "cpu/plan_spec.hpp"
 #include "cpu/thread_pool.hpp"
@@ -23,7 +24,13 @@ namespace {
 template <typename T>
 class CpuBackend final : public BackendImpl {
  public:
-  explicit CpuBackend(const PlanContext& ctx) : CpuBackend(ctx, cpu::algo_space(ctx)) {}
+  explicit CpuBackend(const PlanContext& ctx)
+      : BackendImpl(ctx),
+        choices_(ctx.shared->get<cpu::NetworkChoices>(
+            [&] { return std::make_unique<cpu::NetworkChoices>(ctx); })),
+        problem_(ctx, choices_.space(ctx).isa) {
+    rebind();
+  }
 
   // cpu:{isa}/{algorithm}[/onnx-cell][/tuned] (docs/cpu.md): the step kernels' ISA, the
   // GEMM engine and how the loops run (algo.hpp), the generic step kernels for ONNX's cell
@@ -33,9 +40,40 @@ class CpuBackend final : public BackendImpl {
            cpu::algo_name(choice_.algo, sizeof(T) == sizeof(float), problem_.isa) +
            (problem_.extended_cell ? "/onnx-cell" : "") + (choice_.searched ? "/tuned" : "");
   }
+  // What name() spells, as numbers (the ISA and the cell kind are the network's).
+  uint64_t choice_id() const override {
+    const cpu::Algo& a = choice_.algo;
+    return static_cast<uint64_t>(a.engine) | uint64_t{a.team_loops} << 8 |
+           uint64_t{a.concurrent_dirs} << 9 | static_cast<uint64_t>(a.input) << 10 |
+           uint64_t{choice_.searched} << 16 | static_cast<uint64_t>(problem_.isa) << 17;
+  }
   size_t forward_workspace_size(bool training) const override { return sizes_.forward[training]; }
   size_t backward_workspace_size() const override { return sizes_.backward; }
   size_t reserve_size() const override { return sizes_.reserve; }
+
+  // The choice for the batch the context now holds (the network's for its size class), and
+  // the sizes: the largest any candidate of either thread count needs, so that they depend on
+  // the problem only, never on what the search measured or on the calling thread's count (a
+  // framework may size buffers from another plan of the same problem, or ask a network for a
+  // shape's sizes on one thread count and call it on another; results must be
+  // reproducible). Allocates nothing once the caller_rows vector has room for the batch.
+  bool rebind() override {
+    const cpu::AlgoSpace& space = choices_.space(ctx_);
+    choice_ = choices_.choose<T>(ctx_, space);
+    problem_.bind_batch();
+    sizes_ = {};
+    for (const bool threads : {false, true}) {
+      for (const cpu::Algo& a : choices_.space(ctx_.schedule.B, threads).candidates) {
+        if (a == choice_.algo) continue;
+        problem_.set_algo(a);
+        sizes_.widen(cpu::lay_out_buffers<T>(problem_));
+      }
+    }
+    // The chosen one last: it records where the reserve's layers start.
+    problem_.set_algo(choice_.algo);
+    sizes_.widen(cpu::lay_out_buffers<T>(problem_));
+    return true;
+  }
 
   // Each call runs on the plan's thread count (PlanOptions::num_threads).
   void forward(const ForwardArgs& args, void* workspace) override {
@@ -48,21 +86,7 @@ class CpuBackend final : public BackendImpl {
   }
 
  private:
-  CpuBackend(const PlanContext& ctx, const cpu::AlgoSpace& space)
-      : BackendImpl(ctx),
-        choice_(cpu::choose_algo<T>(ctx, space)),
-        problem_(ctx, choice_.algo, space.isa) {
-    sizes_ = cpu::lay_out_buffers<T>(problem_);
-    // The sizes are the largest any candidate needs, so that they depend on the problem
-    // only, never on what the search measured (a framework may size buffers from another
-    // plan of the same problem, and results must be reproducible).
-    for (const cpu::Algo& a : space.candidates) {
-      if (a == choice_.algo) continue;
-      cpu::PlanSpec other(ctx, a, space.isa);
-      sizes_.widen(cpu::lay_out_buffers<T>(other));
-    }
-  }
-
+  cpu::NetworkChoices& choices_;  // the network's, shared by its batches
   cpu::AlgoChoice choice_;
   cpu::PlanSpec problem_;
   cpu::BufferSizes sizes_;

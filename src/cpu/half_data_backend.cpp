@@ -86,9 +86,17 @@ class HalfDataBackend final : public BackendImpl {
   // reference to its context, which must outlive it whatever the members' order.
   explicit HalfDataBackend(const PlanContext& ctx)
       : BackendImpl(ctx), kernels_(step_kernels<float>(isa_for_plan(ctx.options.cpu.isa))) {
-    f32_ = std::make_unique<const PlanContext>(float32_context(ctx));
+    f32_ = std::make_unique<PlanContext>(float32_context(ctx));
     inner_ = make_cpu_backend(*f32_);
   }
+  // The float32 context takes the new batch (assigned into its vectors) and the float32
+  // backend rebinds to it.
+  bool rebind() override {
+    f32_->shape = ctx_.shape;
+    f32_->schedule = ctx_.schedule;
+    return inner_->rebind();
+  }
+  uint64_t choice_id() const override { return inner_->choice_id(); }
   ~HalfDataBackend() override { inner_.reset(); }
   HalfDataBackend(const HalfDataBackend&) = delete;
   HalfDataBackend& operator=(const HalfDataBackend&) = delete;
@@ -199,7 +207,7 @@ class HalfDataBackend final : public BackendImpl {
     return c;
   }
 
-  std::unique_ptr<const PlanContext> f32_;
+  std::unique_ptr<PlanContext> f32_;
   std::unique_ptr<BackendImpl> inner_;  // refers to *f32_
   const StepKernels<float>& kernels_;   // the conversions of the plan's ISA
 };

@@ -7,14 +7,17 @@
 
 namespace rnnx::cpu {
 
-PlanSpec::PlanSpec(const PlanContext& c, const Algo& a, Isa i) : ctx(&c), algo(a), isa(i) {
+PlanSpec::PlanSpec(const PlanContext& c, const Algo& a, Isa i) : PlanSpec(c, i) {
+  bind_batch();
+  set_algo(a);
+}
+
+PlanSpec::PlanSpec(const PlanContext& c, Isa i) : ctx(&c), isa(i) {
   const Config& cfg = c.config;
   cell = cfg.cell;
   gru_lbr = cfg.gru_linear_before_reset;
   proj = cfg.cell == CellType::lstm && cfg.proj_size > 0;
   bias = cfg.bias;
-  rows_in_place = core::rows_in_place(c.shape, c.schedule);
-  if (!rows_in_place) caller_rows = core::caller_rows(c.shape, c.schedule);
   cell_clip = cfg.cell == CellType::lstm && cfg.cell_clip.enabled;
   proj_clip = proj && cfg.proj_clip.enabled;
   dropout = cfg.dropout;
@@ -29,19 +32,6 @@ PlanSpec::PlanSpec(const PlanContext& c, const Algo& a, Isa i) : ctx(&c), algo(a
   GH = G * H;
   I0 = cfg.input_size;
   DP = D * P;
-  B = c.schedule.B;
-  N = c.schedule.tokens;
-  T_eff = c.schedule.T_eff;
-  engine = a.engine;
-  concurrent_dirs = a.concurrent_dirs;
-  team_loops = a.team_loops;
-  const int64_t min_rows = a.input == InputProjection::steps ? 1
-                           : a.input == InputProjection::split
-                               ? kStepInputMinRows
-                               : std::numeric_limits<int64_t>::max();
-  while (step_input_steps < T_eff && c.schedule.batch_sizes[step_input_steps] >= min_rows) {
-    ++step_input_steps;
-  }
   for (int64_t d = 0; d < D; ++d) acts[d] = direction_activations(cfg, d);
   stages = core::step_stages(cfg);
   params.resize(L * D);
@@ -56,6 +46,34 @@ PlanSpec::PlanSpec(const PlanContext& c, const Algo& a, Isa i) : ctx(&c), algo(a
                            off(WeightKind::w_hr), off(WeightKind::w_peephole)};
     }
     weight_grads.push_back(core::weight_gradients(cfg, input_width(l)));
+  }
+  reserve_layer.resize(L);
+}
+
+void PlanSpec::bind_batch() {
+  rows_in_place = core::rows_in_place(ctx->shape, ctx->schedule);
+  if (rows_in_place) {
+    caller_rows.clear();
+  } else {
+    core::caller_rows(ctx->shape, ctx->schedule, caller_rows);
+  }
+  B = ctx->schedule.B;
+  N = ctx->schedule.tokens;
+  T_eff = ctx->schedule.T_eff;
+}
+
+void PlanSpec::set_algo(const Algo& a) {
+  algo = a;
+  engine = a.engine;
+  concurrent_dirs = a.concurrent_dirs;
+  team_loops = a.team_loops;
+  const int64_t min_rows = a.input == InputProjection::steps ? 1
+                           : a.input == InputProjection::split
+                               ? kStepInputMinRows
+                               : std::numeric_limits<int64_t>::max();
+  step_input_steps = 0;
+  while (step_input_steps < T_eff && ctx->schedule.batch_sizes[step_input_steps] >= min_rows) {
+    ++step_input_steps;
   }
 }
 

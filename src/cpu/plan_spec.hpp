@@ -45,6 +45,15 @@ struct ParamOffsets {
 
 struct PlanSpec {
   PlanSpec(const PlanContext& ctx, const Algo& algo, Isa isa);
+  // What the config alone decides; bind_batch() and set_algo() then fill in the rest.
+  PlanSpec(const PlanContext& ctx, Isa isa);
+
+  // The fields of the batch: from ctx's shape and schedule, which a network's batch slot
+  // rewrites for every call (core/network_core.hpp). caller_rows keeps its capacity, so a
+  // batch within the envelope of an earlier one allocates nothing.
+  void bind_batch();
+  // The fields the algorithm decides (the batch's fields must be bound).
+  void set_algo(const Algo& algo);
 
   const PlanContext* ctx;
   Algo algo;  // how this plan runs (algo.hpp); the fields below spell it out
@@ -57,7 +66,7 @@ struct PlanSpec {
   bool bias;
   // The caller's x, y, dy, dx already are packed sorted rows (core::rows_in_place): used
   // where they are, with no gather or scatter.
-  bool rows_in_place;
+  bool rows_in_place = false;
   // Otherwise the caller's row of each packed row ([N], core::caller_rows): the row map the
   // packed engine reads x through (forward's input projection, backward's dW_ih), so that
   // only the other engines gather x.
@@ -72,7 +81,7 @@ struct PlanSpec {
   std::vector<Activation> acts[2];  // each direction's activations, defaults filled in
   double dropout;
   int64_t L, D, H, P, G, GH, I0, DP;
-  int64_t B, N, T_eff;               // batch, real tokens, steps actually run
+  int64_t B = 0, N = 0, T_eff = 0;   // batch, real tokens, steps actually run
   std::vector<ParamOffsets> params;  // [L * D]
   // [L] the weight gradients backward makes over the tokens of each layer (built with the
   // plan: a call with the caller's workspace allocates nothing).

@@ -1908,6 +1908,132 @@ static void test_16bit(rnnx_dtype_t want_dtype) {
   for (k = 0; k < 2; ++k) rnnx_plan_destroy(plans[k]);
 }
 
+/* A network made once, called with three batches of other lengths: each gives the bits of
+ * a plan of its shape (training forward and backward); a backward on another shape's reserve
+ * is refused; a bad phase or shape names the argument; NULL options are the defaults. */
+static void test_network(void) {
+  static const int64_t lens[3][3] = {{4, 1, 3}, {2, 4, 0}, {4, 4, 4}};
+  rnnx_config_t c = lstmp_config(RNNX_DTYPE_FLOAT32);
+  rnnx_plan_options_t o = rnnx_plan_options_init();
+  rnnx_network_t net = NULL;
+  int64_t w_n = 0, k;
+  float* w;
+  o.num_threads = 2;
+  o.cpu_choices = "search=off";
+  CHECK_NULL_ARG(rnnx_network_create(NULL, c, &o), "network");
+  CHECK_OK(rnnx_network_create(&net, c, NULL));
+  CHECK_OK(rnnx_network_destroy(net));
+  CHECK_OK(rnnx_network_destroy(NULL));
+  CHECK_OK(rnnx_network_create(&net, c, &o));
+  if (net == NULL) {
+    rnnx_config_destroy(c);
+    return;
+  }
+  CHECK_OK(rnnx_network_get_weights_numel(net, &w_n));
+  w = (float*)malloc((size_t)w_n * sizeof(float));
+  fill(w, w_n, 0, 5, 0.3);
+  for (k = 0; k < 3; ++k) {
+    const rnnx_sequence_desc_t d = rnnx_sequence_desc_padded(4, 3, lens[k], 0);
+    rnnx_plan_t plan = NULL;
+    int64_t x_n, y_n, h_n, c_n;
+    size_t rs = 0, plan_rs = 0, ws = 0, plan_ws = 0, r;
+    float *x, *dy, *out[2][4];
+    char* reserve[2];
+    int v, same = 1;
+    char what[96];
+    CHECK_OK(rnnx_plan_create_with_options(&plan, c, &d, &o));
+    if (plan == NULL) break;
+    rnnx_plan_get_x_numel(plan, &x_n);
+    rnnx_plan_get_y_numel(plan, &y_n);
+    rnnx_plan_get_h_numel(plan, &h_n);
+    rnnx_plan_get_c_numel(plan, &c_n);
+    rnnx_plan_get_reserve_size(plan, &plan_rs);
+    rnnx_plan_get_workspace_size(plan, RNNX_PHASE_BACKWARD, &plan_ws);
+    CHECK_OK(rnnx_network_get_reserve_size(net, &d, &rs));
+    CHECK_OK(rnnx_network_get_workspace_size(net, &d, RNNX_PHASE_BACKWARD, &ws));
+    snprintf(what, sizeof what, "network batch %d: the plan's sizes", (int)k);
+    CHECK_TRUE(rs == plan_rs && ws == plan_ws, what);
+    x = (float*)malloc((size_t)x_n * sizeof(float));
+    dy = (float*)malloc((size_t)y_n * sizeof(float));
+    fill(x, x_n, 0, 11 + (uint64_t)k, 1.0);
+    fill(dy, y_n, 0, 21 + (uint64_t)k, 1.0);
+    for (v = 0; v < 2; ++v) { /* v = 0: the network, 1: the plan */
+      rnnx_forward_args_t fa = rnnx_forward_args_init();
+      rnnx_backward_args_t ba = rnnx_backward_args_init();
+      out[v][0] = (float*)calloc((size_t)y_n, sizeof(float));
+      out[v][1] = (float*)calloc((size_t)h_n, sizeof(float));
+      out[v][2] = (float*)calloc((size_t)x_n, sizeof(float));
+      out[v][3] = (float*)calloc((size_t)w_n, sizeof(float));
+      reserve[v] = (char*)calloc(rs, 1);
+      fa.x = x;
+      fa.weights = w;
+      fa.y = out[v][0];
+      fa.hy = out[v][1];
+      fa.training = 1;
+      fa.reserve = reserve[v];
+      fa.reserve_size = rs;
+      ba.x = x;
+      ba.weights = w;
+      ba.dy = dy;
+      ba.dx = out[v][2];
+      ba.dweights = out[v][3];
+      ba.reserve = reserve[v];
+      ba.reserve_size = rs;
+      if (v == 0) {
+        CHECK_OK(rnnx_network_forward(net, &d, &fa));
+        CHECK_OK(rnnx_network_backward(net, &d, &ba));
+      } else {
+        CHECK_OK(rnnx_plan_forward(plan, &fa));
+        CHECK_OK(rnnx_plan_backward(plan, &ba));
+      }
+    }
+    same = memcmp(out[0][0], out[1][0], (size_t)y_n * sizeof(float)) == 0 &&
+           memcmp(out[0][1], out[1][1], (size_t)h_n * sizeof(float)) == 0 &&
+           memcmp(out[0][2], out[1][2], (size_t)x_n * sizeof(float)) == 0 &&
+           memcmp(out[0][3], out[1][3], (size_t)w_n * sizeof(float)) == 0;
+    snprintf(what, sizeof what, "network batch %d: the plan's bits", (int)k);
+    CHECK_TRUE(same && !all_equal(out[0][3], (size_t)w_n, 0.0f), what);
+    if (k > 0) {
+      /* The reserve of this batch on the previous batch's shape: refused. */
+      const rnnx_sequence_desc_t prev = rnnx_sequence_desc_padded(4, 3, lens[k - 1], 0);
+      rnnx_backward_args_t ba = rnnx_backward_args_init();
+      size_t prev_rs = 0;
+      rnnx_network_get_reserve_size(net, &prev, &prev_rs);
+      ba.x = x;
+      ba.weights = w;
+      ba.dy = dy;
+      ba.reserve = reserve[0];
+      ba.reserve_size = rs;
+      if (prev_rs <= rs) {
+        CHECK(rnnx_network_backward(net, &prev, &ba), RNNX_STATUS_INVALID_ARGUMENT,
+              "reserve was not written");
+      }
+    }
+    for (v = 0; v < 2; ++v) {
+      for (r = 0; r < 4; ++r) free(out[v][r]);
+      free(reserve[v]);
+    }
+    free(x);
+    free(dy);
+    rnnx_plan_destroy(plan);
+  }
+  {
+    const rnnx_sequence_desc_t d = rnnx_sequence_desc_padded(4, 3, lens[0], 0);
+    const int64_t bad[3] = {4, 5, 1};
+    const rnnx_sequence_desc_t b = rnnx_sequence_desc_padded(4, 3, bad, 0);
+    size_t bytes = 0;
+    CHECK(rnnx_network_get_workspace_size(net, &d, (rnnx_phase_t)7, &bytes),
+          RNNX_STATUS_INVALID_ARGUMENT, "phase");
+    CHECK(rnnx_network_get_reserve_size(net, &b, &bytes), RNNX_STATUS_INVALID_ARGUMENT,
+          "lengths[1] (= 5)");
+    CHECK_NULL_ARG(rnnx_network_get_reserve_size(net, NULL, &bytes), "shape");
+    CHECK_NULL_ARG(rnnx_network_get_reserve_size(NULL, &d, &bytes), "network");
+  }
+  free(w);
+  rnnx_network_destroy(net);
+  rnnx_config_destroy(c);
+}
+
 int main(void) {
   test_version_and_status();
   test_onnx_options();
@@ -1919,6 +2045,7 @@ int main(void) {
   test_bad_shapes();
   test_execution_errors();
   test_plan_options();
+  test_network();
   test_empty_batch();
   test_lstm_only_tensors();
   test_last_error();

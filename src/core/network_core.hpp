@@ -1,0 +1,77 @@
+// What a Network (rnnx/network.hpp) and a Plan (rnnx/plan.hpp) share: the config-level part
+// made once (NetworkCore: validation, weight layout, the backend's shared state, the config's
+// share of the reserve fingerprint), and a batch slot that binds it to one batch's shape
+// (BatchSlot: the shape, its schedule, the backend rebound to it) and runs its calls with
+// the buffer checks and the reserve header. A plan is a core and one slot bound once; a
+// network keeps a slot per call in flight and rebinds one to each call's shape, reusing
+// its vectors, so that a new set of lengths costs its schedule only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/backend.hpp"
+#include "core/memory.hpp"
+#include "rnnx/config.hpp"
+#include "rnnx/plan.hpp"
+#include "rnnx/sequence.hpp"
+
+namespace rnnx::core {
+
+class NetworkCore {
+ public:
+  // Validates the config and the options (throws Error naming the argument and the value).
+  NetworkCore(const Config& config, const PlanOptions& options);
+
+  // The config, weight layout, options, resolved math mode and shared state every slot
+  // starts from; its shape and schedule are empty.
+  const PlanContext& prototype() const { return proto_; }
+  // The reserve fingerprint's running hash over the config and the math mode.
+  uint64_t config_hash() const { return config_hash_; }
+
+ private:
+  PlanContext proto_;
+  uint64_t config_hash_ = 0;
+};
+
+class BatchSlot {
+ public:
+  explicit BatchSlot(const NetworkCore& network);
+  BatchSlot(const BatchSlot&) = delete;
+  BatchSlot& operator=(const BatchSlot&) = delete;
+  ~BatchSlot();
+
+  // Binds the slot to `shape`: checks its sizes, computes its schedule into the slot's
+  // vectors and rebinds the backend (or builds it, the first time or where the backend
+  // cannot rebind). Throws Error naming the shape's argument and value.
+  void bind(const SequenceShape& shape);
+
+  const PlanContext& context() const { return ctx_; }
+  // Whether the last bind() built the backend (first batch, or one it could not rebind).
+  bool built_backend() const { return built_backend_; }
+  const BackendImpl& impl() const { return *impl_; }
+  // Plan::problem_name() of the bound batch.
+  std::string problem_name() const;
+
+  // The bound batch's sizes (an empty batch: no workspace, the reserve's header only).
+  size_t forward_workspace_size(bool training) const;
+  size_t backward_workspace_size() const;
+  size_t reserve_size() const;
+
+  // A call on the bound batch: checks the buffers, takes a workspace from `own` when the
+  // caller passes none, writes (forward) or checks (backward) the reserve's header.
+  void forward(const ForwardArgs& args, WorkspacePool& own);
+  void backward(const BackwardArgs& args, WorkspacePool& own);
+
+ private:
+  const NetworkCore* network_;
+  PlanContext ctx_;
+  std::unique_ptr<BackendImpl> impl_;  // refers to ctx_
+  uint64_t plan_id_ = 0;               // the reserve fingerprint of the bound batch
+  bool built_backend_ = false;
+};
+
+}  // namespace rnnx::core
