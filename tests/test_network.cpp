@@ -47,7 +47,8 @@ std::vector<SequenceShape> ragged_shapes(int count, uint64_t seed) {
     const int64_t T = 1 + static_cast<int64_t>(rng.uniform(0, 9));
     const int64_t B = 1 + static_cast<int64_t>(rng.uniform(0, 6));
     std::vector<int64_t> lengths(static_cast<size_t>(B));
-    for (auto& len : lengths) len = 1 + static_cast<int64_t>(rng.uniform(0, static_cast<double>(T)));
+    for (auto& len : lengths)
+      len = 1 + static_cast<int64_t>(rng.uniform(0, static_cast<double>(T)));
     lengths[static_cast<size_t>(k) % lengths.size()] = T;
     // Packed without sorted_indices takes its sequences longest first.
     if (kinds[k % 4] == LayoutKind::packed) std::sort(lengths.rbegin(), lengths.rend());
@@ -61,7 +62,8 @@ std::vector<SequenceShape> ragged_shapes(int count, uint64_t seed) {
 ::testing::AssertionResult all_written(const Results& r) {
   for (const Buf* b : {&r.y, &r.hy, &r.dx, &r.dh0, &r.dw}) {
     for (int64_t i = 0; i < b->size(); ++i) {
-      if (std::isnan(b->get(i))) return ::testing::AssertionFailure() << "element " << i << " unwritten";
+      if (std::isnan(b->get(i)))
+        return ::testing::AssertionFailure() << "element " << i << " unwritten";
     }
   }
   return ::testing::AssertionSuccess();
@@ -123,9 +125,9 @@ Config with(Config c, double dropout, DataType dtype) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, NetworkVsPlan,
     ::testing::Values(
-        NetworkCase{with(make_config(CellType::lstm, 5, 7, 2, true, DataType::f32, 3), 0.3,
-                         DataType::f32),
-                    Backend::cpu},
+        NetworkCase{
+            with(make_config(CellType::lstm, 5, 7, 2, true, DataType::f32, 3), 0.3, DataType::f32),
+            Backend::cpu},
         NetworkCase{make_config(CellType::gru, 4, 6, 2, false, DataType::f64), Backend::cpu},
         NetworkCase{make_config(CellType::rnn_relu, 3, 5, 1, true, DataType::bf16), Backend::cpu},
         NetworkCase{make_config(CellType::lstm, 4, 5, 1, false, DataType::f16), Backend::cpu},
@@ -170,7 +172,8 @@ TEST(Network, NewLengthsAllocateNothingWithTheCallersBuffers) {
       shapes.pop_back();
       const Plan like(c, full, fixed_options(Backend::cpu, 2));
       const int64_t elem = dtype_size(dtype);
-      Bytes x(static_cast<size_t>(like.x_numel() * elem), 0), y(static_cast<size_t>(like.y_numel() * elem), 0);
+      Bytes x(static_cast<size_t>(like.x_numel() * elem), 0),
+          y(static_cast<size_t>(like.y_numel() * elem), 0);
       Bytes w(static_cast<size_t>(like.weights_numel() * elem), 0), dw(w.size, 0);
       Bytes dx(x.size, 0), ws(std::max(fws, bws), 0), reserve(rs, 0);
       ForwardArgs f;
@@ -259,7 +262,8 @@ TEST(Network, BackwardRefusesTheReserveOfAnotherBatch) {
   const SequenceShape a = SequenceShape::padded(4, 2, {4, 2});
   const SequenceShape b = SequenceShape::padded(4, 2, {2, 4});
   const Plan like(c, a, fixed_options(Backend::cpu, 1));
-  std::vector<float> x(static_cast<size_t>(like.x_numel()), 0.5f), y(static_cast<size_t>(like.y_numel()));
+  std::vector<float> x(static_cast<size_t>(like.x_numel()), 0.5f),
+      y(static_cast<size_t>(like.y_numel()));
   std::vector<float> w(static_cast<size_t>(like.weights_numel()), 0.1f);
   Bytes reserve(std::max(net.reserve_size(a), net.reserve_size(b)), 0);
   ForwardArgs f;
@@ -294,10 +298,16 @@ TEST(Network, ARefusedShapeLeavesTheNetworkAsItWas) {
   RunOptions o;
   o.backward = true;
   const Results before = run(call, in, o);
-  expect_error([&] { net.forward_workspace_size(SequenceShape::padded(5, 3, {5, 6, 3}), true); },
-               Status::invalid_argument, {"lengths[1] (= 6)", "max_seq_len (= 5)"});
-  expect_error([&] { net.reserve_size(SequenceShape::packed({2, 3})); }, Status::invalid_argument,
-               {"batch_sizes must be non-increasing"});
+  expect_error(
+      [&] {
+        net.forward_workspace_size(SequenceShape::padded(5, 3, {5, 6, 3}), true);
+      },
+      Status::invalid_argument, {"lengths[1] (= 6)", "max_seq_len (= 5)"});
+  expect_error(
+      [&] {
+        net.reserve_size(SequenceShape::packed({2, 3}));
+      },
+      Status::invalid_argument, {"batch_sizes must be non-increasing"});
   EXPECT_TRUE(results_identical(run(call, in, o), before));
   expect_error([] { Network(make_config(CellType::lstm, 0, 4, 1, false, DataType::f32)); },
                Status::invalid_argument, {"input_size"});
@@ -312,7 +322,8 @@ TEST(Network, BatchesOfOneSizeClassShareOneChoice) {
   const Config c = make_config(CellType::lstm, 8, 8, 1, true, DataType::f32);
   Network net(c, backend_options(Backend::cpu, 2));
   const std::string first = net.impl_name(SequenceShape::padded(40, 4, {40, 30, 20, 40}));
-  for (const auto& lengths : std::vector<std::vector<int64_t>>{{40, 31, 19, 40}, {39, 40, 21, 29}}) {
+  for (const auto& lengths :
+       std::vector<std::vector<int64_t>>{{40, 31, 19, 40}, {39, 40, 21, 29}}) {
     EXPECT_EQ(net.impl_name(SequenceShape::padded(40, 4, lengths)), first);
   }
   rnnx::core::autotune_clear_memory();

@@ -31,10 +31,11 @@ namespace rnnx {
 
 // What a network has done, for a framework's report (the main job's line).
 struct NetworkStats {
-  int64_t batches = 0;          // calls and size queries bound to a shape
-  int64_t backends_built = 0;   // batches whose backend state was built, not rebound
-  int64_t slots = 0;            // batch slots: the most calls that were in flight at once
-  double bind_seconds = 0;      // time spent binding shapes (schedule, choice, sizes)
+  int64_t batches = 0;            // calls and size queries bound to a shape
+  int64_t backends_built = 0;     // batches whose backend state was built, not rebound
+  int64_t slots = 0;              // batch slots: the most calls that were in flight at once
+  double bind_seconds = 0;        // time spent binding shapes (schedule, choice, sizes)
+  size_t kept_weights_bytes = 0;  // prepared weights kept by version (ForwardArgs)
 };
 
 // One batch's dimensions and buffer sizes on a network, from one binding of its shape.

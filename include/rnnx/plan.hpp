@@ -100,6 +100,13 @@ struct ForwardArgs {
   // The stream a device backend runs the call on (a cudaStream_t; null: its default
   // stream). Host backends run on the calling thread and refuse one.
   void* stream = nullptr;
+  // The weights' version: 0 = unknown, and what the backend prepares from the weights (the
+  // cpu's packed recurrent weights) is prepared at every call. Otherwise a number the caller
+  // changes whenever the values at `weights` change (PyTorch's tensor version counter, a
+  // step count): the second call with the same (weights, version) keeps the prepared copy
+  // in the network (plan), and later calls with them use it instead of preparing their own.
+  // A network keeps the copies of its last 4 (weights, version) pairs; they go with it.
+  uint64_t weights_version = 0;
 };
 
 enum class GradMode { overwrite, accumulate };

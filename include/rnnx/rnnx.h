@@ -348,6 +348,11 @@ typedef struct rnnx_forward_args {
    * default stream); host backends (reference, cpu) run on the calling thread and refuse
    * one (RNNX_STATUS_INVALID_ARGUMENT). */
   void* stream;
+  /* Version 3. The weights' version (rnnx::ForwardArgs::weights_version): 0 = unknown (the
+   * weights are prepared at every call); otherwise a number the caller changes whenever the
+   * values at `weights` change, so that a network keeps what it prepares from them (the cpu's
+   * packed recurrent weights) from one call to the next. */
+  uint64_t weights_version;
 } rnnx_forward_args_t;
 
 typedef struct rnnx_backward_args {
@@ -390,6 +395,7 @@ static inline rnnx_forward_args_t rnnx_forward_args_init(void) {
   a.reserve = NULL;
   a.reserve_size = 0;
   a.stream = NULL;
+  a.weights_version = 0;
   return a;
 }
 

@@ -216,10 +216,10 @@ class Engine:
         return cfg, key
 
     def network_stats(self):
-        """The networks' counters summed: batches bound, backends built, slots, and the
-        seconds spent binding shapes (rnnx.Network.stats)."""
+        """The networks' counters summed: batches bound, backends built, slots, the seconds
+        spent binding shapes and the bytes of packed weights kept (rnnx.Network.stats)."""
         total = {"networks": len(self._networks), "batches": 0, "backends_built": 0, "slots": 0,
-                 "bind_seconds": 0.0}
+                 "bind_seconds": 0.0, "kept_weights_bytes": 0}
         for net in list(self._networks.values()):
             for k, v in net.stats().items():
                 total[k] += v
@@ -319,10 +319,11 @@ class Engine:
             self._give_back_workspace(ws)
 
     def forward_ptr(self, plan, x, weights, y, h0, c0, hy, cy, training, dropout_counter,
-                    reserve, reserve_size):
+                    reserve, reserve_size, weights_version=0):
         """forward on host buffers given by address (0: absent), whose sizes the caller has
         checked against the plan's: rnnx.torch's CPU kernel, where NumPy views of its
-        tensors would cost more than rnnx's own call on small problems."""
+        tensors would cost more than rnnx's own call on small problems. weights_version:
+        ForwardArgs::weights_version (0: unknown)."""
         ws = self._take_workspace(plan.forward_workspace_size(training))
         threads = self._threads()
         try:
@@ -330,7 +331,8 @@ class Engine:
                              dropout_counter=dropout_counter,
                              workspace=0 if ws is None else ws.address,
                              workspace_size=0 if ws is None else ws.nbytes,
-                             reserve=reserve, reserve_size=reserve_size)
+                             reserve=reserve, reserve_size=reserve_size,
+                             weights_version=weights_version)
         finally:
             self._restore_threads(threads)
             self._give_back_workspace(ws)

@@ -20,6 +20,7 @@ tensors' device and PyTorch's current stream, with outputs, workspace and reserv
 PyTorch's caching allocator (docs/cuda.md; a build without the backend refuses them).
 """
 
+import itertools
 import math
 
 import torch
@@ -31,6 +32,9 @@ from . import _torch_ops
 from ._runtime import invalid
 from ._torch_function import _Call, _RnnxFunction, _gather_flat, _run_forward
 from ._torch_ops import _functorch_active, dense as _dense
+
+# Identities of the weights the cached eager inference call keeps (_rnnx_remember_fast).
+_weights_tokens = itertools.count(1)
 
 __all__ = ["LSTM", "GRU", "RNN", "onnx_translation_table"]
 
@@ -583,11 +587,15 @@ class _RnnxModule:
         if found is None:
             return
         engine, plan, flat_address = found
+        # The weights' identity for their version (ForwardArgs::weights_version): a number of
+        # this remembering alone, so that (address, version) pairs never repeat for other
+        # values (the tensors kept here hold the buffer: its address is not reused meanwhile).
+        token = next(_weights_tokens)
         self.__dict__["_rnnx_fast"] = (
             self.__dict__.get("_rnnx_config_memo"), self._rnnx_engines, tuple(x.shape),
             x.dtype, tuple(weights), tuple(w.data_ptr() for w in weights),
             tuple(w.shape for w in weights), engine, plan, flat_address, h_shape, c_shape,
-            tuple(y_shape), lstm)
+            tuple(y_shape), lstm, token)
 
     def _rnnx_fast_inference(self, fast, x, hx):
         """The cached call (_rnnx_remember_fast) when this one is like it: the same input
@@ -595,7 +603,7 @@ class _RnnxModule:
         the same parameters at the same addresses; no autograd, dropout, autocast, compiler,
         tracer, dispatch mode or torch.func transform. None when it is not."""
         (memo, engines, shape, dtype, weights, addresses, shapes, engine, plan, flat_address,
-         h_shape, c_shape, y_shape, lstm) = fast
+         h_shape, c_shape, y_shape, lstm, token) = fast
         if (type(x) is not torch.Tensor or tuple(x.shape) != shape or x.dtype != dtype
                 or x.device.type != "cpu" or not x.is_contiguous()
                 or x.is_conj() or x.is_neg()
@@ -631,9 +639,18 @@ class _RnnxModule:
         y = torch.empty(y_shape, dtype=dtype)
         hy = torch.empty(h_shape, dtype=dtype)
         cy = torch.empty(c_shape, dtype=dtype) if lstm else None
+        # The weights' version: every in-place change of a parameter (an optimizer's step,
+        # load_state_dict, torch.no_grad() edits) advances its version counter, so the sum
+        # changes with the values; the network keeps their packed copy meanwhile. Writes
+        # through .data bypass the counters (PyTorch's own caveat): set
+        # module.rnnx_keep_packed_weights = False for code that edits weights that way.
+        version = 0
+        if self.__dict__.get("rnnx_keep_packed_weights", True):
+            version = (token << 40) | (sum(w._version for w in current) & ((1 << 40) - 1))
         engine.forward_ptr(plan, x.data_ptr(), flat_address, y.data_ptr(),
                            0 if h0 is None else h0.data_ptr(), 0 if c0 is None else c0.data_ptr(),
-                           hy.data_ptr(), 0 if cy is None else cy.data_ptr(), False, 0, 0, 0)
+                           hy.data_ptr(), 0 if cy is None else cy.data_ptr(), False, 0, 0, 0,
+                           version)
         return (y, (hy, cy)) if lstm else (y, hy)
 
     def _rnnx_states(self, hx, lstm, unbatched, h_shape, c_shape, dtype, device):

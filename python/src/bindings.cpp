@@ -645,8 +645,9 @@ void* address(uintptr_t a) {
 void forward_ptr(PyPlan& self, uintptr_t x, uintptr_t weights, uintptr_t y, uintptr_t h0,
                  uintptr_t c0, uintptr_t hy, uintptr_t cy, bool training, uint64_t dropout_counter,
                  uintptr_t workspace, size_t workspace_size, uintptr_t reserve, size_t reserve_size,
-                 uintptr_t stream) {
+                 uintptr_t stream, uint64_t weights_version) {
   rnnx::ForwardArgs a;
+  a.weights_version = weights_version;
   a.x = address(x), a.weights = address(weights), a.y = address(y);
   a.h0 = address(h0), a.c0 = address(c0), a.hy = address(hy), a.cy = address(cy);
   a.training = training;
@@ -930,10 +931,11 @@ PYBIND11_MODULE(_rnnx, m) {
             d["backends_built"] = st.backends_built;
             d["slots"] = st.slots;
             d["bind_seconds"] = st.bind_seconds;
+            d["kept_weights_bytes"] = st.kept_weights_bytes;
             return d;
           },
-          "batches bound, backends built (not rebound), slots (calls at once) and the seconds "
-          "spent binding shapes.");
+          "batches bound, backends built (not rebound), slots (calls at once), the seconds "
+          "spent binding shapes and the bytes of packed weights kept by version.");
 
   py::class_<PyPlan>(m, "Plan")
       .def_static(
@@ -1009,10 +1011,11 @@ PYBIND11_MODULE(_rnnx, m) {
       .def("forward_ptr", &forward_ptr, "x"_a, "weights"_a, "y"_a, py::kw_only(), "h0"_a = 0,
            "c0"_a = 0, "hy"_a = 0, "cy"_a = 0, "training"_a = false, "dropout_counter"_a = 0,
            "workspace"_a = 0, "workspace_size"_a = 0, "reserve"_a = 0, "reserve_size"_a = 0,
-           "stream"_a = 0,
+           "stream"_a = 0, "weights_version"_a = 0,
            "forward on device buffers given by address (0: absent), on `stream` (a "
            "cudaStream_t as an integer; 0: the default stream): what rnnx.torch uses for CUDA "
-           "tensors.")
+           "tensors. weights_version: ForwardArgs::weights_version (0: unknown; else a number "
+           "changed whenever the weights change, so that the network keeps their packed copy).")
       .def("backward_ptr", &backward_ptr, "x"_a, "weights"_a, "reserve"_a, "reserve_size"_a,
            py::kw_only(), "h0"_a = 0, "c0"_a = 0, "dy"_a = 0, "dhy"_a = 0, "dcy"_a = 0, "dx"_a = 0,
            "dh0"_a = 0, "dc0"_a = 0, "dweights"_a = 0, "accumulate"_a = false, "workspace"_a = 0,

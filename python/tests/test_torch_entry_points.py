@@ -449,3 +449,47 @@ def test_the_cached_inference_call_equals_the_full_one_and_ends_when_it_must(cls
         with torch.autocast("cpu", dtype=torch.bfloat16):
             assert ours(xf)[0].dtype == torch.bfloat16
         assert ours(xf)[0].dtype == torch.float32
+
+
+def test_kept_packed_weights_follow_in_place_changes(monkeypatch):
+    """The cached eager inference call passes the weights' version (their version counters):
+    from the third call on the network multiplies by its kept packed copy, and an in-place
+    change (torch.no_grad edits, an optimizer's step) gives the new result at once."""
+    monkeypatch.setenv("RNNX_CPU_GEMM", "packed")  # the engine that packs (read by the network)
+    ref, ours = pair(H=40, I=32, num_layers=2)
+    bound = tolerance(dict(cell="lstm", input_size=32, hidden_size=40, num_layers=2,
+                           dtype="float32"), 6, 1, backward=False)
+    ours.eval()
+    ref.eval()
+    x = torch.randn(6, 1, 32, dtype=torch.float64).float()
+    ours.float()
+    ref.float()
+    with torch.no_grad():
+        for _ in range(4):
+            got, _ = ours(x)
+            assert_near(got, ref(x)[0], bound, "y")
+        engine_stats = ours.rnnx_network_stats()
+        if "_rnnx_fast" in ours.__dict__:  # the cached call (the operator path, PyTorch 2.4+)
+            assert engine_stats["kept_weights_bytes"] > 0, engine_stats
+        else:
+            assert not rnnx.torch._torch_ops.AVAILABLE
+        for step in range(3):
+            for m in (ours, ref):
+                m.weight_hh_l1.mul_(0.5)
+                m.bias_ih_l0.add_(0.25)
+            for _ in range(3):
+                got, _ = ours(x)
+                assert_near(got, ref(x)[0], bound,
+                            f"y after change {step}")
+    opt = torch.optim.SGD(ours.parameters(), lr=0.5)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.5)
+    for m, o in ((ours, opt), (ref, ref_opt)):
+        m.train()
+        m(x)[0].sum().backward()
+        o.step()
+        m.eval()
+    with torch.no_grad():
+        for _ in range(3):
+            got, _ = ours(x)
+            assert_near(got, ref(x)[0], bound,
+                        "y after an optimizer step")

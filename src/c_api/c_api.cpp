@@ -114,7 +114,7 @@ T* need(T* p, const char* fn, const char* name) {
 
 // The size of the first version of each struct: the smallest struct_size accepted. Later
 // versions only append fields, so these numbers never change. Version 2 of the argument
-// structs appended `stream`.
+// structs appended `stream`, version 3 of the forward's `weights_version`.
 constexpr size_t kSequenceDescV1 = sizeof(rnnx_sequence_desc_t);
 constexpr size_t kForwardArgsV1 = offsetof(rnnx_forward_args_t, stream);
 constexpr size_t kPlanOptionsV1 = offsetof(rnnx_plan_options_t, cpu_choices);
@@ -396,6 +396,7 @@ rnnx::ForwardArgs to_cpp_forward(const rnnx_forward_args_t* args, const char* fn
   f.reserve = a.reserve;
   f.reserve_size = a.reserve_size;
   f.stream = a.stream;
+  f.weights_version = a.weights_version;
   return f;
 }
 

@@ -83,6 +83,8 @@ class BackendImpl {
   // A number that differs wherever name() differs, for the reserve's fingerprint; a backend
   // whose name() allocates overrides it so that a network's call allocates nothing.
   virtual uint64_t choice_id() const;
+  // Bytes the backend keeps for the whole network (the cpu's packed weight copies).
+  virtual size_t kept_bytes() const { return 0; }
   virtual size_t forward_workspace_size(bool training) const = 0;
   virtual size_t backward_workspace_size() const = 0;
   virtual size_t reserve_size() const = 0;

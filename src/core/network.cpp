@@ -158,6 +158,13 @@ NetworkStats Network::stats() const {
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     s.slots = state_->slots;
+    // What the backend keeps is the network's: any bound slot's backend answers for all.
+    for (const auto& slot : state_->free) {
+      if (slot->bound()) {
+        s.kept_weights_bytes = slot->impl().kept_bytes();
+        break;
+      }
+    }
   }
   s.bind_seconds = static_cast<double>(state_->bind_nanoseconds) * 1e-9;
   return s;

@@ -114,7 +114,6 @@ void require(const void* p, int64_t numel, const char* name) {
   if (numel > 0) require(p, name);
 }
 
-
 // The caller's workspace, checked, or one from `own` (`lease` keeps it for the call).
 void* take_workspace(WorkspacePool& own, const BackendImpl& impl, void* given, size_t given_size,
                      size_t needed, const char* call, std::optional<WorkspacePool::Lease>* lease) {
@@ -176,7 +175,6 @@ PlanContext prototype_context(const Config& config, const PlanOptions& options) 
   ctx.math = resolved_math_mode(config);
   return ctx;
 }
-
 
 bool same_shape(const SequenceShape& a, const SequenceShape& b) {
   return a.layout == b.layout && a.max_seq_len == b.max_seq_len && a.batch == b.batch &&
@@ -273,7 +271,8 @@ void BatchSlot::forward(const ForwardArgs& in, WorkspacePool& own) try {
   require_aligned(in.workspace, kBufferAlignment, "forward: workspace");
   if (in.training && ctx_.options.purpose == PlanPurpose::inference) {
     invalid(
-        "forward: training is true, but the plan (network) was built for inference (PlanOptions::purpose);"
+        "forward: training is true, but the plan (network) was built for inference "
+        "(PlanOptions::purpose);"
         " build it for training to run training forwards and their backwards");
   }
   if (in.training) {
@@ -287,8 +286,8 @@ void BatchSlot::forward(const ForwardArgs& in, WorkspacePool& own) try {
   require_stream_use(*impl_, in.stream, "forward");
   const core::Memory& memory = impl_->memory();
   std::optional<core::WorkspacePool::Lease> lease;
-  void* ws = take_workspace(own, *impl_, in.workspace, in.workspace_size, forward_workspace_size(in.training),
-                               "forward", &lease);
+  void* ws = take_workspace(own, *impl_, in.workspace, in.workspace_size,
+                            forward_workspace_size(in.training), "forward", &lease);
   ForwardArgs args = in;
   if (in.training) {
     // Marked valid only once the forward has succeeded.
@@ -308,8 +307,7 @@ void BatchSlot::forward(const ForwardArgs& in, WorkspacePool& own) try {
     header.dropout_counter = in.dropout_counter;
     memory.copy_from_host(in.reserve, &header, sizeof(header), in.stream);
     if (memory.on_device()) {
-      ReserveLedger::instance().record(in.reserve, reserve_size(), plan_id_,
-                                       in.dropout_counter);
+      ReserveLedger::instance().record(in.reserve, reserve_size(), plan_id_, in.dropout_counter);
     }
   }
   if (lease) memory.wait(in.stream);  // the own workspace is free again only when done
@@ -322,7 +320,8 @@ void BatchSlot::forward(const ForwardArgs& in, WorkspacePool& own) try {
 void BatchSlot::backward(const BackwardArgs& in, WorkspacePool& own) try {
   if (ctx_.options.purpose == PlanPurpose::inference) {
     invalid(
-        "backward: the plan (network) was built for inference (PlanOptions::purpose), which runs no "
+        "backward: the plan (network) was built for inference (PlanOptions::purpose), which runs "
+        "no "
         "backward; build it for training");
   }
   const bool lstm = ctx_.config.cell == CellType::lstm;
@@ -366,14 +365,15 @@ void BatchSlot::backward(const BackwardArgs& in, WorkspacePool& own) try {
     memory.copy_to_host(&header, in.reserve, sizeof(header), in.stream);
   }
   if (header.magic != kReserveMagic || header.plan_id != plan_id_) {
-    invalid("backward: reserve was not written by a training forward of this plan (network and shape)");
+    invalid(
+        "backward: reserve was not written by a training forward of this plan (network and shape)");
   }
   BackwardArgs args = in;
   args.reserve = static_cast<const char*>(in.reserve) + sizeof(ReserveHeader);
   args.reserve_size = in.reserve_size - sizeof(ReserveHeader);
   std::optional<core::WorkspacePool::Lease> lease;
   void* ws = take_workspace(own, *impl_, in.workspace, in.workspace_size, backward_workspace_size(),
-                               "backward", &lease);
+                            "backward", &lease);
   if (ctx_.schedule.B == 0) {
     // No sequence contributes: overwritten weight gradients are zero, accumulated ones
     // keep what they hold; dx, dh0 and dc0 have no elements.
@@ -389,7 +389,6 @@ void BatchSlot::backward(const BackwardArgs& in, WorkspacePool& own) try {
   // already an Error); anything else the standard library may need is reported the same way.
   throw Error(Status::out_of_memory, "backward: out of memory");
 }
-
 
 }  // namespace core
 

@@ -53,6 +53,7 @@ class BatchSlot {
   // Whether the last bind() built the backend (first batch, or one it could not rebind).
   bool built_backend() const { return built_backend_; }
   const BackendImpl& impl() const { return *impl_; }
+  bool bound() const { return impl_ != nullptr; }
   // Plan::problem_name() of the bound batch.
   std::string problem_name() const;
 

@@ -59,6 +59,12 @@ int64_t forward_recurrent_pack_floats(const PlanSpec& p) {
   return packed_b_floats(p.P, p.GH, p.G, t);
 }
 
+int64_t forward_kept_block_floats(const PlanSpec& p, int64_t l) {
+  const PackedType t = p.packed_type();
+  return forward_recurrent_pack_floats(p) + (p.proj ? packed_b_floats(p.H, p.P, 1, t) : 0) +
+         packed_b_floats(p.input_width(l), p.GH, p.G, t);
+}
+
 int64_t backward_recurrent_pack_floats(const PlanSpec& p) {
   const PackedType t = p.packed_type();
   if (p.gru_orig()) return packed_b_floats(2 * p.H, p.P, 1, t) + packed_b_floats(p.H, p.P, 1, t);

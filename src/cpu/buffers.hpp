@@ -58,6 +58,9 @@ struct ForwardDirBuffers {
   // Team loops (PlanSpec::team_loops): the packed state and input of a step, double buffered.
   T* ah_pack[2] = {};
   T* ax_pack[2] = {};
+  // A network's packed copy of the weights ([L * D] blocks, forward_kept_block_floats each,
+  // packed_weights.hpp), bound as they are instead of w_pack, wi_pack and wr_pack; or null.
+  T* const* kept = nullptr;
 };
 
 template <typename T>
@@ -118,6 +121,9 @@ BufferSizes lay_out_buffers(PlanSpec& p);
 // Floats of the packed weights of one direction (packed engine): the recurrent product of
 // the forward (W_hh^T, by parts for the original GRU) and of the backward (W_hh).
 int64_t forward_recurrent_pack_floats(const PlanSpec& p);
+// Floats of a network's kept copy of layer l's forward weights of one direction: W_hh^T as
+// forward_recurrent_pack_floats, then W_hr^T (LSTMP), then W_ih^T (packed_weights.hpp).
+int64_t forward_kept_block_floats(const PlanSpec& p, int64_t l);
 int64_t backward_recurrent_pack_floats(const PlanSpec& p);
 
 }  // namespace rnnx::cpu

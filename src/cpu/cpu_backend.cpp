@@ -4,6 +4,7 @@
 #include "cpu/cpu_backend.hpp"
 
 #include <string>
+#include <type_traits>
 
 #include "core/backend.hpp"
 #include "core/backend_registry.hpp"
@@ -11,6 +12,7 @@
 #include "cpu/buffers.hpp"
 #include "cpu/gemm.hpp"
 #include "cpu/half_data_backend.hpp"
+#include "cpu/kept_weights.hpp"
 #include "cpu/network_choices.hpp"
 #include "cpu/passes.hpp"
 #include "cpu/plan_spec.hpp"
@@ -21,13 +23,21 @@
 namespace rnnx {
 namespace {
 
+// The cpu backend's state for every batch of one network (core/backend.hpp): its choices and
+// its kept copies of packed weights.
+struct CpuNetwork final : BackendShared {
+  explicit CpuNetwork(const PlanContext& ctx) : choices(ctx) {}
+  cpu::NetworkChoices choices;
+  cpu::KeptWeights kept;
+};
+
 template <typename T>
 class CpuBackend final : public BackendImpl {
  public:
   explicit CpuBackend(const PlanContext& ctx)
       : BackendImpl(ctx),
-        choices_(ctx.shared->get<cpu::NetworkChoices>(
-            [&] { return std::make_unique<cpu::NetworkChoices>(ctx); })),
+        network_(ctx.shared->get<CpuNetwork>([&] { return std::make_unique<CpuNetwork>(ctx); })),
+        choices_(network_.choices),
         problem_(ctx, choices_.space(ctx).isa) {
     rebind();
   }
@@ -47,6 +57,7 @@ class CpuBackend final : public BackendImpl {
            uint64_t{a.concurrent_dirs} << 9 | static_cast<uint64_t>(a.input) << 10 |
            uint64_t{choice_.searched} << 16 | static_cast<uint64_t>(problem_.isa) << 17;
   }
+  size_t kept_bytes() const override { return network_.kept.bytes(); }
   size_t forward_workspace_size(bool training) const override { return sizes_.forward[training]; }
   size_t backward_workspace_size() const override { return sizes_.backward; }
   size_t reserve_size() const override { return sizes_.reserve; }
@@ -76,9 +87,16 @@ class CpuBackend final : public BackendImpl {
   }
 
   // Each call runs on the plan's thread count (PlanOptions::num_threads).
+  // With a weights version, the network's packed copy of the weights where it has one.
   void forward(const ForwardArgs& args, void* workspace) override {
     cpu::CallScope call(ctx_.options.num_threads);
-    cpu::run_forward<T>(problem_, args, workspace);
+    if constexpr (std::is_same_v<T, float>) {
+      const auto kept = network_.kept.find(problem_, static_cast<const float*>(args.weights),
+                                           args.weights_version);
+      cpu::run_forward<T>(problem_, args, workspace, kept ? kept->blocks.data() : nullptr);
+    } else {
+      cpu::run_forward<T>(problem_, args, workspace);
+    }
   }
   void backward(const BackwardArgs& args, void* workspace, uint64_t dropout_counter) override {
     cpu::CallScope call(ctx_.options.num_threads);
@@ -86,7 +104,8 @@ class CpuBackend final : public BackendImpl {
   }
 
  private:
-  cpu::NetworkChoices& choices_;  // the network's, shared by its batches
+  CpuNetwork& network_;           // shared by the network's batches
+  cpu::NetworkChoices& choices_;  // network_'s
   cpu::AlgoChoice choice_;
   cpu::PlanSpec problem_;
   cpu::BufferSizes sizes_;

@@ -62,30 +62,69 @@ struct InputRows {
   const int64_t* map_at(int64_t r0) const { return map ? map + r0 : nullptr; }
 };
 
+// Where one direction's packed weights are (packed engine): the call's workspace, packed by
+// the binding, or a network's kept copy of the layer (packed_weights.hpp), bound as it is.
+template <typename T>
+struct WeightPacks {
+  T* hh = nullptr;  // W_hh^T (the original GRU's r,z rows, then its n rows)
+  T* hr = nullptr;  // W_hr^T (LSTMP)
+  T* ih = nullptr;  // W_ih^T (the steps that project their input in the loop)
+  bool prepacked = false;
+};
+
+// A kept block of layer l (forward_kept_block_floats): W_hh^T, W_hr^T, W_ih^T in a row.
+template <typename T>
+WeightPacks<T> kept_packs(const PlanSpec& p, T* block, bool prepacked) {
+  const PackedType t = p.packed_type();
+  WeightPacks<T> k{block, block + forward_recurrent_pack_floats(p), nullptr, prepacked};
+  k.ih = k.hr + (p.proj ? packed_b_floats(p.H, p.P, 1, t) : 0);
+  return k;
+}
+
+template <typename T>
+WeightPacks<T> weight_packs(const PlanSpec& p, int64_t l, int64_t d,
+                            const ForwardDirBuffers<T>& db) {
+  if (db.kept != nullptr) return kept_packs(p, db.kept[l * p.D + d], true);
+  return {db.w_pack, db.wr_pack, db.wi_pack, false};
+}
+
+// `with_input`: W_ih^T too (the steps that project their input in the loop need it).
 template <typename T>
 ForwardWeights<T> bind_forward_weights(const PlanSpec& p, const T* w, const ParamOffsets& po,
-                                       int64_t I, const ForwardDirBuffers<T>& db) {
+                                       int64_t I, const WeightPacks<T>& packs, bool with_input) {
   const int64_t H = p.H, P = p.P;
   const bool pack = p.packed_engine();
+  const bool pre = packs.prepacked;
   const GemmRoute r = p.gemm();
-  T* wp = pack ? db.w_pack : nullptr;
+  T* wp = pack ? packs.hh : nullptr;
   ForwardWeights<T> fw;
   // Gate by gate (blocks = G), so that a thread of a team loop owns the same cells of every
   // gate.
-  if (p.step_input_steps > 0) {
-    fw.ih.bind(r, Op::T, w + po.w_ih, I, I, p.GH, pack ? db.wi_pack : nullptr, p.G);
+  if (with_input) {
+    fw.ih.bind(r, Op::T, w + po.w_ih, I, I, p.GH, pack ? packs.ih : nullptr, p.G, pre);
   }
   if (p.gru_orig()) {
     // r and z as two blocks, like the gates of the other cells.
-    fw.hh.bind(r, Op::T, w + po.w_hh, P, P, 2 * H, wp, 2);
+    fw.hh.bind(r, Op::T, w + po.w_hh, P, P, 2 * H, wp, 2, pre);
     fw.hh_n.bind(r, Op::T, w + po.w_hh + 2 * H * P, P, H, H,
-                 pack ? wp + packed_b_floats(P, 2 * H, 2, r.packed_type()) : nullptr);
+                 pack ? wp + packed_b_floats(P, 2 * H, 2, r.packed_type()) : nullptr, 1, pre);
   } else {
-    fw.hh.bind(r, Op::T, w + po.w_hh, P, P, p.GH, wp, p.G);
+    fw.hh.bind(r, Op::T, w + po.w_hh, P, P, p.GH, wp, p.G, pre);
   }
-  if (p.proj) fw.hr.bind(r, Op::T, w + po.w_hr, H, H, P, pack ? db.wr_pack : nullptr);
+  if (p.proj) fw.hr.bind(r, Op::T, w + po.w_hr, H, H, P, pack ? packs.hr : nullptr, 1, pre);
   return fw;
 }
+
+}  // namespace
+
+template <typename T>
+void pack_kept_forward_weights(const PlanSpec& p, const T* w, int64_t l, int64_t d, T* block) {
+  bind_forward_weights(p, w, p.param(l, d), p.input_width(l), kept_packs(p, block, false), true);
+}
+template void pack_kept_forward_weights<float>(const PlanSpec&, const float*, int64_t, int64_t,
+                                               float*);
+
+namespace {
 
 // Where the input projection x W_ih^T of each step's rows goes, and where the step kernel
 // finds it: RNN straight into its output columns of y (one gate, the step kernel then
@@ -265,7 +304,8 @@ void forward_time_loop(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64
   const T* w = static_cast<const T*>(a.weights);
   const ParamOffsets& po = p.param(l, d);
   combine_biases(p, w, po, db.bias);
-  const ForwardWeights<T> fw = bind_forward_weights(p, w, po, I, db);
+  const ForwardWeights<T> fw =
+      bind_forward_weights(p, w, po, I, weight_packs(p, l, d, db), p.step_input_steps > 0);
   T* const ap = db.a_pack;
 
   gather_initial_states(p, a, l, d, db);
@@ -388,7 +428,8 @@ void forward_time_loop_team(const PlanSpec& p, const ForwardArgs& a, int64_t l, 
   const T* w = static_cast<const T*>(a.weights);
   const ParamOffsets& po = p.param(l, d);
   combine_biases(p, w, po, db.bias);
-  const ForwardWeights<T> fw = bind_forward_weights(p, w, po, I, db);
+  const ForwardWeights<T> fw =
+      bind_forward_weights(p, w, po, I, weight_packs(p, l, d, db), p.step_input_steps > 0);
   const PackedType type = p.packed_type();
   const bool orig = p.gru_orig();
   const PackedB w_hh =
@@ -497,11 +538,12 @@ void forward_time_loop_team(const PlanSpec& p, const ForwardArgs& a, int64_t l, 
 }  // namespace
 
 template <typename T>
-void run_forward(const PlanSpec& p, const ForwardArgs& a, void* workspace) {
+void run_forward(const PlanSpec& p, const ForwardArgs& a, void* workspace, T* const* kept) {
   const core::Schedule& s = p.schedule();
   const bool training = a.training;
   ForwardBuffers<T> buf;
   carve_forward<T>(p, training, workspace, &buf);
+  for (ForwardDirBuffers<T>& db : buf.dir) db.kept = kept;
 
   InputRows<T> X{static_cast<const T*>(a.x), p.I0};
   if (!p.rows_in_place) {
@@ -554,7 +596,7 @@ void run_forward(const PlanSpec& p, const ForwardArgs& a, void* workspace) {
   }
 }
 
-template void run_forward<float>(const PlanSpec&, const ForwardArgs&, void*);
-template void run_forward<double>(const PlanSpec&, const ForwardArgs&, void*);
+template void run_forward<float>(const PlanSpec&, const ForwardArgs&, void*, float* const*);
+template void run_forward<double>(const PlanSpec&, const ForwardArgs&, void*, double* const*);
 
 }  // namespace rnnx::cpu

@@ -98,7 +98,7 @@ const char* gemm_engine_name(GemmEngine engine, bool float32, Isa isa) {
 
 template <typename T>
 void WeightGemm<T>::bind(GemmRoute route, Op op, const T* W, int64_t ldw, int64_t K, int64_t N,
-                         T* pack, int64_t blocks) {
+                         T* pack, int64_t blocks, bool prepacked) {
   route_ = route;
   op_ = op;
   w_ = W;
@@ -108,7 +108,10 @@ void WeightGemm<T>::bind(GemmRoute route, Op op, const T* W, int64_t ldw, int64_
   blocks_ = blocks;
   packed_ = nullptr;
   if constexpr (std::is_same_v<T, float>) {
-    if (pack != nullptr) packed_ = pack_b(op, K, N, W, ldw, pack, blocks, route.packed_type()).data;
+    if (pack != nullptr && prepacked) packed_ = pack;
+    if (pack != nullptr && !prepacked) {
+      packed_ = pack_b(op, K, N, W, ldw, pack, blocks, route.packed_type()).data;
+    }
   }
 }
 

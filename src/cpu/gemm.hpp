@@ -102,8 +102,9 @@ class WeightGemm {
  public:
   // op(W) is [K, N]: Op::T when W is [N, K] (row stride ldw), Op::N when W is [K, N].
   // `blocks`: the packed layout keeps N / blocks columns apart (packed_gemm.hpp's PackedB).
+  // `prepacked`: `pack` already holds W packed so (a network's kept copy, packed_weights.hpp).
   void bind(GemmRoute route, Op op, const T* W, int64_t ldw, int64_t K, int64_t N, T* pack,
-            int64_t blocks = 1);
+            int64_t blocks = 1, bool prepacked = false);
   // C[M, N] = A[M, K] op(W) (accumulate: C +=). a_scratch: packed_a_floats(M, K, type) floats
   // when bound with a pack, else unused. A row map (packed_gemm.hpp) needs a pack.
   void run(int64_t M, const T* A, int64_t lda, bool accumulate, T* C, int64_t ldc, T* a_scratch,

@@ -97,6 +97,7 @@ class HalfDataBackend final : public BackendImpl {
     return inner_->rebind();
   }
   uint64_t choice_id() const override { return inner_->choice_id(); }
+  size_t kept_bytes() const override { return inner_->kept_bytes(); }
   ~HalfDataBackend() override { inner_.reset(); }
   HalfDataBackend(const HalfDataBackend&) = delete;
   HalfDataBackend& operator=(const HalfDataBackend&) = delete;
@@ -129,6 +130,9 @@ class HalfDataBackend final : public BackendImpl {
     f.cy = a.cy ? k.cy : nullptr;
     f.workspace = workspace;
     f.workspace_size = inner_->forward_workspace_size(a.training);
+    // The widened weights sit in the workspace, at an address that says nothing about
+    // whose they are: no kept copy (a version is per caller's buffer).
+    f.weights_version = 0;
     inner_->forward(f, workspace);
     narrow_parallel<S>(k.y, a.y, ctx_.y_numel(), kernels_);
     if (a.hy) narrow_parallel<S>(k.hy, a.hy, ctx_.h_numel(), kernels_);

@@ -1,6 +1,7 @@
-// The cpu backend's state for every batch of one network (BackendShared, core/backend.hpp): the
-// algorithm spaces a batch can have, made once, and the choice for each size class, so that
-// a batch of new lengths costs no search, no key text and no environment read.
+// What the cpu backend chooses for every batch of one network (part of its BackendShared,
+// cpu_backend.cpp): the algorithm spaces a batch can have, made once, and the choice for each
+// size class, so that a batch of new lengths costs no search, no key text and no environment
+// read.
 #pragma once
 
 #include <mutex>
@@ -13,7 +14,7 @@
 
 namespace rnnx::cpu {
 
-class NetworkChoices final : public BackendShared {
+class NetworkChoices {
  public:
   // Reads the environment's and the options' forced choices and the ISA cap (throws Error
   // naming one it refuses), as a plan did when it was built.

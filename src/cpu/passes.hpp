@@ -17,9 +17,17 @@
 namespace rnnx::cpu {
 
 // `workspace` holds carve_forward(p, args.training); args.reserve (training) the layers
-// at p.reserve_layer.
+// at p.reserve_layer. `kept` (packed engine, or null): a network's packed copy of these
+// weights, [L * D] blocks (packed_weights.hpp), used instead of packing them into the
+// workspace.
 template <typename T>
-void run_forward(const PlanSpec& p, const ForwardArgs& args, void* workspace);
+void run_forward(const PlanSpec& p, const ForwardArgs& args, void* workspace,
+                 T* const* kept = nullptr);
+
+// Packs layer l, direction d's forward weights into `block` (forward_kept_block_floats
+// floats) as run_forward's `kept` holds them.
+template <typename T>
+void pack_kept_forward_weights(const PlanSpec& p, const T* weights, int64_t l, int64_t d, T* block);
 
 // `workspace` holds carve_backward(p); args.reserve what the training forward kept.
 template <typename T>

@@ -1993,6 +1993,25 @@ static void test_network(void) {
            memcmp(out[0][3], out[1][3], (size_t)w_n * sizeof(float)) == 0;
     snprintf(what, sizeof what, "network batch %d: the plan's bits", (int)k);
     CHECK_TRUE(same && !all_equal(out[0][3], (size_t)w_n, 0.0f), what);
+    {
+      /* Inference calls with a weights version (the third on the network's kept copy): the
+       * bits of the training forward's y, as every call without one. */
+      rnnx_forward_args_t fa = rnnx_forward_args_init();
+      float* y = (float*)calloc((size_t)y_n, sizeof(float));
+      int call, kept_same = 1;
+      fa.x = x;
+      fa.weights = w;
+      fa.y = y;
+      fa.weights_version = 7;
+      for (call = 0; call < 3; ++call) {
+        CHECK_OK(rnnx_network_forward(net, &d, &fa));
+        kept_same = kept_same && memcmp(y, out[0][0], (size_t)y_n * sizeof(float)) == 0;
+      }
+      snprintf(what, sizeof what, "network batch %d: weights_version calls give the same y",
+               (int)k);
+      CHECK_TRUE(kept_same, what);
+      free(y);
+    }
     if (k > 0) {
       /* The reserve of this batch on the previous batch's shape: refused. */
       const rnnx_sequence_desc_t prev = rnnx_sequence_desc_padded(4, 3, lens[k - 1], 0);
