@@ -51,7 +51,8 @@ TEST_P(WeightsVersion, KeptCopyGivesTheBitsOfPackingAndFollowsNewVersions) {
   const SequenceShape shape = SequenceShape::padded(7, 40, {});  // 40 rows: W_ih in the loop too
   const Plan like(c.config, shape, o);
   Rng rng(3);
-  std::vector<float> x(static_cast<size_t>(like.x_numel())), w(static_cast<size_t>(like.weights_numel()));
+  std::vector<float> x(static_cast<size_t>(like.x_numel())),
+      w(static_cast<size_t>(like.weights_numel()));
   for (float& v : x) v = static_cast<float>(rng.uniform(-1, 1));
   for (float& v : w) v = static_cast<float>(rng.uniform(-0.3, 0.3));
 
@@ -85,10 +86,10 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, WeightsVersion,
     ::testing::Values(VersionCase{"lstmp_per_step", lstmp(), "gemm=packed time_loop=per-step"},
                       VersionCase{"lstmp_team", lstmp(), "gemm=packed time_loop=team"},
-                      VersionCase{"gru_orig_team",
-                                  make_config(CellType::gru, 16, 24, 2, false, DataType::f32, 0,
-                                              false),
-                                  "gemm=packed time_loop=team"},
+                      VersionCase{
+                          "gru_orig_team",
+                          make_config(CellType::gru, 16, 24, 2, false, DataType::f32, 0, false),
+                          "gemm=packed time_loop=team"},
                       VersionCase{"rnn_concurrent",
                                   make_config(CellType::rnn_tanh, 8, 32, 1, true, DataType::f32),
                                   "gemm=packed directions=concurrent input_projection=steps"}),

@@ -46,14 +46,16 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  const std::vector<Problem> problems = {
-      {"lstm", 256, 256, 1, 20, 1, false},  {"lstm", 256, 256, 2, 50, 1, false},
-      {"lstm", 512, 512, 1, 50, 4, false},  {"gru", 256, 256, 2, 50, 1, true},
-      {"lstm", 256, 256, 2, 100, 16, false}};
+  const std::vector<Problem> problems = {{"lstm", 256, 256, 1, 20, 1, false},
+                                         {"lstm", 256, 256, 2, 50, 1, false},
+                                         {"lstm", 512, 512, 1, 50, 4, false},
+                                         {"gru", 256, 256, 2, 50, 1, true},
+                                         {"lstm", 256, 256, 2, 100, 16, false}};
   try {
-    std::printf("# inference forwards with unchanged weights, float32, search off, threads %d "
-                "(0: all); median of %lld rounds of %lld calls each\n",
-                threads, static_cast<long long>(rounds), static_cast<long long>(calls));
+    std::printf(
+        "# inference forwards with unchanged weights, float32, search off, threads %d "
+        "(0: all); median of %lld rounds of %lld calls each\n",
+        threads, static_cast<long long>(rounds), static_cast<long long>(calls));
     std::printf("%-36s %12s %12s %8s\n", "problem", "v0 ms/call", "kept ms/call", "ratio");
     for (const Problem& pr : problems) {
       rnnx::Config c;

@@ -424,6 +424,22 @@ rnnx::BackwardArgs to_cpp_backward(const rnnx_backward_args_t* args, const char*
   return b;
 }
 
+// The workspace bytes of `phase` from a plan's or a network's size functions.
+template <typename Forward, typename Backward>
+size_t phase_workspace(rnnx_phase_t phase, const char* fn, Forward forward, Backward backward) {
+  switch (raw(phase)) {
+    case RNNX_PHASE_FORWARD_INFERENCE:
+      return forward(false);
+    case RNNX_PHASE_FORWARD_TRAINING:
+      return forward(true);
+    case RNNX_PHASE_BACKWARD:
+      return backward();
+    default:
+      break;
+  }
+  invalid(fn, bad_enum("phase", raw(phase), "rnnx_phase_t"));
+}
+
 // ---- Config field accessors --------------------------------------------------------
 
 template <typename Set>
@@ -830,20 +846,9 @@ rnnx_status_t rnnx_plan_get_workspace_size(rnnx_plan_t plan, rnnx_phase_t phase,
   return guarded(__func__, [&](const char* fn) {
     const rnnx::Plan& p = need(plan, fn, "plan")->plan;
     need(bytes, fn, "bytes");
-    switch (raw(phase)) {
-      case RNNX_PHASE_FORWARD_INFERENCE:
-        *bytes = p.forward_workspace_size(false);
-        return;
-      case RNNX_PHASE_FORWARD_TRAINING:
-        *bytes = p.forward_workspace_size(true);
-        return;
-      case RNNX_PHASE_BACKWARD:
-        *bytes = p.backward_workspace_size();
-        return;
-      default:
-        break;
-    }
-    invalid(fn, bad_enum("phase", raw(phase), "rnnx_phase_t"));
+    *bytes = phase_workspace(
+        phase, fn, [&](bool training) { return p.forward_workspace_size(training); },
+        [&] { return p.backward_workspace_size(); });
   });
 }
 
@@ -1009,20 +1014,9 @@ rnnx_status_t rnnx_network_get_workspace_size(rnnx_network_t network,
     const rnnx::Network& n = need(network, fn, "network")->network;
     need(bytes, fn, "bytes");
     const rnnx::SequenceShape& s = call_shape(shape, fn);
-    switch (raw(phase)) {
-      case RNNX_PHASE_FORWARD_INFERENCE:
-        *bytes = n.forward_workspace_size(s, false);
-        return;
-      case RNNX_PHASE_FORWARD_TRAINING:
-        *bytes = n.forward_workspace_size(s, true);
-        return;
-      case RNNX_PHASE_BACKWARD:
-        *bytes = n.backward_workspace_size(s);
-        return;
-      default:
-        break;
-    }
-    invalid(fn, bad_enum("phase", raw(phase), "rnnx_phase_t"));
+    *bytes = phase_workspace(
+        phase, fn, [&](bool training) { return n.forward_workspace_size(s, training); },
+        [&] { return n.backward_workspace_size(s); });
   });
 }
 
