@@ -11,6 +11,7 @@
 
 #include "alloc_counter.hpp"
 #include "core/autotune_cache.hpp"
+#include "core/network_core.hpp"
 #include "rnnx/network.hpp"
 #include "test_util.hpp"
 
@@ -111,9 +112,7 @@ TEST_P(NetworkVsPlan, EveryBatchGivesThePlansBits) {
   const NetworkStats stats = net.stats();
   EXPECT_GE(stats.batches, k);
   EXPECT_EQ(stats.slots, 1) << "one thread, one call at a time";
-  if (backend == Backend::cpu) {
-    EXPECT_EQ(stats.backends_built, 1) << "the cpu backend rebinds to every later batch";
-  }
+  EXPECT_EQ(stats.backends_built, 1) << "the host backends rebind to every later batch";
 }
 
 Config with(Config c, double dropout, DataType dtype) {
@@ -327,6 +326,23 @@ TEST(Network, BatchesOfOneSizeClassShareOneChoice) {
     EXPECT_EQ(net.impl_name(SequenceShape::padded(40, 4, lengths)), first);
   }
   rnnx::core::autotune_clear_memory();
+}
+
+// The slot a call takes: its shape's, else the most recent (a backend that rebinds), else a
+// new one per shape up to the idle limit, then the least recently used (one that does not).
+TEST(Network, SlotChoiceKeepsAShapePerSlotWhereTheBackendCannotRebind) {
+  using rnnx::core::kNewSlot;
+  using rnnx::core::pick_free_slot;
+  const std::vector<bool> bound = {false, true, false, true};
+  auto by = [&](const std::vector<bool>& v) { return [&v](size_t k) { return bool(v[k]); }; };
+  EXPECT_EQ(pick_free_slot(4, by(bound), 0, 32), 3u) << "the most recent bound to the shape";
+  EXPECT_EQ(pick_free_slot(4, by(bound), 1, 32), 3u);
+  const std::vector<bool> none(4, false);
+  EXPECT_EQ(pick_free_slot(4, by(none), 1, 32), 3u) << "rebinds: the most recent";
+  EXPECT_EQ(pick_free_slot(4, by(none), -1, 32), 3u) << "not known yet: as rebinding";
+  EXPECT_EQ(pick_free_slot(4, by(none), 0, 32), kNewSlot) << "cannot rebind: a new slot";
+  EXPECT_EQ(pick_free_slot(4, by(none), 0, 4), 0u) << "at the idle limit: the least recent";
+  EXPECT_EQ(pick_free_slot(0, by(none), 1, 32), kNewSlot) << "none free";
 }
 
 }  // namespace

@@ -4,9 +4,10 @@
 // the search's choice per size class) is made once; a batch's shape costs its schedule,
 // assigned into vectors the network keeps, so that a new set of lengths allocates nothing
 // once the network has run a batch of at least its steps and sequences (on the cpu backend;
-// reference and cuda still build their per-batch state for each call, issue 47). Sizes are
-// asked per shape. A call's buffers are those of a Plan of the same config and shape
-// (rnnx/plan.hpp), and give the same bits as that plan.
+// the reference rebinds as well, though its oracle allocates at every call; cuda builds its
+// per-batch state for each new shape, keeping it for the last 32 shapes as a cache of plans would:
+// issue 47 makes it rebind). Sizes are asked per shape. A call's buffers are those of a Plan of the
+// same config and shape (rnnx/plan.hpp), and give the same bits as that plan.
 //
 // Threads: several threads may call one network at the same time, each call with its own
 // tensors, reserve and workspace; the network keeps one batch slot per call in flight.
@@ -31,9 +32,11 @@ namespace rnnx {
 
 // What a network has done, for a framework's report (the main job's line).
 struct NetworkStats {
-  int64_t batches = 0;            // calls and size queries bound to a shape
-  int64_t backends_built = 0;     // batches whose backend state was built, not rebound
-  int64_t slots = 0;              // batch slots: the most calls that were in flight at once
+  int64_t batches = 0;         // calls and size queries bound to a shape
+  int64_t backends_built = 0;  // batches whose backend state was built, not rebound
+  // Batch slots made: the most calls that were in flight at once, and for a backend that
+  // cannot rebind a slot to another shape (cuda), one per recent shape (32 at most idle).
+  int64_t slots = 0;
   double bind_seconds = 0;        // time spent binding shapes (schedule, choice, sizes)
   size_t kept_weights_bytes = 0;  // prepared weights kept by version (ForwardArgs)
 };

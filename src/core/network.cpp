@@ -25,18 +25,28 @@ struct Network::State {
   int64_t slots = 0;
   std::atomic<int64_t> batches{0}, backends_built{0}, bind_nanoseconds{0};
 
-  // A slot bound to `shape` for one call; back to the free list when the call ends.
+  // Whether the backend rebinds a slot to another shape (-1: not known yet). One that cannot
+  // (cuda: its per-batch state is built anew, issue 47) keeps a slot per recent shape, as
+  // the plans cached per shape did.
+  std::atomic<int> rebinds{-1};
+  static constexpr size_t kIdleShapes = 32;
+
+  // A slot for one call (core::pick_free_slot's), bound to `shape` by bind(); back to the end
+  // of the free list when the call ends.
   class Lease {
    public:
-    explicit Lease(State& s) : state_(s) {
+    Lease(State& s, const SequenceShape& shape) : state_(s) {
       {
         std::lock_guard<std::mutex> lock(s.mutex);
-        if (!s.free.empty()) {
-          slot_ = std::move(s.free.back());
-          s.free.pop_back();
-        } else {
-          ++s.slots;
+        auto& free = s.free;
+        const size_t i = core::pick_free_slot(
+            free.size(), [&](size_t k) { return free[k]->bound_to(shape); }, s.rebinds,
+            kIdleShapes);
+        if (i != core::kNewSlot) {
+          slot_ = std::move(free[i]);
+          free.erase(free.begin() + static_cast<std::ptrdiff_t>(i));
         }
+        if (!slot_) ++s.slots;
       }
       try {
         if (!slot_) slot_ = std::make_unique<core::BatchSlot>(s.network);
@@ -49,7 +59,9 @@ struct Network::State {
     // Binds the slot to the call's shape (a refused shape leaves it for the next call).
     Lease& bind(const SequenceShape& shape) {
       const auto start = std::chrono::steady_clock::now();
+      const bool had_backend = slot_->bound();
       slot_->bind(shape);
+      if (had_backend && !slot_->kept_binding()) state_.rebinds = slot_->built_backend() ? 0 : 1;
       state_.bind_nanoseconds += std::chrono::duration_cast<std::chrono::nanoseconds>(
                                      std::chrono::steady_clock::now() - start)
                                      .count();
@@ -96,22 +108,22 @@ int64_t Network::weights_numel() const {
 }
 
 size_t Network::forward_workspace_size(const SequenceShape& shape, bool training) const {
-  State::Lease slot(*state_);
+  State::Lease slot(*state_, shape);
   slot.bind(shape);
   return slot->forward_workspace_size(training);
 }
 size_t Network::backward_workspace_size(const SequenceShape& shape) const {
-  State::Lease slot(*state_);
+  State::Lease slot(*state_, shape);
   slot.bind(shape);
   return slot->backward_workspace_size();
 }
 size_t Network::reserve_size(const SequenceShape& shape) const {
-  State::Lease slot(*state_);
+  State::Lease slot(*state_, shape);
   slot.bind(shape);
   return slot->reserve_size();
 }
 BatchInfo Network::describe(const SequenceShape& shape) const {
-  State::Lease slot(*state_);
+  State::Lease slot(*state_, shape);
   slot.bind(shape);
   const PlanContext& ctx = slot->context();
   BatchInfo info;
@@ -129,24 +141,24 @@ BatchInfo Network::describe(const SequenceShape& shape) const {
   return info;
 }
 std::string Network::problem_name(const SequenceShape& shape) const {
-  State::Lease slot(*state_);
+  State::Lease slot(*state_, shape);
   slot.bind(shape);
   return slot->problem_name();
 }
 std::string Network::impl_name(const SequenceShape& shape) const {
-  State::Lease slot(*state_);
+  State::Lease slot(*state_, shape);
   slot.bind(shape);
   return slot->impl().name();
 }
 
 void Network::forward(const SequenceShape& shape, const ForwardArgs& args) {
-  State::Lease slot(*state_);
+  State::Lease slot(*state_, shape);
   slot.bind(shape);
   slot->forward(args, state_->own_workspaces);
 }
 
 void Network::backward(const SequenceShape& shape, const BackwardArgs& args) {
-  State::Lease slot(*state_);
+  State::Lease slot(*state_, shape);
   slot.bind(shape);
   slot->backward(args, state_->own_workspaces);
 }

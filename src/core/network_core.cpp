@@ -198,7 +198,8 @@ BatchSlot::~BatchSlot() {
 void BatchSlot::bind(const SequenceShape& shape) try {
   // A slot already bound to this shape (a size query, then the forward, then its backward,
   // one after another on one thread take the same slot) keeps its binding.
-  if (impl_ && same_shape(ctx_.shape, shape)) {
+  kept_binding_ = bound_to(shape);
+  if (kept_binding_) {
     built_backend_ = false;
     return;
   }
@@ -237,6 +238,10 @@ std::string BatchSlot::problem_name() const {
          std::to_string(s.T) + "_b" + std::to_string(s.B) + "_i" + std::to_string(c.input_size) +
          "_h" + std::to_string(c.hidden_size) + "_p" + std::to_string(c.proj_size) + "_len-" +
          (full ? "full" : "mixed");
+}
+
+bool BatchSlot::bound_to(const SequenceShape& shape) const {
+  return impl_ != nullptr && same_shape(ctx_.shape, shape);
 }
 
 // An empty batch (B = 0) runs nothing, so it needs no workspace and keeps only the

@@ -50,8 +50,12 @@ class BatchSlot {
   void bind(const SequenceShape& shape);
 
   const PlanContext& context() const { return ctx_; }
-  // Whether the last bind() built the backend (first batch, or one it could not rebind).
+  // Whether the last bind() built the backend (first batch, or one it could not rebind), and
+  // whether it found the slot bound to its shape already (and changed nothing).
   bool built_backend() const { return built_backend_; }
+  bool kept_binding() const { return kept_binding_; }
+  // Whether the slot is bound to `shape` now.
+  bool bound_to(const SequenceShape& shape) const;
   const BackendImpl& impl() const { return *impl_; }
   bool bound() const { return impl_ != nullptr; }
   // Plan::problem_name() of the bound batch.
@@ -73,6 +77,23 @@ class BatchSlot {
   std::unique_ptr<BackendImpl> impl_;  // refers to ctx_
   uint64_t plan_id_ = 0;               // the reserve fingerprint of the bound batch
   bool built_backend_ = false;
+  bool kept_binding_ = false;
 };
+
+// Which of a network's `count` free slots (least recently used first) a call on a shape takes:
+// one bound to the shape already (`bound(k)`), the most recent of them; else, where the
+// backend rebinds (`rebinds` 1, or -1: not known yet), the most recent slot; where it does not
+// (0: cuda), a new slot while fewer than `idle_limit` are idle, so that each recent shape
+// keeps its own, else the least recently used. kNewSlot: make a new one.
+inline constexpr size_t kNewSlot = static_cast<size_t>(-1);
+template <typename Bound>
+size_t pick_free_slot(size_t count, Bound bound, int rebinds, size_t idle_limit) {
+  for (size_t k = count; k-- > 0;) {
+    if (bound(k)) return k;
+  }
+  if (count == 0) return kNewSlot;
+  if (rebinds != 0) return count - 1;
+  return count >= idle_limit ? 0 : kNewSlot;
+}
 
 }  // namespace rnnx::core

@@ -28,6 +28,8 @@ class ReferenceBackend final : public BackendImpl {
   explicit ReferenceBackend(const PlanContext& ctx) : BackendImpl(ctx) {}
 
   std::string name() const override { return "reference"; }
+  // Everything it knows of the batch it reads from the context at each call.
+  bool rebind() override { return true; }
 
   size_t forward_workspace_size(bool) const override { return carve_forward(nullptr).used(); }
   size_t backward_workspace_size() const override { return carve_backward(nullptr).used(); }
