@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "core/dropout.hpp"
+#include "core/row_maps.hpp"
 
 namespace rnnx::core {
 namespace {
@@ -25,20 +25,11 @@ class StepBackend final : public BackendImpl {
     in_place_ = rows_in_place(ctx.shape, s);
     padded_ = ctx.sequence_rows() > s.tokens;
     // Every layer and direction's state rows in sorted order <- the caller's rows.
-    std::vector<int64_t> states;
-    for (int64_t ld = 0; ld < LD_; ++ld) {
-      for (int64_t i = 0; i < s.B; ++i) states.push_back(ld * s.B + s.sorted_to_orig[i]);
-    }
-    std::vector<int64_t> drop(static_cast<size_t>(s.tokens));
-    for (int64_t t = 0; t < s.T_eff; ++t) {
-      for (int64_t i = 0; i < s.batch_sizes[t]; ++i)
-        drop[s.row(t, i)] =
-            static_cast<int64_t>(dropout_element(t, s.sorted_to_orig[i], s.B, DP_, 0));
-    }
-    if (!states.empty()) state_map_ = device_->upload(states);
+    const RowMaps maps = row_maps(ctx.shape, s, LD_, DP_, s.B, !in_place_);
+    if (!maps.state_rows.empty()) state_map_ = device_->upload(maps.state_rows);
     if (s.tokens > 0) {
-      dropout_map_ = device_->upload(drop);
-      if (!in_place_) caller_map_ = device_->upload(caller_rows(ctx.shape, s));
+      dropout_map_ = device_->upload(maps.dropout);
+      if (!in_place_) caller_map_ = device_->upload(maps.caller_rows);
     }
   }
 

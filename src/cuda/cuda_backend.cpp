@@ -18,6 +18,7 @@
 #include "core/backend.hpp"
 #include "core/backend_registry.hpp"
 #include "core/dropout.hpp"
+#include "core/row_maps.hpp"
 #include "core/step_backend.hpp"
 #include "cuda/cuda_api.hpp"
 #include "cuda/cudnn_rnn.hpp"
@@ -192,26 +193,15 @@ class CudaBackend final : public BackendImpl {
   // and the first dropout element of every packed row.
   void upload_maps() {
     const core::Schedule& s = ctx_.schedule;
-    const int64_t B = s.B, Bp = batch();
-    std::vector<int64_t> rows = core::caller_rows(ctx_.shape, s);
-    std::vector<int64_t> state, empty, drop(static_cast<size_t>(s.tokens));
-    for (int64_t ld = 0; ld < LD_; ++ld) {
-      for (int64_t i = 0; i < B; ++i)
-        (i < Bp ? state : empty).push_back(ld * B + s.sorted_to_orig[i]);
-    }
-    for (int64_t t = 0; t < s.T_eff; ++t) {
-      for (int64_t i = 0; i < s.batch_sizes[t]; ++i)
-        drop[s.row(t, i)] =
-            static_cast<int64_t>(core::dropout_element(t, s.sorted_to_orig[i], B, DP_, 0));
-    }
+    const core::RowMaps m = core::row_maps(ctx_.shape, s, LD_, DP_, batch(), true);
     std::vector<int64_t> all;
     auto put = [&](const std::vector<int64_t>& v) {
       const size_t at = all.size();
       all.insert(all.end(), v.begin(), v.end());
       return at;
     };
-    const size_t rows_at = put(rows), state_at = put(state), empty_at = put(empty),
-                 drop_at = put(drop);
+    const size_t rows_at = put(m.caller_rows), state_at = put(m.state_rows),
+                 empty_at = put(m.empty_rows), drop_at = put(m.dropout);
     if (all.empty()) return;
     maps_ = device_memory().allocate(sizeof(int64_t) * all.size(), "plan", "row maps");
     upload(maps_.get(), all.data(), sizeof(int64_t) * all.size());
