@@ -329,7 +329,8 @@ TEST(Cuda, CudnnCellClipAgainstTheContract) {
       RunOptions o;
       o.backward = true;
       const Results want = run(ref, in, o);
-      PlanContext ctx{c, shape, core::make_schedule(shape), WeightLayout(c), {}, MathMode::fp32};
+      PlanContext ctx{
+          c, shape, core::make_schedule(shape), WeightLayout(c), PlanOptions{}, MathMode::fp32};
       const std::unique_ptr<BackendImpl> b =
           cuda::make_cudnn_backend_unrouted(ctx, cuda::CudnnAlgo::standard);
       std::vector<void*> owned;
@@ -389,7 +390,8 @@ TEST(Cuda, WeightPlacementAgainstTheDocumentation) {
                    make_config(CellType::rnn_tanh, 3, 9, 1, false, DataType::f64)}) {
     c.math = MathMode::fp32;
     const SequenceShape shape = SequenceShape::padded(3, 2);
-    PlanContext ctx{c, shape, core::make_schedule(shape), WeightLayout(c), {}, MathMode::fp32};
+    PlanContext ctx{
+        c, shape, core::make_schedule(shape), WeightLayout(c), PlanOptions{}, MathMode::fp32};
     const cuda::CudnnBatch batch = cuda::cudnn_batch(shape, ctx.schedule, c);
     cuda::CudnnHandle handle = cuda::make_handle();
     const cuda::CudnnRnn rnn(ctx, batch, handle.get(), cuda::CudnnAlgo::standard);
