@@ -103,8 +103,23 @@ def _unwrap_functorch(t):
     return t
 
 
+def _vmapped(t):
+    """Whether a gradient carries a vmap dimension (torch.func's vjp under vmap: jacrev,
+    vmap(grad)), at any of the wrappers around it."""
+    while t is not None and _functorch is not None and _functorch.is_functorch_wrapped_tensor(t):
+        if _functorch.is_batchedtensor(t):
+            return True
+        t = _functorch.get_unwrapped(t)
+    return False
+
+
 @torch.autograd.function.once_differentiable
 def _backward(ctx, dy, dhy, dcy=None):
+    if any(_vmapped(t) for t in (dy, dhy, dcy)):
+        raise _runtime._rnnx.UnsupportedError(
+            "rnnx.torch: vmap over the backward under torch.func's grad transforms (jacrev, "
+            "vmap(grad(...)), jacfwd) is not supported; torch.vmap over a module call is "
+            "(PyTorch 2.5+), and so is one gradient of a batch")
     tensors = [_unwrap_functorch(t) for t in (*ctx.saved_tensors, dy, dhy, dcy)]
     # Below torch.func's transforms, whose active levels would wrap every tensor this makes
     # (detach, empty_like) again; the results are lifted back to the level by PyTorch.
@@ -154,8 +169,9 @@ def _backward_plain(ctx, x, h0, c0, *rest):
 
 def _refuse_vmap(info, in_dims, *args):
     raise _runtime._rnnx.UnsupportedError(
-        "rnnx.torch: torch.func.vmap over an rnnx LSTM/GRU/RNN is not supported; run the "
-        "examples as one batch instead (the batch dimension, with lengths= for ragged ones)")
+        "rnnx.torch: torch.func.vmap around torch.func's grad transforms over an rnnx "
+        "LSTM/GRU/RNN (vmap(grad(...)), jacrev) is not supported; torch.vmap over a module "
+        "call is (PyTorch 2.5+), and so is one gradient of a batch")
 
 
 if hasattr(torch.autograd.Function, "setup_context"):

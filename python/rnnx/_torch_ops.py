@@ -31,6 +31,7 @@ import torch
 from . import _rnnx
 from . import _runtime
 
+VMAP_RULES = hasattr(torch.library, "register_vmap")
 AVAILABLE = (all(hasattr(torch.library, n) for n in ("register_fake", "get_ctx", "Library"))
              and hasattr(torch.autograd.Function, "setup_context"))
 
@@ -460,6 +461,16 @@ def _functorch_levels():
     return len(retrieve_all_functorch_interpreters())
 
 
+def vmap_only():
+    """Whether every active torch.func transform is a vmap (PyTorch 2.5+, where rnnx's
+    operators have vmap rules): the operator path then serves the call."""
+    if not VMAP_RULES or not _functorch_active():
+        return False
+    from torch._functorch.pyfunctorch import retrieve_all_functorch_interpreters
+    return all(i.key() == torch._C._functorch.TransformType.Vmap
+               for i in retrieve_all_functorch_interpreters())
+
+
 def refuse_double_backward():
     """Autograd runs backward with grad mode on only for create_graph=True. rnnx's backward
     is not differentiable, so the gradients would come back without a graph and a gradient
@@ -506,6 +517,10 @@ def _autograd_backward(ctx, dy, dhy, dcy, dreserve):
 
 
 class _ForwardFunction(torch.autograd.Function):
+    # Under torch.vmap functorch runs forward and backward through the operators' own vmap
+    # rules (_forward_vmap, _backward_vmap).
+    generate_vmap_rule = True
+
     """forward's autograd, registered for the Autograd dispatch key: the operator below
     autograd, then backward through torch.ops.rnnx.backward. torch.library's
     register_autograd would do the same through pytree and default-filling layers that cost
@@ -539,6 +554,105 @@ def _autograd_kernel(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, *
                                   *weights)
 
 
+# ---- vmap (torch.vmap, jacrev, is_grads_batched) -----------------------------------------------
+
+def _at(t, dim, v):
+    """Example v of a vmapped tensor (dim: its vmapped dimension), or the tensor itself."""
+    return t if t is None or dim is None else t.select(dim, v)
+
+
+def _move_first(t, dim, n):
+    """t with its vmapped dimension first ([n, ...]): expanded where t is not vmapped."""
+    return t.movedim(dim, 0) if dim is not None else t.unsqueeze(0).expand(n, *t.shape)
+
+
+def _fold(t, dim, n, axis):
+    """[n, ..., B at `axis`, ...] -> the n examples side by side along rnnx's batch axis."""
+    t = _move_first(t, dim, n).movedim(0, axis)  # [..., n, B, ...]
+    shape = list(t.shape)
+    return t.reshape(shape[:axis] + [shape[axis] * shape[axis + 1]] + shape[axis + 2:])
+
+
+def _unfold(t, n, axis):
+    """rnnx's batch axis [.., n*B, ..] -> [.., n, B, ..]: the vmapped dimension at `axis`."""
+    shape = list(t.shape)
+    return t.reshape(shape[:axis] + [n, shape[axis] // n] + shape[axis + 1:])
+
+
+def _stack_bytes(reserves):
+    """The examples' reserves as one [n, bytes] tensor (the longest; a reserve may be longer
+    than its batch needs, and lengths may differ by example)."""
+    size = max(r.numel() for r in reserves)
+    return torch.stack([torch.nn.functional.pad(r, (0, size - r.numel())) for r in reserves])
+
+
+def _forward_vmap(info, in_dims, x, hx, cx, weights, lengths, batch_sizes, sorted_indices,
+                  config, engine, backend, num_threads, batch_first, training, dropout_counter,
+                  static_reserve):
+    """rnnx::forward under vmap. An inference call on padded input with shared weights folds
+    the vmapped examples into rnnx's batch: one call of n*B sequences (a new shape on the
+    network: its schedule only). A training call runs each example on its own, so that each
+    keeps a reserve of its own and its backward gives per-example weight gradients (rnnx's
+    backward sums over the batch); so do packed input and vmapped weights. Dropout masks are
+    the same for every example (randomness='same'); 'error' (vmap's default) refuses them."""
+    n = info.batch_size
+    x_d, h_d, c_d, w_d, len_d, bs_d, si_d = in_dims[:7]
+    w_d = list(w_d) if isinstance(w_d, (list, tuple)) else [None] * len(weights)
+    if training and float(config_info(config).kwargs.get("dropout") or 0) > 0:
+        if info.randomness != "same":
+            raise _rnnx.UnsupportedError(
+                f"rnnx.torch: dropout under torch.vmap needs randomness='same' (got "
+                f"{info.randomness!r}): rnnx's masks come from (seed, counter, layer, position)")
+    options = (config, engine, backend, num_threads, batch_first, training, dropout_counter,
+               static_reserve)
+    lstm = config_info(config).lstm
+    if (not training and batch_sizes is None and all(d is None for d in w_d)
+            and bs_d is None and si_d is None):
+        batch_axis = 0 if batch_first else 1
+        xf = _fold(x, x_d, n, batch_axis)
+        hf = None if hx is None else _fold(hx, h_d, n, 1)
+        cf = None if cx is None else _fold(cx, c_d, n, 1)
+        if lengths is None:
+            lf = None
+        else:
+            lf = _move_first(lengths, len_d, n).reshape(-1)
+        y, hy, cy, reserve = torch.ops.rnnx.forward(xf, hf, cf, weights, lf, None, None,
+                                                    *options)
+        return ((_unfold(y, n, batch_axis), _unfold(hy, n, 1),
+                 _unfold(cy, n, 1) if lstm else cy, reserve),
+                (batch_axis, 1, 1 if lstm else None, None))
+    outs = []
+    for v in range(n):
+        outs.append(torch.ops.rnnx.forward(
+            _at(x, x_d, v), _at(hx, h_d, v), _at(cx, c_d, v),
+            [_at(w, d, v) for w, d in zip(weights, w_d)], _at(lengths, len_d, v),
+            _at(batch_sizes, bs_d, v), _at(sorted_indices, si_d, v), *options))
+    y, hy, cy = (torch.stack([o[k] for o in outs]) for k in range(3))
+    return (y, hy, cy, _stack_bytes([o[3] for o in outs])), (0, 0, 0, 0)
+
+
+def _backward_vmap(info, in_dims, x, hx, cx, weights, lengths, batch_sizes, sorted_indices,
+                   config, engine, backend, num_threads, batch_first, reserve, dy, dhy, dcy,
+                   output_mask):
+    """rnnx::backward under vmap: one backward per example. With the reserve vmapped (the
+    forward ran under vmap, _forward_vmap's training calls), each example's own; without
+    (is_grads_batched, jacrev: vmap over the output gradients of one forward), the one
+    reserve for each, as several backwards from one reserve may run (rnnx/plan.hpp)."""
+    n = info.batch_size
+    d = list(in_dims)
+    w_d = list(d[3]) if isinstance(d[3], (list, tuple)) else [None] * len(weights)
+    options = (config, engine, backend, num_threads, batch_first)
+    outs = []
+    for v in range(n):
+        outs.append(torch.ops.rnnx.backward(
+            _at(x, d[0], v), _at(hx, d[1], v), _at(cx, d[2], v),
+            [_at(w, wd, v) for w, wd in zip(weights, w_d)], _at(lengths, d[4], v),
+            _at(batch_sizes, d[5], v), _at(sorted_indices, d[6], v), *options,
+            _at(reserve, d[12], v), _at(dy, d[13], v), _at(dhy, d[14], v), _at(dcy, d[15], v),
+            output_mask))
+    return tuple(torch.stack([o[k] for o in outs]) for k in range(4)), (0, 0, 0, 0)
+
+
 _FORWARD_SCHEMA = (
     "forward(Tensor x, Tensor? hx, Tensor? cx, Tensor[] weights, Tensor? lengths, "
     "Tensor? batch_sizes, Tensor? sorted_indices, str config, int engine, str backend, "
@@ -567,4 +681,7 @@ def register():
     torch.library.register_fake("rnnx::forward", _forward_fake, lib=lib)
     torch.library.register_fake("rnnx::backward", _backward_fake, lib=lib)
     lib.impl("forward", _autograd_kernel, "Autograd")
+    if VMAP_RULES:  # PyTorch 2.5 and later
+        torch.library.register_vmap("rnnx::forward", _forward_vmap, lib=lib)
+        torch.library.register_vmap("rnnx::backward", _backward_vmap, lib=lib)
     _library = lib

@@ -476,9 +476,11 @@ class _RnnxModule:
             if tuple(w.shape) != shape:
                 raise invalid(f"parameter {name} has shape {tuple(w.shape)}, expected {shape}")
 
-        # torch.func's transforms run through _RnnxFunction (its setup_context form), which
-        # they support; PyTorch's autograd of a torch.library operator they do not.
-        if _torch_ops.AVAILABLE and not _functorch_active():
+        # torch.func's grad transforms run through _RnnxFunction (its setup_context form),
+        # which they support; PyTorch's autograd of a torch.library operator they do not.
+        # torch.vmap alone runs through the operators and their vmap rules (PyTorch 2.5+).
+        vmapped = _torch_ops.vmap_only()
+        if _torch_ops.AVAILABLE and (vmapped or not _functorch_active()):
             if packed:
                 op_lengths, op_bs, op_si = None, batch_sizes, sorted_indices
             else:
@@ -491,7 +493,7 @@ class _RnnxModule:
             # Eager inference with nothing watching the dispatcher (no compiler, no mode)
             # calls the operator's kernel itself: the dispatcher's autograd and redispatch
             # layers would add nothing there but per-call time.
-            direct = not (needs_grad or compiling or _dispatch_modes_active())
+            direct = not (needs_grad or compiling or vmapped or _dispatch_modes_active())
             op = _torch_ops.forward_kernel if direct else torch.ops.rnnx.forward
             extra = {"eager_inference": True} if direct and not apply_dropout else {}
             op_config = self._rnnx_op_config(dtype, self.dropout if apply_dropout else 0.0)

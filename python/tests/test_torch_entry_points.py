@@ -249,9 +249,13 @@ def test_torch_func_grad_matches_torch_nn():
 
 
 def test_torch_func_vmap_is_refused_clearly():
+    """Before PyTorch 2.5 (no register_vmap): refused by name (test_vmap_over_a_module_call
+    runs it on 2.5+)."""
     func = getattr(torch, "func", None)
     if func is None or not hasattr(func, "vmap"):
         pytest.skip(f"torch.func is newer than PyTorch {torch.__version__}")
+    if rnnx.torch._torch_ops.VMAP_RULES:
+        pytest.skip("vmap runs here (PyTorch 2.5+): test_vmap_over_a_module_call")
     _, ours = pair()
     xs = torch.randn(2, 4, 3, 5, dtype=torch.float64)
     with pytest.raises(Exception, match="vmap"):
@@ -493,3 +497,53 @@ def test_kept_packed_weights_follow_in_place_changes(monkeypatch):
             got, _ = ours(x)
             assert_near(got, ref(x)[0], bound,
                         "y after an optimizer step")
+
+
+@pytest.mark.skipif(not rnnx.torch._torch_ops.VMAP_RULES,
+                    reason="torch.library.register_vmap (PyTorch 2.5+)")
+@pytest.mark.parametrize("cls,batch_first,with_h", [("LSTM", False, False), ("GRU", True, True),
+                                                    ("RNN", False, True)])
+def test_vmap_over_a_module_call(cls, batch_first, with_h):
+    """torch.vmap over rnnx's module: inference folds the vmapped examples into one batch,
+    training runs each with its own reserve (per-example weight gradients); both match
+    torch.nn's module run example by example (torch.nn's own modules refuse vmap)."""
+    ref, ours = pair((cls,), I=3, H=4, num_layers=2, bidirectional=True, batch_first=batch_first)
+    n, T, B = 5, 4, 3
+    xs = torch.randn(n, B, T, 3, dtype=torch.float64) if batch_first else torch.randn(
+        n, T, B, 3, dtype=torch.float64)
+    shape = (4, B, 4)
+    hs = torch.randn(n, *shape, dtype=torch.float64) if with_h else None
+    state = (lambda h: (h, torch.zeros_like(h))) if cls == "LSTM" else (lambda h: h)
+
+    def run(m, x, h):
+        return m(x) if h is None else m(x, state(h))
+
+    def want(m, x_all, h_all):
+        return torch.stack([run(m, x_all[v], None if h_all is None else h_all[v])[0]
+                            for v in range(n)])
+
+    with torch.no_grad():
+        got = (torch.vmap(lambda x: run(ours, x, None)[0])(xs) if hs is None else
+               torch.vmap(lambda x, h: run(ours, x, h)[0])(xs, hs))
+        assert_near(got, want(ref, xs, hs), tol(T, B, 3, 4, backward=False), "y (folded)")
+    x1 = xs.clone().requires_grad_()
+    x2 = xs.clone().requires_grad_()
+    y1 = (torch.vmap(lambda x: run(ours, x, None)[0])(x1) if hs is None else
+          torch.vmap(lambda x, h: run(ours, x, h)[0])(x1, hs))
+    (y1 * torch.arange(y1.numel(), dtype=y1.dtype).view(y1.shape).sin()).sum().backward()
+    y2 = want(ref, x2, hs)
+    (y2 * torch.arange(y2.numel(), dtype=y2.dtype).view(y2.shape).sin()).sum().backward()
+    assert_near(y1, y2, tol(T, B, 3, 4, backward=False), "y (training)")
+    assert_near(x1.grad, x2.grad, tol(T, B, 3, 4), "dx")
+    for (name, a), b in zip(ours.named_parameters(), ref.parameters()):
+        assert_near(a.grad, b.grad, tol(T, B, 3, 4), name)
+
+
+@pytest.mark.skipif(not rnnx.torch._torch_ops.VMAP_RULES,
+                    reason="torch.library.register_vmap (PyTorch 2.5+)")
+def test_vmap_under_grad_transforms_is_refused_by_name():
+    from torch.func import jacrev
+    _, ours = pair(I=3, H=4)
+    x = torch.randn(4, 2, 3, dtype=torch.float64)
+    with pytest.raises(rnnx.UnsupportedError, match="jacrev"):
+        jacrev(lambda xx: ours(xx)[0])(x)
