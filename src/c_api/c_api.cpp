@@ -424,10 +424,11 @@ rnnx::BackwardArgs to_cpp_backward(const rnnx_backward_args_t* args, const char*
   return b;
 }
 
-// The workspace bytes of `phase` from a plan's or a network's size functions.
+// The workspace bytes of `phase` (its raw value: a caller's value outside the enum must not be
+// loaded as one) from a plan's or a network's size functions.
 template <typename Forward, typename Backward>
-size_t phase_workspace(rnnx_phase_t phase, const char* fn, Forward forward, Backward backward) {
-  switch (raw(phase)) {
+size_t phase_workspace(int phase, const char* fn, Forward forward, Backward backward) {
+  switch (phase) {
     case RNNX_PHASE_FORWARD_INFERENCE:
       return forward(false);
     case RNNX_PHASE_FORWARD_TRAINING:
@@ -437,7 +438,7 @@ size_t phase_workspace(rnnx_phase_t phase, const char* fn, Forward forward, Back
     default:
       break;
   }
-  invalid(fn, bad_enum("phase", raw(phase), "rnnx_phase_t"));
+  invalid(fn, bad_enum("phase", phase, "rnnx_phase_t"));
 }
 
 // ---- Config field accessors --------------------------------------------------------
@@ -847,7 +848,7 @@ rnnx_status_t rnnx_plan_get_workspace_size(rnnx_plan_t plan, rnnx_phase_t phase,
     const rnnx::Plan& p = need(plan, fn, "plan")->plan;
     need(bytes, fn, "bytes");
     *bytes = phase_workspace(
-        phase, fn, [&](bool training) { return p.forward_workspace_size(training); },
+        raw(phase), fn, [&](bool training) { return p.forward_workspace_size(training); },
         [&] { return p.backward_workspace_size(); });
   });
 }
@@ -1015,7 +1016,7 @@ rnnx_status_t rnnx_network_get_workspace_size(rnnx_network_t network,
     need(bytes, fn, "bytes");
     const rnnx::SequenceShape& s = call_shape(shape, fn);
     *bytes = phase_workspace(
-        phase, fn, [&](bool training) { return n.forward_workspace_size(s, training); },
+        raw(phase), fn, [&](bool training) { return n.forward_workspace_size(s, training); },
         [&] { return n.backward_workspace_size(s); });
   });
 }
