@@ -65,3 +65,20 @@ TEST(FuzzRegressions, HugeBatchRefusedBeforeTheScheduleAllocates) {
 }
 
 }  // namespace
+
+// fuzz_c_api (issue 45's network): a plan built its network, and so the weight layout of a
+// config of millions of layers, before checking the shape, whose per-layer buffers overflow.
+TEST(FuzzRegressions, ManyLayersWithAnOverflowingShapeAreRefusedBeforeTheLayout) {
+  Config c = lstm(3, 4);
+  c.num_layers = int64_t{1} << 22;
+  expect_invalid([&] { Plan p(c, SequenceShape::padded(int64_t{1} << 20, int64_t{1} << 20)); },
+                 "per-layer buffers");
+}
+
+// fuzz_c_api: the schedule's counting sort took max_seq_len + 2 counters, so an empty batch
+// (B = 0) of a huge max_seq_len allocated them; they follow the longest real length now.
+TEST(FuzzRegressions, AnEmptyBatchOfAHugeMaxSeqLenAllocatesNothingForIt) {
+  Plan p(lstm(3, 4), SequenceShape::padded(int64_t{1} << 58, 0));
+  EXPECT_EQ(p.batch(), 0);
+  EXPECT_EQ(p.forward_workspace_size(true), 0u);
+}

@@ -129,33 +129,6 @@ void* take_workspace(WorkspacePool& own, const BackendImpl& impl, void* given, s
   return (*lease)->get();
 }
 
-// Every buffer a backend carves is at most (T*B) rows of the widest row, per layer, in
-// double: refuse up front what could overflow a size computation later. Checked before
-// the schedule allocates its [B] and [T] vectors, so that a batch too large for any
-// buffer is refused without first costing memory (found by tests/fuzz/fuzz_c_api).
-void check_shape_sizes(const Config& config, const SequenceShape& shape) {
-  if (shape.layout != Layout::packed) {
-    // Before the schedule allocates [B] and [T] vectors: x alone must be addressable.
-    checked_mul(checked_mul(checked_mul(std::max<int64_t>(shape.max_seq_len, 0),
-                                        std::max<int64_t>(shape.batch, 0), "max_seq_len * batch"),
-                            config.input_size, "x size"),
-                dtype_size(config.dtype), "x bytes");
-  }
-  const bool packed = shape.layout == Layout::packed;
-  const int64_t steps = packed ? static_cast<int64_t>(shape.batch_sizes.size())
-                               : std::max<int64_t>(shape.max_seq_len, 0);
-  const int64_t rows = !packed                     ? std::max<int64_t>(shape.batch, 0)
-                       : shape.batch_sizes.empty() ? 0
-                                                   : std::max<int64_t>(shape.batch_sizes[0], 0);
-  const int64_t widest =
-      std::max({config.input_size, config.num_directions() * config.output_size(),
-                config.num_directions() * gates_per_cell(config.cell) * config.hidden_size});
-  const int64_t grid = checked_mul(steps, rows, "max_seq_len * batch");
-  checked_mul(checked_mul(checked_mul(grid, widest, "sequence tensor size"), config.num_layers,
-                          "per-layer buffers"),
-              8 * 4, "buffer bytes");
-}
-
 PlanContext prototype_context(const Config& config, const PlanOptions& options) {
   validate(config);
   if (options.num_threads < 0) {
@@ -183,6 +156,33 @@ bool same_shape(const SequenceShape& a, const SequenceShape& b) {
 }
 
 }  // namespace
+
+// Every buffer a backend carves is at most (T*B) rows of the widest row, per layer, in
+// double: refuse up front what could overflow a size computation later. Checked before
+// the schedule allocates its [B] and [T] vectors, so that a batch too large for any
+// buffer is refused without first costing memory (found by tests/fuzz/fuzz_c_api).
+void check_shape_sizes(const Config& config, const SequenceShape& shape) {
+  if (shape.layout != Layout::packed) {
+    // Before the schedule allocates [B] and [T] vectors: x alone must be addressable.
+    checked_mul(checked_mul(checked_mul(std::max<int64_t>(shape.max_seq_len, 0),
+                                        std::max<int64_t>(shape.batch, 0), "max_seq_len * batch"),
+                            config.input_size, "x size"),
+                dtype_size(config.dtype), "x bytes");
+  }
+  const bool packed = shape.layout == Layout::packed;
+  const int64_t steps = packed ? static_cast<int64_t>(shape.batch_sizes.size())
+                               : std::max<int64_t>(shape.max_seq_len, 0);
+  const int64_t rows = !packed                     ? std::max<int64_t>(shape.batch, 0)
+                       : shape.batch_sizes.empty() ? 0
+                                                   : std::max<int64_t>(shape.batch_sizes[0], 0);
+  const int64_t widest =
+      std::max({config.input_size, config.num_directions() * config.output_size(),
+                config.num_directions() * gates_per_cell(config.cell) * config.hidden_size});
+  const int64_t grid = checked_mul(steps, rows, "max_seq_len * batch");
+  checked_mul(checked_mul(checked_mul(grid, widest, "sequence tensor size"), config.num_layers,
+                          "per-layer buffers"),
+              8 * 4, "buffer bytes");
+}
 
 NetworkCore::NetworkCore(const Config& config, const PlanOptions& options)
     : proto_(prototype_context(config, options)),

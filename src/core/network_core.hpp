@@ -21,6 +21,12 @@
 
 namespace rnnx::core {
 
+// Refuses (Error invalid_argument, naming the size) a shape whose buffers for `config` would
+// overflow a size computation, before anything is allocated for it. A plan checks it before
+// it builds its network (a config of very many layers would build a large weight layout
+// first); bind() checks every shape.
+void check_shape_sizes(const Config& config, const SequenceShape& shape);
+
 class NetworkCore {
  public:
   // Validates the config and the options (throws Error naming the argument and the value).

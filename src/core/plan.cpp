@@ -10,6 +10,18 @@
 #include "rnnx/error.hpp"
 
 namespace rnnx {
+namespace {
+
+// What a plan checks before it builds its network: the config, then the shape's sizes (a
+// config of very many layers would otherwise build a large weight layout before the shape
+// is refused).
+const Config& checked(const Config& config, const SequenceShape& shape) {
+  validate(config);
+  core::check_shape_sizes(config, shape);
+  return config;
+}
+
+}  // namespace
 
 struct Plan::State {
   State(const Config& config, const PlanOptions& options)
@@ -23,7 +35,7 @@ struct Plan::State {
 };
 
 Plan::Plan(const Config& config, const SequenceShape& shape, const PlanOptions& options) try
-    : state_(std::make_unique<State>(config, options)) {
+    : state_(std::make_unique<State>(checked(config, shape), options)) {
   state_->slot.bind(shape);
 } catch (const std::bad_alloc&) {
   throw Error(Status::out_of_memory,

@@ -33,8 +33,9 @@ void finish(Schedule& s) {
   for (int64_t i = 0; i < s.B; ++i) s.orig_to_sorted[s.sorted_to_orig[i]] = i;
 }
 
-// Room for every schedule of at most T steps and B sequences, so that a network's next batch
-// of other lengths within that envelope assigns into the vectors it has.
+// Room for every schedule of at most T real steps (the longest length, not max_seq_len: a
+// padded T may be far above it) and B sequences, so that a network's next batch of other
+// lengths within that envelope assigns into the vectors it has.
 void reserve_envelope(Schedule& s, int64_t T, int64_t B) {
   for (auto* v : {&s.sorted_to_orig, &s.orig_to_sorted, &s.sorted_lengths}) {
     v->reserve(static_cast<size_t>(B));
@@ -63,15 +64,17 @@ void padded_schedule(const SequenceShape& shape, Schedule& s) {
               ") must be in [0, max_seq_len (= " + std::to_string(s.T) + ")]");
     }
   }
-  reserve_envelope(s, s.T, s.B);
+  int64_t longest = 0;
+  for (int64_t b = 0; b < s.B; ++b) longest = std::max(longest, length(b));
+  reserve_envelope(s, longest, s.B);
   // Longest first, stable: a counting sort over the lengths, whose counts borrow `offsets`
-  // (T + 2 slots; finish() rewrites it), so that a schedule within the envelope of the
-  // vectors' capacity allocates nothing (std::stable_sort takes a buffer).
-  s.offsets.assign(static_cast<size_t>(s.T) + 2, 0);
-  for (int64_t b = 0; b < s.B; ++b) ++s.offsets[s.T - length(b) + 1];
-  for (int64_t k = 1; k <= s.T + 1; ++k) s.offsets[k] += s.offsets[k - 1];
+  // (longest + 2 slots; finish() rewrites it), so that a schedule within the envelope of
+  // the vectors' capacity allocates nothing (std::stable_sort takes a buffer).
+  s.offsets.assign(static_cast<size_t>(longest) + 2, 0);
+  for (int64_t b = 0; b < s.B; ++b) ++s.offsets[longest - length(b) + 1];
+  for (int64_t k = 1; k <= longest + 1; ++k) s.offsets[k] += s.offsets[k - 1];
   s.sorted_to_orig.resize(s.B);
-  for (int64_t b = 0; b < s.B; ++b) s.sorted_to_orig[s.offsets[s.T - length(b)]++] = b;
+  for (int64_t b = 0; b < s.B; ++b) s.sorted_to_orig[s.offsets[longest - length(b)]++] = b;
   s.sorted_lengths.resize(s.B);
   for (int64_t i = 0; i < s.B; ++i) s.sorted_lengths[i] = length(s.sorted_to_orig[i]);
   finish(s);
@@ -157,7 +160,7 @@ std::vector<int64_t> caller_rows(const SequenceShape& shape, const Schedule& s) 
 void caller_rows(const SequenceShape& shape, const Schedule& s, std::vector<int64_t>& rows) {
   // caller_row() spelt out per layout, outside the loops: this map is O(tokens) and was most
   // of a plan's set-up time (65% at B = 16, T = 200) with a switch per element.
-  rows.reserve(static_cast<size_t>(s.T * s.B));  // the envelope, as the schedule's
+  rows.reserve(static_cast<size_t>(s.T_eff * s.B));  // the envelope, as the schedule's
   rows.resize(static_cast<size_t>(s.tokens));
   for (int64_t t = 0; t < s.T_eff; ++t) {
     int64_t* out = rows.data() + s.offsets[t];

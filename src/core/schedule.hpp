@@ -30,7 +30,7 @@ struct Schedule {
 // and computes the schedule.
 Schedule make_schedule(const SequenceShape& shape);
 // The same into `out`, whose vectors keep their capacity: they are reserved for the shape's
-// whole envelope (max_seq_len steps, batch sequences), so that a later schedule of other
+// whole envelope (its longest length in steps, batch sequences), so that a later schedule of other
 // lengths within it allocates nothing (a network's batches, core/network_core.hpp).
 void make_schedule(const SequenceShape& shape, Schedule& out);
 
@@ -42,7 +42,7 @@ int64_t caller_row(const SequenceShape& shape, const Schedule& s, int64_t t, int
 // [tokens]: the row map through which a backend reads x (or writes y) where the caller keeps
 // them instead of gathering a copy.
 std::vector<int64_t> caller_rows(const SequenceShape& shape, const Schedule& s);
-// The same into `rows`, reserved for T * B rows (as make_schedule's envelope).
+// The same into `rows`, reserved for T_eff * B rows (as make_schedule's envelope).
 void caller_rows(const SequenceShape& shape, const Schedule& s, std::vector<int64_t>& rows);
 
 // Where the previous state of step t's rows comes from, in a direction's own order

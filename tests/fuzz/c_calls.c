@@ -23,3 +23,10 @@ rnnx_status_t fuzz_plan_create(rnnx_plan_t* plan, rnnx_config_t c,
                                const rnnx_sequence_desc_t* shape, int backend, int threads) {
   return rnnx_plan_create(plan, c, shape, backend, threads);
 }
+rnnx_status_t fuzz_network_create(rnnx_network_t* network, rnnx_config_t c, int backend,
+                                  int threads) {
+  rnnx_plan_options_t o = rnnx_plan_options_init();
+  o.backend = backend;
+  o.num_threads = threads;
+  return rnnx_network_create(network, c, &o);
+}

@@ -446,6 +446,56 @@ void run_plan(FuzzedDataProvider& in, rnnx_plan_t plan, rnnx_config_t config) {
     finding("rnnx_plan_import_onnx_layer accepted invalid input");
 }
 
+// The same batch on a network (issue 45): a network takes the config and options the plan
+// took, asks the plan's sizes for its shape, and gives the plan's bits, also from the copy
+// of the packed weights it keeps from the third call of a weights version on.
+void run_network(FuzzedDataProvider& in, rnnx_config_t config, const rnnx_sequence_desc_t& desc,
+                 int backend, int threads, rnnx_plan_t plan) {
+  rnnx_network_t net = nullptr;
+  const rnnx_status_t s = fuzz_network_create(&net, config, backend, threads);
+  check_status(s, "rnnx_network_create");
+  if (s != RNNX_STATUS_SUCCESS || net == nullptr) {
+    finding("a network refused the config and options a plan took");
+    return;
+  }
+  size_t plan_sizes[2] = {0, 0}, sizes[2] = {0, 0};
+  rnnx_plan_get_reserve_size(plan, &plan_sizes[0]);
+  rnnx_plan_get_workspace_size(plan, RNNX_PHASE_FORWARD_INFERENCE, &plan_sizes[1]);
+  check_status(rnnx_network_get_reserve_size(net, &desc, &sizes[0]), "network reserve", false);
+  check_status(rnnx_network_get_workspace_size(net, &desc, RNNX_PHASE_FORWARD_INFERENCE, &sizes[1]),
+               "network workspace", false);
+  if (sizes[0] != plan_sizes[0] || sizes[1] != plan_sizes[1])
+    finding("a network's sizes differ from the plan's");
+  int64_t xn = 0, yn = 0, wn = 0, tokens = 0;
+  rnnx_plan_get_x_numel(plan, &xn);
+  rnnx_plan_get_y_numel(plan, &yn);
+  rnnx_plan_get_weights_numel(plan, &wn);
+  rnnx_plan_get_tokens(plan, &tokens);
+  rnnx_dtype_t dtype = RNNX_DTYPE_FLOAT32;
+  rnnx_config_get_dtype(config, &dtype);
+  const int64_t es = dtype == RNNX_DTYPE_FLOAT64 ? 8 : dtype == RNNX_DTYPE_FLOAT32 ? 4 : 2;
+  int64_t work = 0;
+  if ((xn + 2 * yn + wn) * es <= kMaxBytes && static_cast<int64_t>(sizes[1]) <= kMaxBytes &&
+      product({tokens, wn}, work) && work <= kMaxWork) {
+    using Buf = std::vector<unsigned char>;
+    Buf x(xn * es), w(wn * es), want(yn * es), got(yn * es);
+    fill(x, es == 8, 1, false);
+    fill(w, es == 8, 2, false);
+    rnnx_forward_args_t f = rnnx_forward_args_init();
+    f.x = x.data();
+    f.weights = w.data();
+    f.y = want.data();
+    check_status(rnnx_plan_forward(plan, &f), "plan forward (for the network)", false);
+    f.y = got.data();
+    f.weights_version = in.ConsumeIntegral<uint64_t>();
+    for (int k = 0; k < 3; ++k) {
+      check_status(rnnx_network_forward(net, &desc, &f), "network forward", false);
+      if (got != want) finding("a network's forward differs from the plan's");
+    }
+  }
+  check_status(rnnx_network_destroy(net), "rnnx_network_destroy", false);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -478,6 +528,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if ((s == RNNX_STATUS_SUCCESS) != (plan != nullptr))
       finding("plan handle does not match status");
     if (plan != nullptr) run_plan(in, plan, config);
+    if (plan != nullptr) run_network(in, config, shape.desc, backend, threads, plan);
     check_status(rnnx_plan_destroy(plan), "rnnx_plan_destroy", false);
   }
   check_status(rnnx_config_destroy(config), "rnnx_config_destroy", false);
