@@ -82,3 +82,11 @@ TEST(FuzzRegressions, AnEmptyBatchOfAHugeMaxSeqLenAllocatesNothingForIt) {
   EXPECT_EQ(p.batch(), 0);
   EXPECT_EQ(p.forward_workspace_size(true), 0u);
 }
+
+// fuzz_c_api: the same with a shape whose sizes fit but whose lengths are refused (the
+// schedule's check, which a plan now runs before it builds its network).
+TEST(FuzzRegressions, ManyLayersWithRefusedLengthsAreRefusedBeforeTheLayout) {
+  Config c = lstm(3, 4);
+  c.num_layers = int64_t{1} << 22;
+  expect_invalid([&] { Plan p(c, SequenceShape::padded(4, 2, {5, 1})); }, "lengths[0] (= 5)");
+}

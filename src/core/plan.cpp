@@ -7,17 +7,19 @@
 #include "core/backend.hpp"
 #include "core/memory.hpp"
 #include "core/network_core.hpp"
+#include "core/schedule.hpp"
 #include "rnnx/error.hpp"
 
 namespace rnnx {
 namespace {
 
-// What a plan checks before it builds its network: the config, then the shape's sizes (a
-// config of very many layers would otherwise build a large weight layout before the shape
-// is refused).
+// What a plan checks before it builds its network: the config, then the shape (its sizes,
+// then its values, which the schedule checks): a config of very many layers would otherwise
+// build a large weight layout before the shape is refused.
 const Config& checked(const Config& config, const SequenceShape& shape) {
   validate(config);
   core::check_shape_sizes(config, shape);
+  core::make_schedule(shape);
   return config;
 }
 
