@@ -547,3 +547,18 @@ def test_vmap_under_grad_transforms_is_refused_by_name():
     x = torch.randn(4, 2, 3, dtype=torch.float64)
     with pytest.raises(rnnx.UnsupportedError, match="jacrev"):
         jacrev(lambda xx: ours(xx)[0])(x)
+
+
+@pytest.mark.skipif(not rnnx.torch._torch_ops.VMAP_RULES,
+                    reason="torch.library.register_vmap (PyTorch 2.5+)")
+def test_vmap_with_dropout_needs_same_randomness():
+    """Dropout's masks are one function of (seed, counter, layer, position): under vmap they
+    are the same for every example, which vmap's default randomness ('error') refuses."""
+    _, ours = pair(I=3, H=4, num_layers=2, dropout=0.5)
+    ours.seed = 7  # drawn at the first call otherwise, which vmap refuses itself
+    ours.train()
+    xs = torch.randn(3, 4, 2, 3, dtype=torch.float64)
+    with pytest.raises(rnnx.UnsupportedError, match="randomness='same'"):
+        torch.vmap(lambda x: ours(x)[0])(xs)
+    y = torch.vmap(lambda x: ours(x)[0], randomness="same")(xs)
+    assert y.shape == (3, 4, 2, 4) and bool(torch.isfinite(y).all())
