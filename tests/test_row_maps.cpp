@@ -28,7 +28,11 @@ TEST(RowMaps, MatchTheScheduleOnARaggedBatchWithAnEmptySequence) {
                 static_cast<int64_t>(rnnx::core::dropout_element(t, b, s.B, 6, 0)));
     }
   }
-  EXPECT_TRUE(rnnx::core::row_maps(shape, s, 2, 6, 4, false).caller_rows.empty());
+  // Batch-first rows b * 5 + t past each length: 3, 4 of sequence 0, all of 1, 4 of 3.
+  EXPECT_EQ(m.padding_rows, (std::vector<int64_t>{3, 4, 5, 6, 7, 8, 9, 17, 18, 19}));
+  const rnnx::core::RowMaps without = rnnx::core::row_maps(shape, s, 2, 6, 4, false);
+  EXPECT_TRUE(without.caller_rows.empty());
+  EXPECT_TRUE(without.padding_rows.empty());
 }
 
 }  // namespace

@@ -22,6 +22,26 @@ namespace {
 using core::Ref;
 using Where = core::Buf;
 
+// Serial host copies of rows of T (the cpu backend's threaded ones are its own).
+template <typename T>
+class HostRows final : public core::RowCopier {
+ public:
+  void copy_rows(const void* src, const int64_t* src_map, void* dst, const int64_t* dst_map,
+                 int64_t rows, int64_t width, void*) const override {
+    for (int64_t r = 0; r < rows; ++r) {
+      T* to = static_cast<T*>(dst) + (dst_map ? dst_map[r] : r) * width;
+      for (int64_t j = 0; j < width; ++j)
+        to[j] = src ? static_cast<const T*>(src)[(src_map ? src_map[r] : r) * width + j] : T(0);
+    }
+  }
+  void fill_rows(void* dst, const int64_t* dst_map, int64_t rows, int64_t width, double value,
+                 void*) const override {
+    for (int64_t r = 0; r < rows; ++r)
+      std::fill_n(static_cast<T*>(dst) + (dst_map ? dst_map[r] : r) * width, width,
+                  static_cast<T>(value));
+  }
+};
+
 template <typename T>
 class HostDevice final : public core::StepDevice {
  public:
@@ -37,17 +57,7 @@ class HostDevice final : public core::StepDevice {
     std::memcpy(b.get(), map.data(), map.size() * sizeof(int64_t));
     return b;
   }
-  void copy_rows(const void* src, const int64_t* src_map, void* dst, const int64_t* dst_map,
-                 int64_t rows, int64_t width, void*) override {
-    for (int64_t r = 0; r < rows; ++r) {
-      T* to = static_cast<T*>(dst) + (dst_map ? dst_map[r] : r) * width;
-      for (int64_t j = 0; j < width; ++j)
-        to[j] = src ? static_cast<const T*>(src)[(src_map ? src_map[r] : r) * width + j] : T(0);
-    }
-  }
-  void fill(void* dst, int64_t count, double value, void*) override {
-    std::fill_n(static_cast<T*>(dst), count, static_cast<T>(value));
-  }
+  const core::RowCopier& rows() const override { return rows_; }
   void run(const core::StepProgram& program, const Buffers& b, const Dropout& drop,
            void*) override {
     auto base = [&](Where buf) -> void* {
@@ -113,6 +123,7 @@ class HostDevice final : public core::StepDevice {
   const PlanContext& ctx_;
   core::StepDims dims_;
   core::cell::Options<T> options_[2];
+  HostRows<T> rows_;
 };
 
 // The plan's context as Plan builds it, for a backend driven directly.

@@ -8,7 +8,10 @@ namespace rnnx::core {
 RowMaps row_maps(const SequenceShape& shape, const Schedule& s, int64_t layer_dirs, int64_t width,
                  int64_t active, bool with_caller_rows) {
   RowMaps m;
-  if (with_caller_rows) caller_rows(shape, s, m.caller_rows);
+  if (with_caller_rows) {
+    caller_rows(shape, s, m.caller_rows);
+    padding_rows(shape, s, m.padding_rows);
+  }
   for (int64_t ld = 0; ld < layer_dirs; ++ld) {
     for (int64_t i = 0; i < s.B; ++i) {
       (i < active ? m.state_rows : m.empty_rows).push_back(ld * s.B + s.sorted_to_orig[i]);

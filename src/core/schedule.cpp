@@ -186,89 +186,22 @@ bool rows_in_place(const SequenceShape& shape, const Schedule& s) {
   return full && (shape.layout == Layout::time_major || s.B == 1);
 }
 
-template <typename T>
-void gather_step_rows(const SequenceShape& shape, const Schedule& s, const T* src, T* dst,
-                      int64_t width, int64_t t) {
-  const size_t bytes = sizeof(T) * width;
-  if (shape.layout == Layout::packed) {
-    std::memcpy(dst + s.offsets[t] * width, src + s.offsets[t] * width, bytes * s.batch_sizes[t]);
-    return;
-  }
-  for (int64_t i = 0; i < s.batch_sizes[t]; ++i) {
-    std::memcpy(dst + s.row(t, i) * width,
-                src + caller_row(shape, s, t, s.sorted_to_orig[i]) * width, bytes);
-  }
-}
-
-template <typename T>
-void scatter_step_rows(const SequenceShape& shape, const Schedule& s, const T* src, T* dst,
-                       int64_t width, T fill, int64_t t) {
-  const size_t bytes = sizeof(T) * width;
-  if (shape.layout == Layout::packed) {
-    if (t < s.T_eff) {
-      std::memcpy(dst + s.offsets[t] * width, src + s.offsets[t] * width, bytes * s.batch_sizes[t]);
+void padding_rows(const SequenceShape& shape, const Schedule& s, std::vector<int64_t>& rows) {
+  rows.clear();
+  if (shape.layout == Layout::packed) return;
+  rows.reserve(static_cast<size_t>(s.T * s.B - s.tokens));
+  // In the caller's memory order, so that a copier walks its rows forward.
+  if (shape.layout == Layout::time_major) {
+    for (int64_t t = 0; t < s.T; ++t) {
+      for (int64_t i = t < s.T_eff ? s.batch_sizes[t] : 0; i < s.B; ++i)
+        rows.push_back(t * s.B + s.sorted_to_orig[i]);
     }
     return;
   }
-  for (int64_t i = 0; i < s.B; ++i) {
-    T* out = dst + caller_row(shape, s, t, s.sorted_to_orig[i]) * width;
-    if (t < s.T_eff && i < s.batch_sizes[t]) {
-      std::memcpy(out, src + s.row(t, i) * width, bytes);
-    } else {
-      std::fill(out, out + width, fill);
-    }
+  for (int64_t b = 0; b < s.B; ++b) {
+    for (int64_t t = s.sorted_lengths[s.orig_to_sorted[b]]; t < s.T; ++t)
+      rows.push_back(b * s.T + t);
   }
 }
-
-template <typename T>
-void gather_rows(const SequenceShape& shape, const Schedule& s, const T* src, T* dst,
-                 int64_t width) {
-  if (shape.layout == Layout::packed) {
-    std::memcpy(dst, src, sizeof(T) * width * s.tokens);
-    return;
-  }
-  for (int64_t t = 0; t < s.T_eff; ++t) gather_step_rows(shape, s, src, dst, width, t);
-}
-
-template <typename T>
-void scatter_rows(const SequenceShape& shape, const Schedule& s, const T* src, T* dst,
-                  int64_t width, T fill) {
-  if (shape.layout == Layout::packed) {
-    std::memcpy(dst, src, sizeof(T) * width * s.tokens);
-    return;
-  }
-  for (int64_t t = 0; t < s.T; ++t) scatter_step_rows(shape, s, src, dst, width, fill, t);
-}
-
-template <typename T>
-void gather_state(const Schedule& s, const T* src, T* dst, int64_t width) {
-  for (int64_t i = 0; i < s.B; ++i) {
-    T* out = dst + i * width;
-    if (src == nullptr) {
-      std::fill(out, out + width, T(0));
-    } else {
-      std::memcpy(out, src + s.sorted_to_orig[i] * width, sizeof(T) * width);
-    }
-  }
-}
-
-template <typename T>
-void scatter_state(const Schedule& s, const T* src, T* dst, int64_t width) {
-  for (int64_t i = 0; i < s.B; ++i)
-    std::memcpy(dst + s.sorted_to_orig[i] * width, src + i * width, sizeof(T) * width);
-}
-
-#define RNNX_INSTANTIATE(T)                                                                        \
-  template void gather_step_rows<T>(const SequenceShape&, const Schedule&, const T*, T*, int64_t,  \
-                                    int64_t);                                                      \
-  template void scatter_step_rows<T>(const SequenceShape&, const Schedule&, const T*, T*, int64_t, \
-                                     T, int64_t);                                                  \
-  template void gather_rows<T>(const SequenceShape&, const Schedule&, const T*, T*, int64_t);      \
-  template void scatter_rows<T>(const SequenceShape&, const Schedule&, const T*, T*, int64_t, T);  \
-  template void gather_state<T>(const Schedule&, const T*, T*, int64_t);                           \
-  template void scatter_state<T>(const Schedule&, const T*, T*, int64_t);
-RNNX_INSTANTIATE(float)
-RNNX_INSTANTIATE(double)
-#undef RNNX_INSTANTIATE
 
 }  // namespace rnnx::core

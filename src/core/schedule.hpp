@@ -58,31 +58,13 @@ inline PrevStep prev_step(const Schedule& s, bool reversed, int64_t t) {
   return t + 1 < s.T_eff ? PrevStep{s.batch_sizes[t + 1], t + 1} : PrevStep{0, 0};
 }
 
-// Whether the caller's rows already are the packed sorted rows, so that gather_rows and
-// scatter_rows would copy them unchanged: the packed layout, or every sequence full length
-// (the sort keeps the batch order) in the time-major layout or with one sequence.
+// Whether the caller's rows already are the packed sorted rows, so that moving them between
+// the two (core/batch_mover.hpp) would copy them unchanged: the packed layout, or every sequence
+// full length (the sort keeps the batch order) in the time-major layout or with one sequence.
 bool rows_in_place(const SequenceShape& shape, const Schedule& s);
 
-// Caller's layout -> packed sorted rows [tokens, width]. Padding is never read.
-template <typename T>
-void gather_rows(const SequenceShape& shape, const Schedule& s, const T* src, T* dst,
-                 int64_t width);
-// Packed sorted rows [tokens, width] -> caller's layout; padding positions get `fill`.
-template <typename T>
-void scatter_rows(const SequenceShape& shape, const Schedule& s, const T* src, T* dst,
-                  int64_t width, T fill);
-// The same for step t alone (gather: t < T_eff; scatter: t < T, padding included), for a
-// backend that splits the steps over its threads.
-template <typename T>
-void gather_step_rows(const SequenceShape& shape, const Schedule& s, const T* src, T* dst,
-                      int64_t width, int64_t t);
-template <typename T>
-void scatter_step_rows(const SequenceShape& shape, const Schedule& s, const T* src, T* dst,
-                       int64_t width, T fill, int64_t t);
-// States [B, width] in original order <-> sorted order. A null src gives zeros.
-template <typename T>
-void gather_state(const Schedule& s, const T* src, T* dst, int64_t width);
-template <typename T>
-void scatter_state(const Schedule& s, const T* src, T* dst, int64_t width);
+// The caller's rows that no token fills (its padding, t >= the sequence's length, in padded
+// layouts; none in the packed one), into `rows`, which keeps its capacity.
+void padding_rows(const SequenceShape& shape, const Schedule& s, std::vector<int64_t>& rows);
 
 }  // namespace rnnx::core

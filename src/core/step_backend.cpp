@@ -23,14 +23,20 @@ class StepBackend final : public BackendImpl {
     DP_ = c.num_directions() * P_;
     lstm_ = c.cell == CellType::lstm;
     in_place_ = rows_in_place(ctx.shape, s);
-    padded_ = ctx.sequence_rows() > s.tokens;
     // Every layer and direction's state rows in sorted order <- the caller's rows.
     const RowMaps maps = row_maps(ctx.shape, s, LD_, DP_, s.B, !in_place_);
+    maps_.tokens = s.tokens;
+    maps_.states = LD_ * s.B;
     if (!maps.state_rows.empty()) state_map_ = device_->upload(maps.state_rows);
+    maps_.state_rows = static_cast<const int64_t*>(state_map_.get());
+    if (!maps.padding_rows.empty()) padding_map_ = device_->upload(maps.padding_rows);
+    maps_.padding_rows = static_cast<const int64_t*>(padding_map_.get());
+    maps_.padding = static_cast<int64_t>(maps.padding_rows.size());
     if (s.tokens > 0) {
       dropout_map_ = device_->upload(maps.dropout);
       if (!in_place_) caller_map_ = device_->upload(maps.caller_rows);
     }
+    maps_.caller_rows = static_cast<const int64_t*>(caller_map_.get());
   }
 
   std::string name() const override { return device_->name(); }
@@ -47,57 +53,40 @@ class StepBackend final : public BackendImpl {
 
   void forward(const ForwardArgs& a, void* workspace) override {
     const StepProgram& p = a.training ? programs_.forward_training : programs_.forward_inference;
-    const Config& c = ctx_.config;
-    const int64_t N = ctx_.schedule.tokens, B = ctx_.schedule.B;
+    const BatchMover m = mover();
     const Layout w = layout(p, workspace);
-    StepDevice::Buffers b{.input = gather_input(a.x, w.x, a.stream),
+    StepDevice::Buffers b{.input = m.rows_in(a.x, w.x, ctx_.config.input_size, a.stream),
                           .weights = a.weights,
                           .workspace = w.program,
                           .reserve = a.reserve};
-    device_->copy_rows(a.h0, state(), at(b.workspace, p.h_state), nullptr, LD_ * B, P_, a.stream);
-    if (lstm_) {
-      device_->copy_rows(a.c0, state(), at(b.workspace, p.c_state), nullptr, LD_ * B, H_, a.stream);
-    }
+    m.states_in(a.h0, at(b.workspace, p.h_state), P_, a.stream);
+    if (lstm_) m.states_in(a.c0, at(b.workspace, p.c_state), H_, a.stream);
     device_->run(p, b, dropout(a.dropout_counter), a.stream);
-    if (padded_ || N == 0) device_->fill(a.y, ctx_.y_numel(), c.padding_fill, a.stream);
-    if (N > 0) device_->copy_rows(at(b, p.rows_out), nullptr, a.y, caller(), N, DP_, a.stream);
-    if (a.hy)
-      device_->copy_rows(at(b.workspace, p.h_state), nullptr, a.hy, state(), LD_ * B, P_, a.stream);
-    if (a.cy)
-      device_->copy_rows(at(b.workspace, p.c_state), nullptr, a.cy, state(), LD_ * B, H_, a.stream);
+    m.rows_out(at(b, p.rows_out), a.y, DP_, ctx_.config.padding_fill, a.stream);
+    if (a.hy) m.states_out(at(b.workspace, p.h_state), a.hy, P_, a.stream);
+    if (a.cy) m.states_out(at(b.workspace, p.c_state), a.cy, H_, a.stream);
   }
 
   void backward(const BackwardArgs& a, void* workspace, uint64_t dropout_counter) override {
     const StepProgram& p = programs_.backward;
-    const Config& c = ctx_.config;
-    const int64_t N = ctx_.schedule.tokens, B = ctx_.schedule.B;
+    const BatchMover m = mover();
     const Layout w = layout(p, workspace);
     // The backward program only reads the reserve.
-    StepDevice::Buffers b{.input = gather_input(a.x, w.x, a.stream),
+    StepDevice::Buffers b{.input = m.rows_in(a.x, w.x, ctx_.config.input_size, a.stream),
                           .weights = a.weights,
                           .dweights = a.dweights,
                           .workspace = w.program,
                           .reserve = const_cast<void*>(a.reserve)};
-    if (a.dweights && a.weight_grad_mode == GradMode::overwrite)
-      device_->fill(a.dweights, ctx_.weights.numel(), 0.0, a.stream);
-    device_->copy_rows(a.dhy, state(), at(b.workspace, p.h_state), nullptr, LD_ * B, P_, a.stream);
-    if (lstm_) {
-      device_->copy_rows(a.dcy, state(), at(b.workspace, p.c_state), nullptr, LD_ * B, H_,
-                         a.stream);
+    if (a.dweights && a.weight_grad_mode == GradMode::overwrite) {
+      device_->rows().fill_rows(a.dweights, nullptr, 1, ctx_.weights.numel(), 0.0, a.stream);
     }
-    if (N > 0) device_->copy_rows(a.dy, caller(), at(b, p.dy), nullptr, N, DP_, a.stream);
+    m.states_in(a.dhy, at(b.workspace, p.h_state), P_, a.stream);
+    if (lstm_) m.states_in(a.dcy, at(b.workspace, p.c_state), H_, a.stream);
+    m.copy_rows_in(a.dy, at(b, p.dy), DP_, a.stream);
     device_->run(p, b, dropout(dropout_counter), a.stream);
-    if (a.dx) {
-      if (padded_ || N == 0) device_->fill(a.dx, ctx_.x_numel(), 0.0, a.stream);
-      if (N > 0)
-        device_->copy_rows(at(b, p.dx), nullptr, a.dx, caller(), N, c.input_size, a.stream);
-    }
-    if (a.dh0)
-      device_->copy_rows(at(b.workspace, p.h_state), nullptr, a.dh0, state(), LD_ * B, P_,
-                         a.stream);
-    if (a.dc0)
-      device_->copy_rows(at(b.workspace, p.c_state), nullptr, a.dc0, state(), LD_ * B, H_,
-                         a.stream);
+    if (a.dx) m.rows_out(at(b, p.dx), a.dx, ctx_.config.input_size, 0.0, a.stream);
+    if (a.dh0) m.states_out(at(b.workspace, p.h_state), a.dh0, P_, a.stream);
+    if (a.dc0) m.states_out(at(b.workspace, p.c_state), a.dc0, H_, a.stream);
   }
 
  private:
@@ -121,15 +110,7 @@ class StepBackend final : public BackendImpl {
   void* at(const StepDevice::Buffers& b, Ref r) const {
     return r.buf == Buf::reserve ? at(b.reserve, r) : at(b.workspace, r);
   }
-  const void* gather_input(const void* x, void* packed, void* stream) {
-    if (in_place_) return x;
-    if (ctx_.schedule.tokens > 0)
-      device_->copy_rows(x, caller(), packed, nullptr, ctx_.schedule.tokens, ctx_.config.input_size,
-                         stream);
-    return packed;
-  }
-  const int64_t* state() const { return static_cast<const int64_t*>(state_map_.get()); }
-  const int64_t* caller() const { return static_cast<const int64_t*>(caller_map_.get()); }
+  BatchMover mover() const { return BatchMover(device_->rows(), maps_); }
   StepDevice::Dropout dropout(uint64_t counter) const {
     return {.element_base = static_cast<const int64_t*>(dropout_map_.get()),
             .seed = ctx_.config.seed,
@@ -139,9 +120,10 @@ class StepBackend final : public BackendImpl {
 
   std::unique_ptr<StepDevice> device_;
   StepPrograms programs_;
-  Buffer state_map_, dropout_map_, caller_map_;
+  Buffer state_map_, padding_map_, dropout_map_, caller_map_;
+  BatchMaps maps_;  // over those
   int64_t elem_ = 4, LD_ = 0, P_ = 0, H_ = 0, DP_ = 0;
-  bool lstm_ = false, in_place_ = false, padded_ = false;
+  bool lstm_ = false, in_place_ = false;
 };
 
 }  // namespace

@@ -1,10 +1,10 @@
 // rnnx's own recurrent algorithm as a backend on any device that can run its step programs
-// (step_program.hpp): the device brings a StepDevice (its memory, row copies through maps,
-// fills, and the program's operations: GEMMs, fused cell steps, dropout); this file does the
+// (step_program.hpp): the device brings a StepDevice (its memory, its row copier for the batch
+// mover, and the program's operations: GEMMs, fused cell steps, dropout); this file does the
 // rest once, device-neutral: the caller's rows and states in and out of the programs' sorted
-// order, padding, weight-gradient overwrite or accumulation. The cuda backend runs it for the
-// configs cuDNN cannot express (src/cuda/step_device.cpp); the tests run it with a host device
-// against the reference (tests/test_step_program.cpp).
+// order and padding (core/batch_mover.hpp), weight-gradient overwrite or accumulation. The cuda
+// backend runs it for the configs cuDNN cannot express (src/cuda/step_device.cpp); the tests run it
+// with a host device against the reference (tests/test_step_program.cpp).
 #pragma once
 
 #include <cstdint>
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/batch_mover.hpp"
 #include "core/memory.hpp"
 #include "core/step_program.hpp"
 
@@ -27,11 +28,8 @@ class StepDevice {
   virtual bool takes_stream() const = 0;
   // A copy of a plan-time map in the device's memory, made before this returns.
   virtual Buffer upload(const std::vector<int64_t>& map) = 0;
-  // For r < rows: dst row (dst_map ? dst_map[r] : r) = src row (src_map ? src_map[r] : r),
-  // rows `width` elements of the plan's data type; a null src writes zeros.
-  virtual void copy_rows(const void* src, const int64_t* src_map, void* dst, const int64_t* dst_map,
-                         int64_t rows, int64_t width, void* stream) = 0;
-  virtual void fill(void* dst, int64_t count, double value, void* stream) = 0;
+  // Its copies of rows in its memory, for the batch mover (core/batch_mover.hpp) and fills.
+  virtual const RowCopier& rows() const = 0;
 
   struct Buffers {
     const void* input = nullptr;

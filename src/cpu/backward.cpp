@@ -17,7 +17,7 @@
 #include "cpu/packed_gemm.hpp"
 #include "cpu/passes.hpp"
 #include "cpu/rows.hpp"
-#include "cpu/team_barrier.hpp"
+#include "cpu/step_crew.hpp"
 #include "cpu/thread_pool.hpp"
 
 namespace rnnx::cpu {
@@ -77,17 +77,17 @@ BackwardWeights<T> bind_backward_weights(const PlanSpec& p, const T* w, const Pa
 template <typename T>
 void backward_prepare(const PlanSpec& p, const BackwardArgs& a, int64_t l, int64_t d,
                       const ReserveLayer<T>& res, const BackwardDirBuffers<T>& db) {
-  const core::Schedule& s = p.schedule();
+  const core::BatchMover mover = batch_mover<T>(p);
   const int64_t H = p.H, P = p.P;
   const int64_t sd = (l * p.D + d) * p.B;
   auto slice = [&](const void* base, int64_t width) {
     return base ? static_cast<const T*>(base) + sd * width : nullptr;
   };
-  core::gather_state(s, slice(a.dhy, P), db.dh_state, P);
-  core::gather_state(s, slice(a.h0, P), db.h0, P);
+  mover.states_in(slice(a.dhy, P), db.dh_state, P, nullptr);
+  mover.states_in(slice(a.h0, P), db.h0, P, nullptr);
   if (p.cell == CellType::lstm) {
-    core::gather_state(s, slice(a.dcy, H), db.dc_state, H);
-    core::gather_state(s, slice(a.c0, H), db.c0, H);
+    mover.states_in(slice(a.dcy, H), db.dc_state, H, nullptr);
+    mover.states_in(slice(a.c0, H), db.c0, H, nullptr);
   }
   if (p.cell == CellType::gru || a.dweights != nullptr) {
     gather_prev_states(p, d, res.y, db.h0, db.h_prev);
@@ -214,212 +214,147 @@ GruOrigBackwardR<T> gru_orig_backward_r_args(const PlanSpec& p, const ReserveDir
           .dh = dh};
 }
 
-// The time loop, in the reverse of the forward order: fused step kernel, then
-// dh_{t-1} = dGates W_hh on the active rows.
+// Everything one direction's backward loop reads, bound before it.
+template <typename T>
+struct BackwardLoop {
+  const PlanSpec& p;
+  const ReserveLayer<T>& res;
+  const ReserveDir<T>& rd;
+  const DirectionIo<T>& io;
+  const BackwardDirBuffers<T>& db;
+  int64_t d;
+  ExtendedCell<T> ox;
+  // dG W_hh (the original GRU's r and z), dn W_hn (its n), dr W_hr (LSTMP).
+  StepProduct<T> hh, hn, hr;
+};
+
+// The cell stage, one function per cell, chosen once per loop (backward_cell).
+template <typename T, typename Crew>
+using BackwardCell = void (*)(const BackwardLoop<T>&, const Crew&, const BackwardStep<T>&,
+                              const ExtendedCell<T>&);
+
+template <typename T, typename Crew>
+void rnn_cell(const BackwardLoop<T>& b, const Crew& crew, const BackwardStep<T>& st,
+              const ExtendedCell<T>& o) {
+  crew.kernel(rnn_backward_args(b.p, b.res, b.d, st, b.db.dh_state), o, Share::cells);
+}
+template <typename T, typename Crew>
+void lstm_cell(const BackwardLoop<T>& b, const Crew& crew, const BackwardStep<T>& st,
+               const ExtendedCell<T>& o) {
+  crew.kernel(lstm_backward_args(b.p, b.rd, b.db, b.d, st, b.db.dh_state), o, Share::cells);
+}
+template <typename T, typename Crew>
+void gru_cell(const BackwardLoop<T>& b, const Crew& crew, const BackwardStep<T>& st,
+              const ExtendedCell<T>& o) {
+  crew.kernel(gru_backward_args(b.p, b.rd, b.db, st, b.db.dh_state), o, Share::cells);
+}
+template <typename T, typename Crew>
+void gru_orig_cell(const BackwardLoop<T>& b, const Crew& crew, const BackwardStep<T>& st,
+                   const ExtendedCell<T>& o) {
+  crew.kernel(gru_orig_backward_n_args(b.p, b.rd, b.db, st, b.db.dh_state), o, Share::cells);
+}
+
+template <typename T, typename Crew>
+BackwardCell<T, Crew> backward_cell(const PlanSpec& p) {
+  switch (p.cell) {
+    case CellType::rnn_tanh:
+    case CellType::rnn_relu:
+      return rnn_cell<T, Crew>;
+    case CellType::lstm:
+      return lstm_cell<T, Crew>;
+    case CellType::gru:
+      break;
+  }
+  return p.gru_orig() ? gru_orig_cell<T, Crew> : gru_cell<T, Crew>;
+}
+
+// The steps of one direction on `crew` (step_crew.hpp), in the reverse of the forward order:
+// the plan's stages (core/step_stages.hpp), the step kernel then dh_{t-1} = dG W_hh on the
+// active rows. A team packs each product's left operand just before the barrier in front of
+// it, each member its own columns: dr its state columns, dn and dG its cells of each gate.
+template <typename T, typename Crew>
+void backward_steps(const BackwardLoop<T>& b, const Crew& crew) {
+  const PlanSpec& p = b.p;
+  const BackwardDirBuffers<T>& db = b.db;
+  const int64_t H = p.H, P = p.P, GH = p.GH;
+  const bool lbr = p.cell == CellType::gru && p.gru_lbr;
+  const bool add_to_dh = p.cell == CellType::gru;   // GRU's kernels leave a share of dh there
+  const int64_t hh_gates = p.gru_orig() ? 2 : p.G;  // W_hh's gates: the original GRU's r and z
+  T* dh = db.dh_state;
+  const BackwardCell<T, Crew> cell = backward_cell<T, Crew>(p);
+  for (int64_t k = 0; k < p.T_eff; ++k) {
+    const BackwardStep<T> st = backward_step(p, b.io, db, b.d, k);
+    const int64_t bs = st.bs, r0 = st.r0;
+    T* dgh = lbr ? db.dgh + r0 * GH : st.dg;    // the left operand of dh_{t-1} = dG W_hh
+    T* dr = p.proj ? db.dr + r0 * P : nullptr;  // LSTMP: kept per token for dW_hr
+    T* ag = db.ag_pack[k & 1];                  // a team's packed dG, double buffered
+    ExtendedCell<T> o = b.ox;
+    if (p.extended_cell) {
+      o.gate_pass = b.rd.gate_pass ? b.rd.gate_pass + r0 * GH : nullptr;
+      o.pre = b.rd.gates + r0 * GH;
+    }
+    for (const core::BackwardStage stage : p.stages.backward) {
+      if (core::reads_every_cell(stage)) {
+        switch (stage) {
+          case core::BackwardStage::projection_product:
+            crew.pack(bs, P, dr, P, Share::state, 0, db.a_pack);
+            break;
+          case core::BackwardStage::reset_product:  // dn
+            crew.pack(bs, H, st.dg + 2 * H, GH, Share::cells, 0, db.a_pack);
+            break;
+          default:  // recurrent_product: dG of W_hh's gates
+            for (int64_t gate = 0; gate < hh_gates; ++gate) {
+              crew.pack(bs, hh_gates * H, dgh, GH, Share::cells, gate * H, ag);
+            }
+            break;
+        }
+        crew.sync();
+      }
+      switch (stage) {
+        case core::BackwardStage::projection:
+          crew.kernel(proj_backward_args(p, b.rd, db, st, dh), o, Share::state);
+          break;
+        case core::BackwardStage::projection_product:  // dh_full = dr W_hr, into scratch
+          crew.multiply(b.hr, bs, dr, P, db.a_pack, false, db.scratch, H);
+          break;
+        case core::BackwardStage::cell:
+          cell(b, crew, st, o);
+          break;
+        case core::BackwardStage::reset_product:  // d(r * h) = dn W_hn, into scratch
+          crew.multiply(b.hn, bs, st.dg + 2 * H, GH, db.a_pack, false, db.scratch, H);
+          break;
+        case core::BackwardStage::reset_gates:
+          crew.kernel(gru_orig_backward_r_args(p, b.rd, db, st, dh), o, Share::cells);
+          break;
+        case core::BackwardStage::recurrent_product:
+          crew.multiply(b.hh, bs, dgh, GH, ag, add_to_dh, dh, P);
+          break;
+      }
+    }
+  }
+}
+
+// The time loop of one layer and direction: its weights bound, its steps on the plan's crew.
 template <typename T>
 void backward_time_loop(const PlanSpec& p, const BackwardArgs& a, int64_t l, int64_t d,
                         const ReserveLayer<T>& res, const DirectionIo<T>& io,
                         const BackwardDirBuffers<T>& db) {
-  const int64_t H = p.H, P = p.P, GH = p.GH;
-  const ReserveDir<T>& rd = res.dir[d];
   const T* w = static_cast<const T*>(a.weights);
   const BackwardWeights<T> bw = bind_backward_weights(p, w, p.param(l, d), db);
-  T* const ap = db.a_pack;
-  T* dh = db.dh_state;
-  ExtendedCell<T> ox = extended_cell_of(p, w, p.param(l, d), d);
-
-  for (int64_t k = 0; k < p.T_eff; ++k) {
-    const BackwardStep<T> st = backward_step(p, io, db, d, k);
-    const int64_t bs = st.bs, r0 = st.r0;
-    T* dg = st.dg;
-    if (p.extended_cell) {
-      ox.gate_pass = rd.gate_pass ? rd.gate_pass + r0 * GH : nullptr;
-      ox.pre = rd.gates + r0 * GH;
-    }
-    T* dr = p.proj ? db.dr + r0 * P : nullptr;  // LSTMP: kept per token for dW_hr
-    // The left operand of dh_{t-1} = dG W_hh: linear-before-reset GRU's hidden side apart.
-    T* dgh = p.cell == CellType::gru && p.gru_lbr ? db.dgh + r0 * GH : dg;
-    for (const core::BackwardStage stage : p.stages.backward) {
-      switch (stage) {
-        case core::BackwardStage::projection:
-          proj_backward(p.kernels<T>(), proj_backward_args(p, rd, db, st, dh));
-          break;
-        case core::BackwardStage::projection_product:  // dh_full = dr W_hr, into scratch
-          bw.hr.run(bs, dr, P, false, db.scratch, H, ap);
-          break;
-        case core::BackwardStage::cell:
-          switch (p.cell) {
-            case CellType::rnn_tanh:
-            case CellType::rnn_relu:
-              step(p, rnn_backward<T>, extended_rnn_backward<T>, ox,
-                   rnn_backward_args(p, res, d, st, dh));
-              break;
-            case CellType::lstm:
-              step(p, lstm_backward<T>, extended_lstm_backward<T>, ox,
-                   lstm_backward_args(p, rd, db, d, st, dh));
-              break;
-            case CellType::gru:
-              if (p.gru_lbr) {
-                step(p, gru_backward<T>, extended_gru_backward<T>, ox,
-                     gru_backward_args(p, rd, db, st, dh));
-              } else {
-                step(p, gru_orig_backward_n<T>, extended_gru_orig_backward_n<T>, ox,
-                     gru_orig_backward_n_args(p, rd, db, st, dh));
-              }
-              break;
-          }
-          break;
-        case core::BackwardStage::reset_product:  // d(r * h) = dn W_hn, into scratch
-          bw.hh_n.run(bs, dg + 2 * H, GH, false, db.scratch, H, ap);
-          break;
-        case core::BackwardStage::reset_gates:
-          step(p, gru_orig_backward_r<T>, extended_gru_orig_backward_r<T>, ox,
-               gru_orig_backward_r_args(p, rd, db, st, dh));
-          break;
-        case core::BackwardStage::recurrent_product:
-          // GRU's kernels left a share of dh_{t-1} there (dh * z): the product adds to it.
-          bw.hh.run(bs, dgh, GH, p.cell == CellType::gru, dh, P, ap);
-          break;
-      }
-    }
-  }
-}
-
-// The cell stage of a team time loop on one thread's tile: the fixed-cell kernel of the
-// plan's table or the generic one (tile_step).
-template <typename T>
-void team_cell_backward(const PlanSpec& p, const StepKernels<float>& kernels,
-                        const ExtendedCell<T>& o, const ReserveLayer<T>& res, int64_t d,
-                        const BackwardDirBuffers<T>& db, const BackwardStep<T>& st, T* dh,
-                        Tile tile) {
-  const ReserveDir<T>& rd = res.dir[d];
-  switch (p.cell) {
-    case CellType::rnn_tanh:
-    case CellType::rnn_relu:
-      tile_step(p, kernels.rnn_backward, kernels.extended_rnn_backward, o,
-                rnn_backward_args(p, res, d, st, dh), tile);
-      break;
-    case CellType::lstm:
-      tile_step(p, kernels.lstm_backward, kernels.extended_lstm_backward, o,
-                lstm_backward_args(p, rd, db, d, st, dh), tile);
-      break;
-    case CellType::gru:
-      if (p.gru_orig()) {
-        tile_step(p, kernels.gru_orig_backward_n, kernels.extended_gru_orig_backward_n, o,
-                  gru_orig_backward_n_args(p, rd, db, st, dh), tile);
-      } else {
-        tile_step(p, kernels.gru_backward, kernels.extended_gru_backward, o,
-                  gru_backward_args(p, rd, db, st, dh), tile);
-      }
-      break;
-  }
-}
-
-// The time loop of one direction as one parallel region for all its steps (every cell), as
-// forward.cpp's team loop: each thread owns the same cells of every gate, runs the step
-// kernel on them, packs their gradient columns as the left operand of dh_{t-1} = dG W_hh,
-// and after the step's barrier computes its columns of dh_{t-1}, which only it reads next.
-// With a projection those are its panels of the state's P columns: it takes them through
-// the projection's step kernel into dr, packs them, and after a first barrier computes its
-// cells' columns of dh_full = dr W_hr.
-// The original GRU packs its cells' dn for d(r * h) = dn W_hn, whose columns of its cells it
-// computes after a first barrier, before the kernel of r.
-template <typename T>
-void backward_time_loop_team(const PlanSpec& p, const BackwardArgs& a, int64_t l, int64_t d,
-                             const ReserveLayer<T>& res, const DirectionIo<T>& io,
-                             const BackwardDirBuffers<T>& db, int threads) {
-  const int64_t H = p.H, P = p.P, GH = p.GH;
-  const ReserveDir<T>& rd = res.dir[d];
-  const T* w = static_cast<const T*>(a.weights);
-  const BackwardWeights<T> bw = bind_backward_weights(p, w, p.param(l, d), db);
-  const PackedType type = p.packed_type();
-  const bool orig = p.gru_orig();
-  // dh_{t-1} = dG W_hh over the gates of W_hh: r and z only for the original GRU, whose n
-  // goes through W_hn.
-  const int64_t hh_gates = orig ? 2 : p.G;
-  const PackedB w_hh{bw.hh.packed(), hh_gates * H, P, 1, type};
-  const PackedB w_hn{orig ? bw.hh_n.packed() : nullptr, H, P, 1, type};
-  const bool proj = p.proj;
-  const PackedB w_hr{proj ? bw.hr.packed() : nullptr, P, H, 1, type};
-  const StepKernels<float>& kernels = p.kernels<float>();
-  const ExtendedCell<T> ox = extended_cell_of(p, w, p.param(l, d), d);
-  const bool lbr = p.cell == CellType::gru && p.gru_lbr;
-  const bool add_to_dh = p.cell == CellType::gru;  // GRU's kernels leave a share of dh there
-  T* dh = db.dh_state;
-  const int64_t cell_panels = (H + kPackedPanel - 1) / kPackedPanel;
-  const int64_t state_panels = w_hh.panels_per_block();  // of dh's P columns
-
-  TeamBarrier barrier;
-  if (p.T_eff > 0)
-    parallel_region(threads, [&](int th, int n) {
-      const TeamShare share(cell_panels, H, th, n);
-      const int64_t j0 = share.j0, j1 = share.j1;
-      // The state's columns this thread computes: its cells' without projection.
-      const TeamShare state(state_panels, P, th, n);
-      for (int64_t k = 0; k < p.T_eff; ++k) {
-        const BackwardStep<T> st = backward_step(p, io, db, d, k);
-        const int64_t bs = st.bs, buf = k & 1;
-        T* dgh = lbr ? db.dgh + st.r0 * GH : st.dg;  // the left operand of the product
-        T* dr = proj ? db.dr + st.r0 * P : nullptr;  // LSTMP: kept per token for dW_hr
-        const Tile tile{0, bs, j0, j1};
-        ExtendedCell<T> o = ox;
-        if (p.extended_cell) {
-          o.gate_pass = rd.gate_pass ? rd.gate_pass + st.r0 * GH : nullptr;
-          o.pre = rd.gates + st.r0 * GH;
-        }
-        for (const core::BackwardStage stage : p.stages.backward) {
-          if (core::reads_every_cell(stage)) {
-            // This thread packs its columns of the product's left operand, then waits until
-            // every thread has packed its own.
-            switch (stage) {
-              case core::BackwardStage::projection_product:  // dr, its columns of the state
-                if (state.j0 < state.j1) {
-                  pack_a_columns(bs, P, dr, P, state.j0, state.j1, db.a_pack, type);
-                }
-                break;
-              case core::BackwardStage::reset_product:  // dn, its cells
-                if (j0 < j1) pack_a_columns(bs, H, st.dg + 2 * H, GH, j0, j1, db.a_pack, type);
-                break;
-              default:  // recurrent_product: dG of W_hh's gates, its cells of each
-                if (j0 < j1) {
-                  for (int64_t g = 0; g < hh_gates; ++g) {
-                    pack_a_columns(bs, hh_gates * H, dgh, GH, g * H + j0, g * H + j1,
-                                   db.ag_pack[buf], type);
-                  }
-                }
-                break;
-            }
-            barrier.wait(n);
-          }
-          switch (stage) {
-            case core::BackwardStage::projection:
-              if (state.j0 < state.j1) {
-                kernels.proj_backward(proj_backward_args(p, rd, db, st, dh),
-                                      Tile{0, bs, state.j0, state.j1});
-              }
-              break;
-            case core::BackwardStage::projection_product:  // dh_full = dr W_hr, into scratch
-              multiply_panel_range(bs, db.a_pack, w_hr, share.q0, share.q1, false, db.scratch, H);
-              break;
-            case core::BackwardStage::cell:
-              if (j0 < j1) team_cell_backward(p, kernels, o, res, d, db, st, dh, tile);
-              break;
-            case core::BackwardStage::reset_product:  // d(r * h) = dn W_hn, into scratch
-              multiply_panel_range(bs, db.a_pack, w_hn, state.q0, state.q1, false, db.scratch, H);
-              break;
-            case core::BackwardStage::reset_gates:
-              if (j0 < j1) {
-                tile_step(p, kernels.gru_orig_backward_r, kernels.extended_gru_orig_backward_r, o,
-                          gru_orig_backward_r_args(p, rd, db, st, dh), tile);
-              }
-              break;
-            case core::BackwardStage::recurrent_product:
-              multiply_panel_range(bs, db.ag_pack[buf], w_hh, state.q0, state.q1, add_to_dh, dh, P);
-              break;
-          }
-        }
-      }
-    });
+  const BackwardLoop<T> b{.p = p,
+                          .res = res,
+                          .rd = res.dir[d],
+                          .io = io,
+                          .db = db,
+                          .d = d,
+                          .ox = extended_cell_of(p, w, p.param(l, d), d),
+                          .hh = step_product(bw.hh, Share::state),
+                          .hn = step_product(bw.hh_n, Share::state),
+                          .hr = step_product(bw.hr, Share::cells)};
+  // A team member's cells in whole panels of H; its state columns in whole panels of dh's P.
+  const int64_t cell_panels = (p.H + kPackedPanel - 1) / kPackedPanel;
+  run_steps<T>(p, cell_panels, b.hh.packed.panels_per_block(), 0, db.a_pack,
+               [&](const auto& crew) { backward_steps(b, crew); });
 }
 
 // The peephole gradients (core/peephole_grad.hpp, compiled for the plan's level), threads
@@ -457,14 +392,14 @@ template <typename T>
 void backward_finish(const PlanSpec& p, const BackwardArgs& a, int64_t l, int64_t d,
                      const ReserveLayer<T>& res, const DirectionIo<T>& io,
                      const BackwardDirBuffers<T>& db, T* colsum, T* gemm_scratch) {
-  const core::Schedule& s = p.schedule();
   const int64_t H = p.H, P = p.P, GH = p.GH, I = p.input_width(l), N = p.N;
   const T* w = static_cast<const T*>(a.weights);
   const ParamOffsets& po = p.param(l, d);
   const int64_t sd = (l * p.D + d) * p.B;
   // Rows of sequences that had ended were left alone: each holds dL/dh0 now.
-  if (a.dh0) core::scatter_state(s, db.dh_state, static_cast<T*>(a.dh0) + sd * P, P);
-  if (a.dc0) core::scatter_state(s, db.dc_state, static_cast<T*>(a.dc0) + sd * H, H);
+  const core::BatchMover mover = batch_mover<T>(p);
+  if (a.dh0) mover.states_out(db.dh_state, static_cast<T*>(a.dh0) + sd * P, P, nullptr);
+  if (a.dc0) mover.states_out(db.dc_state, static_cast<T*>(a.dc0) + sd * H, H, nullptr);
 
   T* scratch = p.packed_engine() ? gemm_scratch : nullptr;
   const GemmRoute r = p.gemm();
@@ -526,6 +461,7 @@ void run_backward(const PlanSpec& p, const BackwardArgs& a, void* workspace,
   const core::Schedule& s = p.schedule();
   BackwardBuffers<T> buf;
   carve_backward<T>(p, workspace, &buf);
+  const core::BatchMover mover = batch_mover<T>(p);
   const int64_t L = p.L;
 
   // Layer-0 input, needed only for dW_ih; padding is never read.
@@ -535,15 +471,11 @@ void run_backward(const PlanSpec& p, const BackwardArgs& a, void* workspace,
     if (p.packed_engine()) {
       x0_rows = p.caller_rows.data();  // dW_ih's packer reads the caller's rows: no copy
     } else {
-      gather_rows_parallel(p.shape(), s, x0, buf.x, p.I0);
-      x0 = buf.x;
+      x0 = static_cast<const T*>(mover.rows_in(x0, buf.x, p.I0, nullptr));
     }
   }
   const T* dY = static_cast<const T*>(a.dy);
-  if (!p.rows_in_place && a.dy) {
-    gather_rows_parallel(p.shape(), s, dY, buf.dy[(L - 1) % 2], p.DP);
-    dY = buf.dy[(L - 1) % 2];
-  }
+  if (a.dy) dY = static_cast<const T*>(mover.rows_in(dY, buf.dy[(L - 1) % 2], p.DP, nullptr));
 
   for (int64_t l = L - 1; l >= 0; --l) {
     const ReserveLayer<T> res = reserve_layer<T>(p, a.reserve, l);
@@ -560,14 +492,7 @@ void run_backward(const PlanSpec& p, const BackwardArgs& a, void* workspace,
     }
     for_each_direction(
         p, [&](int64_t d) { backward_prepare(p, a, l, d, res, buf.dir[d]); },
-        [&](int64_t d) {
-          run_time_loop<T>(
-              p,
-              [&](auto threads) {  // generic: compiled for float32 only (run_time_loop)
-                backward_time_loop_team(p, a, l, d, res, io, buf.dir[d], threads);
-              },
-              [&] { backward_time_loop(p, a, l, d, res, io, buf.dir[d]); });
-        },
+        [&](int64_t d) { backward_time_loop(p, a, l, d, res, io, buf.dir[d]); },
         [&](int64_t d) {
           backward_finish(p, a, l, d, res, io, buf.dir[d], buf.colsum, buf.gemm_scratch);
         });
@@ -579,8 +504,7 @@ void run_backward(const PlanSpec& p, const BackwardArgs& a, void* workspace,
       }
       dY = io.dX;
     } else if (a.dx && !p.rows_in_place) {
-      scatter_rows_parallel(p.shape(), s, static_cast<const T*>(buf.dx), static_cast<T*>(a.dx),
-                            p.I0, T(0));
+      mover.rows_out(buf.dx, a.dx, p.I0, 0.0, nullptr);
     }
   }
 }

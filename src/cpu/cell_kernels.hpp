@@ -207,4 +207,14 @@ struct GruOrigBackwardR {
 RNNX_STEP_KERNELS(RNNX_DECLARE)
 #undef RNNX_DECLARE
 
+// The same entry points by their arguments' type (each kernel has its own): for code written
+// once over several kernels (step_crew.hpp).
+#define RNNX_BY_ARGS(name, Args, cells, cost, extended)             \
+  template <typename T>                                             \
+  void run_step_kernel(const StepKernels<T>& s, const Args<T>& k) { \
+    name(s, k);                                                     \
+  }
+RNNX_STEP_KERNELS(RNNX_BY_ARGS)
+#undef RNNX_BY_ARGS
+
 }  // namespace rnnx::cpu

@@ -44,4 +44,13 @@ struct ExtendedCell {
 RNNX_STEP_KERNELS(RNNX_DECLARE)
 #undef RNNX_DECLARE
 
+// The same by their arguments' type, as cell_kernels.hpp's run_step_kernel.
+#define RNNX_BY_ARGS(name, Args, cells, cost, extended)                         \
+  RNNX_WHEN(                                                                    \
+      extended, template <typename T>                                           \
+                void run_step_kernel(const StepKernels<T>& s, const Args<T>& k, \
+                                     const ExtendedCell<T>& o) { extended_##name(s, k, o); })
+RNNX_STEP_KERNELS(RNNX_BY_ARGS)
+#undef RNNX_BY_ARGS
+
 }  // namespace rnnx::cpu

@@ -19,7 +19,7 @@
 #include "cpu/packed_gemm.hpp"
 #include "cpu/passes.hpp"
 #include "cpu/rows.hpp"
-#include "cpu/team_barrier.hpp"
+#include "cpu/step_crew.hpp"
 #include "cpu/thread_pool.hpp"
 
 namespace rnnx::cpu {
@@ -275,11 +275,13 @@ GruOrigForward<T> gru_orig_args(const PlanSpec& p, const ForwardDirBuffers<T>& d
 template <typename T>
 void gather_initial_states(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64_t d,
                            const ForwardDirBuffers<T>& db) {
-  const core::Schedule& s = p.schedule();
+  const core::BatchMover mover = batch_mover<T>(p);
   const int64_t sd = (l * p.D + d) * p.B;  // first state row of this layer and direction
-  core::gather_state(s, a.h0 ? static_cast<const T*>(a.h0) + sd * p.P : nullptr, db.h_state, p.P);
+  mover.states_in(a.h0 ? static_cast<const T*>(a.h0) + sd * p.P : nullptr, db.h_state, p.P,
+                  nullptr);
   if (p.cell == CellType::lstm) {
-    core::gather_state(s, a.c0 ? static_cast<const T*>(a.c0) + sd * p.H : nullptr, db.c_state, p.H);
+    mover.states_in(a.c0 ? static_cast<const T*>(a.c0) + sd * p.H : nullptr, db.c_state, p.H,
+                    nullptr);
   }
 }
 
@@ -288,251 +290,215 @@ void gather_initial_states(const PlanSpec& p, const ForwardArgs& a, int64_t l, i
 template <typename T>
 void scatter_final_states(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64_t d,
                           const T* hs, const ForwardDirBuffers<T>& db) {
-  const core::Schedule& s = p.schedule();
+  const core::BatchMover mover = batch_mover<T>(p);
   const int64_t sd = (l * p.D + d) * p.B;
-  if (a.hy) core::scatter_state(s, hs, static_cast<T*>(a.hy) + sd * p.P, p.P);
-  if (a.cy) core::scatter_state(s, db.c_state, static_cast<T*>(a.cy) + sd * p.H, p.H);
+  if (a.hy) mover.states_out(hs, static_cast<T*>(a.hy) + sd * p.P, p.P, nullptr);
+  if (a.cy) mover.states_out(db.c_state, static_cast<T*>(a.cy) + sd * p.H, p.H, nullptr);
 }
 
-// The time loop of one layer and direction, after the bulk input projection.
+// Everything one direction's forward loop reads, bound before it.
+template <typename T>
+struct ForwardLoop {
+  const PlanSpec& p;
+  const InputRows<T>& X;
+  const InputGates<T>& g;
+  T* Y;
+  const ReserveDir<T>& rd;
+  bool training;
+  const ForwardDirBuffers<T>& db;
+  int64_t d, I;
+  Clamp<T> cell_clip, proj_clip;
+  ExtendedCell<T> ox;
+  // x W_ih^T (the steps that project their input in the loop), h W_hh^T (the original GRU's
+  // r and z), (r * h) W_hn^T (its n), h_full W_hr^T (LSTMP).
+  StepProduct<T> ih, hh, hn, hr;
+};
+
+// Step k of the loop: its time step, rows, first packed row, and where its rows are.
+template <typename T>
+struct ForwardStep {
+  int64_t t, bs, r0, buf;  // buf: which of the team's double-buffered operands
+  T* y;                    // the step's output rows, this direction's columns
+  T* gates;                // where its input projection is (InputGates)
+  // LSTMP: the cells' full-width h, in the reserve (training) or scratch; r = h_full W_hr^T
+  // lands in y and becomes the state.
+  T* h_full;
+  T* rh;              // the original GRU's r * h, likewise
+  T* u;               // and its (r * h) W_hn^T, beside r and z's products
+  ExtendedCell<T> o;  // the cell's options with this step's gate_pass and pre
+};
+
+template <typename T>
+ForwardStep<T> forward_step(const ForwardLoop<T>& f, int64_t k) {
+  const PlanSpec& p = f.p;
+  const core::Schedule& s = p.schedule();
+  const int64_t t = p.reversed(f.d) ? p.T_eff - 1 - k : k;
+  const int64_t r0 = s.offsets[t], H = p.H;
+  ForwardStep<T> st{.t = t,
+                    .bs = s.batch_sizes[t],
+                    .r0 = r0,
+                    .buf = k & 1,
+                    .y = f.Y + r0 * p.DP + f.d * p.P,
+                    .gates = f.g.at(r0),
+                    .h_full = !p.proj      ? nullptr
+                              : f.training ? f.rd.h_full + r0 * H
+                                           : f.db.scratch,
+                    .rh = !p.gru_orig() ? nullptr
+                          : f.training  ? f.rd.hn + r0 * H
+                                        : f.db.scratch,
+                    .u = p.gru_orig() ? f.db.hg + 2 * H : nullptr,
+                    .o = f.ox};
+  if (p.extended_cell) {
+    st.o.gate_pass = f.training && f.rd.gate_pass ? f.rd.gate_pass + r0 * p.GH : nullptr;
+    st.o.pre = p.is_rnn() && f.training ? st.gates : nullptr;
+  }
+  return st;
+}
+
+// The cell stage, one function per cell, chosen once per loop (forward_cell).
+template <typename T, typename Crew>
+using ForwardCell = void (*)(const ForwardLoop<T>&, const Crew&, const ForwardStep<T>&);
+
+template <typename T, typename Crew>
+void rnn_cell(const ForwardLoop<T>& f, const Crew& crew, const ForwardStep<T>& st) {
+  crew.kernel(rnn_forward_args(f.p, f.db, st.bs, st.y, f.db.h_state), st.o, Share::cells);
+}
+template <typename T, typename Crew>
+void lstm_cell(const ForwardLoop<T>& f, const Crew& crew, const ForwardStep<T>& st) {
+  crew.kernel(lstm_forward_args(f.p, f.rd, f.db, f.training, st.bs, st.r0, st.gates, f.cell_clip,
+                                st.y, f.db.h_state, st.h_full),
+              st.o, Share::cells);
+}
+template <typename T, typename Crew>
+void gru_cell(const ForwardLoop<T>& f, const Crew& crew, const ForwardStep<T>& st) {
+  crew.kernel(
+      gru_forward_args(f.p, f.rd, f.db, f.training, st.bs, st.r0, st.gates, st.y, f.db.h_state),
+      st.o, Share::cells);
+}
+template <typename T, typename Crew>
+void gru_orig_cell(const ForwardLoop<T>& f, const Crew& crew, const ForwardStep<T>& st) {
+  crew.kernel(gru_orig_args(f.p, f.db, st.bs, st.u, st.gates, f.db.h_state, st.y), st.o,
+              Share::cells);
+}
+
+template <typename T, typename Crew>
+ForwardCell<T, Crew> forward_cell(const PlanSpec& p) {
+  switch (p.cell) {
+    case CellType::rnn_tanh:
+    case CellType::rnn_relu:
+      return rnn_cell<T, Crew>;
+    case CellType::lstm:
+      return lstm_cell<T, Crew>;
+    case CellType::gru:
+      break;
+  }
+  return p.gru_orig() ? gru_orig_cell<T, Crew> : gru_cell<T, Crew>;
+}
+
+// The steps of one direction on `crew` (step_crew.hpp): per step the in-loop input projection,
+// then the plan's stages (core/step_stages.hpp). A team packs the left operands of a product
+// that reads every cell (the state, the input, r * h, h_full) before the barrier in front of
+// it, each member its own columns; the state and input of step k + 1 while step k ends.
+template <typename T, typename Crew>
+void forward_steps(const ForwardLoop<T>& f, const Crew& crew) {
+  const PlanSpec& p = f.p;
+  const ForwardDirBuffers<T>& db = f.db;
+  const int64_t H = p.H, P = p.P, GH = p.GH, DP = p.DP, I = f.I;
+  T* hs = db.h_state;
+  const ForwardCell<T, Crew> cell = forward_cell<T, Crew>(p);
+  const std::vector<core::ForwardStage>& stages = p.stages.forward;
+  auto pack_operands = [&](int64_t k) {
+    const ForwardStep<T> st = forward_step(f, k);
+    crew.pack(st.bs, P, hs, P, Share::state, 0, db.ah_pack[st.buf]);
+    if (st.t < p.step_input_steps) {
+      crew.pack(st.bs, I, f.X.at(st.r0), I, Share::input, 0, db.ax_pack[st.buf], f.X.map_at(st.r0));
+    }
+  };
+  if constexpr (Crew::team) {
+    pack_operands(0);
+    crew.sync();
+  }
+  for (int64_t k = 0; k < p.T_eff; ++k) {
+    const ForwardStep<T> st = forward_step(f, k);
+    const int64_t bs = st.bs;
+    if (st.t < p.step_input_steps) {
+      crew.multiply(f.ih, bs, f.X.at(st.r0), I, db.ax_pack[st.buf], false, st.gates, f.g.ld,
+                    f.X.map_at(st.r0));
+    }
+    for (size_t i = 0; i < stages.size(); ++i) {
+      const core::ForwardStage stage = stages[i];
+      if (core::reads_every_cell(stage)) crew.sync();  // every member's operand packed
+      switch (stage) {
+        case core::ForwardStage::recurrent_product:
+          crew.multiply(f.hh, bs, hs, P, db.ah_pack[st.buf], false, db.hg, GH);
+          break;
+        case core::ForwardStage::reset_gates:
+          crew.kernel(gru_orig_gates_args(p, db, bs, st.gates, hs, st.rh), st.o, Share::cells);
+          break;
+        case core::ForwardStage::reset_product:
+          crew.multiply(f.hn, bs, st.rh, H, db.a_pack, false, st.u, GH);
+          break;
+        case core::ForwardStage::cell:
+          cell(f, crew, st);
+          break;
+        case core::ForwardStage::projection_product:
+          crew.multiply(f.hr, bs, st.h_full, H, db.a_pack, false, st.y, DP);
+          break;
+        case core::ForwardStage::projection:
+          crew.kernel(proj_forward_args(p, f.rd, f.training, bs, st.r0, f.proj_clip, st.y, hs),
+                      st.o, Share::state);
+          break;
+      }
+      // The next stage multiplies every cell's output of this one (r * h, or h_full).
+      if (i + 1 < stages.size() && core::reads_every_cell(stages[i + 1])) {
+        T* out = stage == core::ForwardStage::reset_gates ? st.rh : st.h_full;
+        crew.pack(bs, H, out, H, Share::cells, 0, db.a_pack);
+      }
+    }
+    if constexpr (Crew::team) {
+      if (k + 1 < p.T_eff) pack_operands(k + 1);
+      crew.sync();
+    }
+  }
+}
+
+// The time loop of one layer and direction, after the bulk input projection: its weights,
+// biases and first states bound, its steps on the plan's crew, its last states out.
 template <typename T>
 void forward_time_loop(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64_t d,
                        const InputRows<T>& X, const InputGates<T>& g, T* Y, const ReserveDir<T>& rd,
                        bool training, const ForwardDirBuffers<T>& db) {
-  const core::Schedule& s = p.schedule();
-  const int64_t H = p.H, P = p.P, GH = p.GH, DP = p.DP, I = p.input_width(l);
+  const int64_t I = p.input_width(l);
   const T* w = static_cast<const T*>(a.weights);
   const ParamOffsets& po = p.param(l, d);
   combine_biases(p, w, po, db.bias);
   const ForwardWeights<T> fw =
       bind_forward_weights(p, w, po, I, weight_packs(p, l, d, db), p.step_input_steps > 0);
-  T* const ap = db.a_pack;
-
   gather_initial_states(p, a, l, d, db);
-  T* hs = db.h_state;
-  const Clamp<T> cell_clip(p.config().cell_clip, p.config().clip_nan);
-  const Clamp<T> proj_clip(p.config().proj_clip, p.config().clip_nan);
-  ExtendedCell<T> ox = extended_cell_of(p, w, po, d);
-
-  for (int64_t k = 0; k < p.T_eff; ++k) {
-    const int64_t t = p.reversed(d) ? p.T_eff - 1 - k : k;
-    const int64_t bs = s.batch_sizes[t], r0 = s.offsets[t];
-    T* y = Y + r0 * DP + d * P;
-    T* gates = g.at(r0);
-    if (t < p.step_input_steps) fw.ih.run(bs, X.at(r0), I, false, gates, g.ld, ap, X.map_at(r0));
-    if (p.extended_cell) {
-      ox.gate_pass = training && rd.gate_pass ? rd.gate_pass + r0 * GH : nullptr;
-      ox.pre = p.is_rnn() && training ? gates : nullptr;
-    }
-    // LSTMP: h_full goes to the reserve (training) or scratch, then r = h_full W_hr^T lands
-    // in y and becomes the state. The original GRU: r * h likewise.
-    T* h_full = !p.proj ? nullptr : training ? rd.h_full + r0 * H : db.scratch;
-    T* rh = !p.gru_orig() ? nullptr : training ? rd.hn + r0 * H : db.scratch;
-    // The original GRU's (r * h) W_hn^T, beside r and z's products.
-    T* u = p.gru_orig() ? db.hg + 2 * H : nullptr;
-    for (const core::ForwardStage stage : p.stages.forward) {
-      switch (stage) {
-        case core::ForwardStage::recurrent_product:
-          fw.hh.run(bs, hs, P, false, db.hg, GH, ap);
-          break;
-        case core::ForwardStage::reset_gates:
-          step(p, gru_orig_gates_forward<T>, extended_gru_orig_gates_forward<T>, ox,
-               gru_orig_gates_args(p, db, bs, gates, hs, rh));
-          break;
-        case core::ForwardStage::reset_product:
-          fw.hh_n.run(bs, rh, H, false, u, GH, ap);
-          break;
-        case core::ForwardStage::cell:
-          switch (p.cell) {
-            case CellType::rnn_tanh:
-            case CellType::rnn_relu:
-              step(p, rnn_forward<T>, extended_rnn_forward<T>, ox,
-                   rnn_forward_args(p, db, bs, y, hs));
-              break;
-            case CellType::lstm:
-              step(p, lstm_forward<T>, extended_lstm_forward<T>, ox,
-                   lstm_forward_args(p, rd, db, training, bs, r0, gates, cell_clip, y, hs, h_full));
-              break;
-            case CellType::gru:
-              if (p.gru_lbr) {
-                step(p, gru_forward<T>, extended_gru_forward<T>, ox,
-                     gru_forward_args(p, rd, db, training, bs, r0, gates, y, hs));
-              } else {
-                step(p, gru_orig_forward<T>, extended_gru_orig_forward<T>, ox,
-                     gru_orig_args(p, db, bs, u, gates, hs, y));
-              }
-              break;
-          }
-          break;
-        case core::ForwardStage::projection_product:
-          fw.hr.run(bs, h_full, H, false, y, DP, ap);
-          break;
-        case core::ForwardStage::projection:
-          proj_forward(p.kernels<T>(),
-                       proj_forward_args(p, rd, training, bs, r0, proj_clip, y, hs));
-          break;
-      }
-    }
-  }
-  scatter_final_states(p, a, l, d, hs, db);
-}
-
-// The cell stage of a team time loop on one thread's tile: the fixed-cell kernel of the
-// plan's table or the generic one (tile_step). The original GRU's cells take n's product u.
-template <typename T>
-void team_cell(const PlanSpec& p, const StepKernels<float>& kernels, const ExtendedCell<T>& o,
-               const ReserveDir<T>& rd, const ForwardDirBuffers<T>& db, bool training, int64_t bs,
-               int64_t r0, T* gates, const Clamp<T>& cell_clip, T* y, T* hs, T* h_full, T* u,
-               Tile tile) {
-  switch (p.cell) {
-    case CellType::rnn_tanh:
-    case CellType::rnn_relu:
-      tile_step(p, kernels.rnn_forward, kernels.extended_rnn_forward, o,
-                rnn_forward_args(p, db, bs, y, hs), tile);
-      break;
-    case CellType::lstm:
-      tile_step(p, kernels.lstm_forward, kernels.extended_lstm_forward, o,
-                lstm_forward_args(p, rd, db, training, bs, r0, gates, cell_clip, y, hs, h_full),
-                tile);
-      break;
-    case CellType::gru:
-      if (p.gru_orig()) {
-        tile_step(p, kernels.gru_orig_forward, kernels.extended_gru_orig_forward, o,
-                  gru_orig_args(p, db, bs, u, gates, hs, y), tile);
-      } else {
-        tile_step(p, kernels.gru_forward, kernels.extended_gru_forward, o,
-                  gru_forward_args(p, rd, db, training, bs, r0, gates, y, hs), tile);
-      }
-      break;
-  }
-}
-
-// The time loop of one direction as one parallel region for all its steps (every cell; fixed
-// cells or ONNX's options): each thread owns
-// the same cells of every gate, computes their columns of the step's products on its share of
-// the packed weights (which stays in its core's cache), runs the step kernel on them, and packs
-// its columns of the new state as the next step's left operand; one barrier per step. With a
-// projection the state is r = h_full W_hr^T, whose product needs every cell's h_full: each
-// thread packs its cells' columns of h_full, and after a second barrier computes its own
-// columns of r (whole panels of W_hr, its share of those weights staying in its cache too),
-// clips them, and packs them as the next step's left operand. The original GRU likewise:
-// n needs (r * h) W_hn^T over every cell's r * h, packed by each thread for its cells, and
-// after a second barrier each computes its cells' columns of that product.
-template <typename T>
-void forward_time_loop_team(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64_t d,
-                            const InputRows<T>& X, const InputGates<T>& g, T* Y,
-                            const ReserveDir<T>& rd, bool training, const ForwardDirBuffers<T>& db,
-                            int threads) {
-  const core::Schedule& s = p.schedule();
-  const int64_t H = p.H, P = p.P, GH = p.GH, DP = p.DP, I = p.input_width(l);
-  const T* w = static_cast<const T*>(a.weights);
-  const ParamOffsets& po = p.param(l, d);
-  combine_biases(p, w, po, db.bias);
-  const ForwardWeights<T> fw =
-      bind_forward_weights(p, w, po, I, weight_packs(p, l, d, db), p.step_input_steps > 0);
-  const PackedType type = p.packed_type();
-  const bool orig = p.gru_orig();
-  const PackedB w_hh =
-      orig ? PackedB{fw.hh.packed(), P, 2 * H, 2, type} : PackedB{fw.hh.packed(), P, GH, p.G, type};
-  const PackedB w_hn{orig ? fw.hh_n.packed() : nullptr, H, H, 1, type};
-  const PackedB w_ih{fw.ih.packed(), I, GH, p.G, type};
-  const bool proj = p.proj;
-  const PackedB w_hr{proj ? fw.hr.packed() : nullptr, H, P, 1, type};
-  gather_initial_states(p, a, l, d, db);
-  T* hs = db.h_state;
-  const Clamp<T> cell_clip(p.config().cell_clip, p.config().clip_nan);
-  const Clamp<T> proj_clip(p.config().proj_clip, p.config().clip_nan);
-  const StepKernels<float>& kernels = p.kernels<float>();
-  const ExtendedCell<T> ox = extended_cell_of(p, w, po, d);
-  const int64_t cell_panels = w_hh.panels_per_block();
-  const int64_t state_panels = proj ? w_hr.panels_per_block() : cell_panels;
-  const int64_t x_units = (I + 15) / 16;  // the input's columns, packed 16 at a time
-  const bool rev = p.reversed(d);
-  auto time_of = [&](int64_t k) { return rev ? p.T_eff - 1 - k : k; };
-
-  TeamBarrier barrier;
-  if (p.T_eff > 0)
-    parallel_region(threads, [&](int th, int n) {
-      const TeamShare share(cell_panels, H, th, n);
-      const int64_t q0 = share.q0, q1 = share.q1, j0 = share.j0, j1 = share.j1;
-      // The columns of the state this thread computes: its cells', or with a projection its
-      // panels of W_hr's.
-      const TeamShare state(state_panels, P, th, n);
-      const int64_t x0 = std::min(I, x_units * th / n * 16);
-      const int64_t x1 = std::min(I, x_units * (th + 1) / n * 16);
-      // This thread's columns of step k's left operands: the state (its columns) and the input.
-      auto pack_operands = [&](int64_t k) {
-        const int64_t t = time_of(k), bs = s.batch_sizes[t], buf = k & 1;
-        pack_a_columns(bs, P, hs, P, state.j0, state.j1, db.ah_pack[buf], type);
-        if (t < p.step_input_steps) {
-          pack_a_columns(bs, I, X.at(s.offsets[t]), I, x0, x1, db.ax_pack[buf], type,
-                         X.map_at(s.offsets[t]));
-        }
-      };
-      pack_operands(0);
-      barrier.wait(n);
-      for (int64_t k = 0; k < p.T_eff; ++k) {
-        const int64_t t = time_of(k), bs = s.batch_sizes[t], r0 = s.offsets[t], buf = k & 1;
-        T* y = Y + r0 * DP + d * P;
-        T* gates = g.at(r0);
-        if (t < p.step_input_steps) {
-          multiply_panel_range(bs, db.ax_pack[buf], w_ih, q0, q1, false, gates, g.ld);
-        }
-        const Tile tile{0, bs, j0, j1};
-        // LSTMP: the cells' h_full goes to the reserve (training) or scratch; r lands in y.
-        T* h_full = !proj ? nullptr : training ? rd.h_full + r0 * H : db.scratch;
-        T* rh = !orig ? nullptr : training ? rd.hn + r0 * H : db.scratch;  // original GRU's r * h
-        T* u = orig ? db.hg + 2 * H : nullptr;                             // and its (r * h) W_hn^T
-        ExtendedCell<T> o = ox;
-        if (p.extended_cell) {
-          o.gate_pass = training && rd.gate_pass ? rd.gate_pass + r0 * GH : nullptr;
-          o.pre = p.is_rnn() && training ? gates : nullptr;
-        }
-        const std::vector<core::ForwardStage>& stages = p.stages.forward;
-        for (size_t i = 0; i < stages.size(); ++i) {
-          const core::ForwardStage stage = stages[i];
-          if (core::reads_every_cell(stage)) barrier.wait(n);  // every cell's operand packed
-          switch (stage) {
-            case core::ForwardStage::recurrent_product:
-              multiply_panel_range(bs, db.ah_pack[buf], w_hh, q0, q1, false, db.hg, GH);
-              break;
-            case core::ForwardStage::reset_gates:
-              if (j0 < j1) {
-                tile_step(p, kernels.gru_orig_gates_forward,
-                          kernels.extended_gru_orig_gates_forward, o,
-                          gru_orig_gates_args(p, db, bs, gates, hs, rh), tile);
-              }
-              break;
-            case core::ForwardStage::reset_product:
-              multiply_panel_range(bs, db.a_pack, w_hn, q0, q1, false, u, GH);
-              break;
-            case core::ForwardStage::cell:
-              if (j0 < j1)
-                team_cell(p, kernels, o, rd, db, training, bs, r0, gates, cell_clip, y, hs, h_full,
-                          u, tile);
-              break;
-            case core::ForwardStage::projection_product:
-              multiply_panel_range(bs, db.a_pack, w_hr, state.q0, state.q1, false, y, DP);
-              break;
-            case core::ForwardStage::projection:
-              if (state.j0 < state.j1) {
-                kernels.proj_forward(proj_forward_args(p, rd, training, bs, r0, proj_clip, y, hs),
-                                     Tile{0, bs, state.j0, state.j1});
-              }
-              break;
-          }
-          // The next stage multiplies every cell's output of this one (r * h, or h_full): this
-          // thread packs its cells' columns of it.
-          if (i + 1 < stages.size() && core::reads_every_cell(stages[i + 1]) && j0 < j1) {
-            T* out = stage == core::ForwardStage::reset_gates ? rh : h_full;
-            pack_a_columns(bs, H, out, H, j0, j1, db.a_pack, type);
-          }
-        }
-        if (k + 1 < p.T_eff) pack_operands(k + 1);
-        barrier.wait(n);
-      }
-    });
-  scatter_final_states(p, a, l, d, hs, db);
+  const Config& c = p.config();
+  const ForwardLoop<T> f{.p = p,
+                         .X = X,
+                         .g = g,
+                         .Y = Y,
+                         .rd = rd,
+                         .training = training,
+                         .db = db,
+                         .d = d,
+                         .I = I,
+                         .cell_clip = Clamp<T>(c.cell_clip, c.clip_nan),
+                         .proj_clip = Clamp<T>(c.proj_clip, c.clip_nan),
+                         .ox = extended_cell_of(p, w, po, d),
+                         .ih = step_product(fw.ih, Share::cells),
+                         .hh = step_product(fw.hh, Share::cells),
+                         .hn = step_product(fw.hh_n, Share::cells),
+                         .hr = step_product(fw.hr, Share::state)};
+  // A team member's cells: whole panels of each gate's block of W_hh^T; its state columns:
+  // with a projection whole panels of W_hr^T's, else its cells.
+  const int64_t cell_panels = f.hh.packed.panels_per_block();
+  const int64_t state_panels = p.proj ? f.hr.packed.panels_per_block() : cell_panels;
+  run_steps<T>(p, cell_panels, state_panels, I, db.a_pack,
+               [&](const auto& crew) { forward_steps(f, crew); });
+  scatter_final_states(p, a, l, d, db.h_state, db);
 }
 
 }  // namespace
@@ -550,8 +516,7 @@ void run_forward(const PlanSpec& p, const ForwardArgs& a, void* workspace, T* co
     if (p.packed_engine()) {
       X.map = p.caller_rows.data();  // the packers read the caller's rows: no copy
     } else {
-      gather_rows_parallel(p.shape(), s, X.x, buf.x, p.I0);
-      X.x = buf.x;
+      X.x = static_cast<const T*>(batch_mover<T>(p).rows_in(X.x, buf.x, p.I0, nullptr));
     }
   }
   T* Y = nullptr;
@@ -572,13 +537,7 @@ void run_forward(const PlanSpec& p, const ForwardArgs& a, void* workspace, T* co
           bulk_input_projection(p, a, l, d, X, g[d], buf.gemm_scratch);
         },
         [&](int64_t d) {
-          run_time_loop<T>(
-              p,
-              [&](auto threads) {  // generic: compiled for float32 only (run_time_loop)
-                forward_time_loop_team(p, a, l, d, X, g[d], Y, res.dir[d], training, buf.dir[d],
-                                       threads);
-              },
-              [&] { forward_time_loop(p, a, l, d, X, g[d], Y, res.dir[d], training, buf.dir[d]); });
+          forward_time_loop(p, a, l, d, X, g[d], Y, res.dir[d], training, buf.dir[d]);
         },
         [](int64_t) {});
     X = {Y, p.DP};
@@ -590,10 +549,7 @@ void run_forward(const PlanSpec& p, const ForwardArgs& a, void* workspace, T* co
       X = {res.y_dropped, p.DP};
     }
   }
-  if (Y != a.y) {
-    scatter_rows_parallel(p.shape(), s, static_cast<const T*>(Y), static_cast<T*>(a.y), p.DP,
-                          static_cast<T>(p.config().padding_fill));
-  }
+  if (Y != a.y) batch_mover<T>(p).rows_out(Y, a.y, p.DP, p.config().padding_fill, nullptr);
 }
 
 template void run_forward<float>(const PlanSpec&, const ForwardArgs&, void*, float* const*);

@@ -111,6 +111,8 @@ class WeightGemm {
            const int64_t* a_rows = nullptr) const;
   // The packed operand (packed_gemm.hpp's PackedB) when bound with a pack, else null.
   const T* packed() const { return packed_; }
+  int64_t K() const { return K_; }
+  int64_t N() const { return N_; }
   int64_t blocks() const { return blocks_; }
   PackedType type() const { return route_.packed_type(); }
 

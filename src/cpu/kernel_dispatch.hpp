@@ -68,6 +68,20 @@ struct StepKernels {
                                 bool accumulate, T* dp);
 };
 
+// The table's entry for the kernel that takes arguments `k` (each kernel has its own type),
+// and its extended variant where the list has one: for code written once over several kernels
+// (step_crew.hpp).
+#define RNNX_BY_ARGS(name, Args, cells, cost, extended)          \
+  template <typename T>                                          \
+  auto tile_kernel(const StepKernels<T>& s, const Args<T>&) {    \
+    return s.name;                                               \
+  }                                                              \
+  RNNX_WHEN(                                                     \
+      extended, template <typename T> auto extended_tile_kernel( \
+                    const StepKernels<T>& s, const Args<T>&) { return s.extended_##name; })
+RNNX_STEP_KERNELS(RNNX_BY_ARGS)
+#undef RNNX_BY_ARGS
+
 // The kernels of min(isa, isa_detected()); avx512-bf16 runs the avx512 kernels. A plan
 // asks for those of its own level (PlanSpec::kernels).
 template <typename T>

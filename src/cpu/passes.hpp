@@ -11,6 +11,7 @@
 #include "cpu/kernel_dispatch.hpp"
 #include "cpu/packed_gemm.hpp"
 #include "cpu/plan_spec.hpp"
+#include "cpu/rows.hpp"
 #include "cpu/thread_pool.hpp"
 #include "rnnx/plan.hpp"
 
@@ -34,6 +35,13 @@ template <typename T>
 void run_backward(const PlanSpec& p, const BackwardArgs& args, void* workspace,
                   uint64_t dropout_counter);
 
+// The batch's mover (core/batch_mover.hpp) on the host's threaded copier.
+template <typename T>
+core::BatchMover batch_mover(const PlanSpec& p) {
+  static const HostRows<T> copier;
+  return core::BatchMover(copier, p.batch_maps());
+}
+
 using core::prev_step;
 using core::PrevStep;
 
@@ -50,32 +58,6 @@ ExtendedCell<T> extended_cell_of(const PlanSpec& p, const T* weights, const Para
   o.gate_clip = Clamp<T>(Clip{p.gate_clip, -c.gate_clip, c.gate_clip}, c.clip_nan);
   o.peephole = p.peephole ? weights + po.w_peephole : nullptr;
   return o;
-}
-
-// One step kernel of the plan's ISA level: the fast one, or the generic one when the plan
-// has ONNX cell options.
-template <typename K, typename T>
-void step(const PlanSpec& p, void (*fast)(const StepKernels<T>&, const K&),
-          void (*generic)(const StepKernels<T>&, const K&, const ExtendedCell<T>&),
-          const ExtendedCell<T>& o, const K& k) {
-  if (p.extended_cell) {
-    generic(p.kernels<T>(), k, o);
-  } else {
-    fast(p.kernels<T>(), k);
-  }
-}
-
-// One tile of a step in a team time loop: the fixed-cell kernel of the table, or the
-// generic one when the plan has ONNX cell options.
-template <typename K, typename T>
-void tile_step(const PlanSpec& p, void (*fast)(const K&, Tile),
-               void (*generic)(const K&, const ExtendedCell<T>&, Tile), const ExtendedCell<T>& o,
-               const K& k, Tile tile) {
-  if (p.extended_cell) {
-    generic(k, o, tile);
-  } else {
-    fast(k, tile);
-  }
 }
 
 // Runs fn(0) and fn(1), the time loops of the two directions, on two threads at once (both
@@ -118,33 +100,5 @@ void for_each_direction(const PlanSpec& p, const Before& before, const Loop& loo
     }
   }
 }
-
-// One direction's time loop, the same choice for both passes: as one team for all its steps
-// (team(threads), float32 only: the packed engine's) where the plan says so and the packed
-// engine runs, else step by step (per_step()). Inside the concurrent directions' region the
-// team is this thread alone.
-template <typename T, typename Team, typename PerStep>
-void run_time_loop(const PlanSpec& p, const Team& team, const PerStep& per_step) {
-  if constexpr (std::is_same_v<T, float>) {
-    if (p.team_loops) {     // which only the packed engine gets (algo_space)
-      team(max_threads());  // 1 inside a region
-      return;
-    }
-  }
-  per_step();
-}
-
-// A team member's share of a team time loop: the same cells of every gate, whole panels of
-// the packed weights (kPackedPanel columns), so its columns of the step's products are the
-// ones its step kernel reads and its share of the weights stays in its core's cache.
-struct TeamShare {
-  int64_t q0, q1;  // panels
-  int64_t j0, j1;  // cells
-  TeamShare(int64_t panels, int64_t cells, int th, int n)
-      : q0(panels * th / n),
-        q1(panels * (th + 1) / n),
-        j0(std::min(cells, q0 * kPackedPanel)),
-        j1(std::min(cells, q1 * kPackedPanel)) {}
-};
 
 }  // namespace rnnx::cpu

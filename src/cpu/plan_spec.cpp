@@ -54,12 +54,24 @@ void PlanSpec::bind_batch() {
   rows_in_place = core::rows_in_place(ctx->shape, ctx->schedule);
   if (rows_in_place) {
     caller_rows.clear();
+    padding_rows.clear();
   } else {
     core::caller_rows(ctx->shape, ctx->schedule, caller_rows);
+    core::padding_rows(ctx->shape, ctx->schedule, padding_rows);
   }
   B = ctx->schedule.B;
   N = ctx->schedule.tokens;
   T_eff = ctx->schedule.T_eff;
+}
+
+core::BatchMaps PlanSpec::batch_maps() const {
+  const core::Schedule& s = ctx->schedule;
+  return {.tokens = s.tokens,
+          .caller_rows = rows_in_place ? nullptr : caller_rows.data(),
+          .padding_rows = padding_rows.data(),
+          .padding = static_cast<int64_t>(padding_rows.size()),
+          .state_rows = s.sorted_to_orig.data(),
+          .states = s.B};
 }
 
 void PlanSpec::set_algo(const Algo& a) {

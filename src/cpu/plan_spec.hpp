@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/batch_mover.hpp"
 #include "core/direction.hpp"
 #include "core/dropout.hpp"
 #include "core/step_stages.hpp"
@@ -49,7 +50,7 @@ struct PlanSpec {
   PlanSpec(const PlanContext& ctx, Isa isa);
 
   // The fields of the batch: from ctx's shape and schedule, which a network's batch slot
-  // rewrites for every call (core/network_core.hpp). caller_rows keeps its capacity, so a
+  // rewrites for every call (core/network_core.hpp). The row maps keep their capacity, so a
   // batch within the envelope of an earlier one allocates nothing.
   void bind_batch();
   // The fields the algorithm decides (the batch's fields must be bound).
@@ -69,8 +70,11 @@ struct PlanSpec {
   bool rows_in_place = false;
   // Otherwise the caller's row of each packed row ([N], core::caller_rows): the row map the
   // packed engine reads x through (forward's input projection, backward's dW_ih), so that
-  // only the other engines gather x.
-  std::vector<int64_t> caller_rows;
+  // only the other engines gather x; and the caller's padding rows (core::padding_rows).
+  std::vector<int64_t> caller_rows, padding_rows;
+  // The maps of the batch mover (core/batch_mover.hpp) over these: the states of one layer
+  // and direction at a time (sorted_to_orig), every sequence's (length 0 included).
+  core::BatchMaps batch_maps() const;
   bool cell_clip, proj_clip;
   // ONNX options that change the cell's equations (uses_onnx_cell_math): the time loops run
   // the extended cells' step kernels (extended_cell.hpp), which keep gate pre-activations in the

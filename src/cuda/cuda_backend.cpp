@@ -17,12 +17,14 @@
 
 #include "core/backend.hpp"
 #include "core/backend_registry.hpp"
+#include "core/batch_mover.hpp"
 #include "core/dropout.hpp"
 #include "core/row_maps.hpp"
 #include "core/step_backend.hpp"
 #include "cuda/cuda_api.hpp"
 #include "cuda/cudnn_rnn.hpp"
 #include "cuda/cudnn_search.hpp"
+#include "cuda/device_rows.hpp"
 #include "cuda/kernels.hpp"
 #include "cuda/rules/cudnn_layout.hpp"
 #include "cuda/step_device.hpp"
@@ -46,7 +48,8 @@ class CudaBackend final : public BackendImpl {
       : BackendImpl(ctx),
         algo_(algo),
         device_(current_device()),
-        batch_(cudnn_batch(ctx.shape, ctx.schedule, ctx.config)) {
+        batch_(cudnn_batch(ctx.shape, ctx.schedule, ctx.config)),
+        rows_(ctx.config.dtype, device_) {
     const Config& c = ctx.config;
     const core::Schedule& s = ctx.schedule;
     elem_ = dtype_size(c.dtype);
@@ -57,7 +60,6 @@ class CudaBackend final : public BackendImpl {
     DP_ = D_ * P_;
     lstm_ = c.cell == CellType::lstm;
     direct_states_ = batch_.states_in_order && batch_.batch == s.B;
-    y_has_padding_ = ctx.sequence_rows() > s.tokens;
     // The handle the descriptors were set up with lives as long as they do (the dropout
     // descriptor was set through it).
     setup_ = make_handle();
@@ -122,6 +124,7 @@ class CudaBackend final : public BackendImpl {
   int64_t tokens() const { return batch_.tokens; }
   int64_t batch() const { return batch_.batch; }
   bool dropout_between() const { return core::dropout_between_layers(ctx_.config); }
+  core::BatchMover mover() const { return core::BatchMover(rows_, batch_maps_); }
   size_t bytes(int64_t elems) const { return static_cast<size_t>(elems * elem_); }
 
   ForwardBuffers forward_buffers(void* base, bool training) const {
@@ -188,9 +191,10 @@ class CudaBackend final : public BackendImpl {
     return parts;
   }
 
-  // The maps the kernels read, on the device: the caller's row of every packed row, the
-  // caller's state row of every state row of cuDNN's batch and of every length-0 sequence,
-  // and the first dropout element of every packed row.
+  // The maps the kernels read, on the device: the batch mover's (core/batch_mover.hpp: the
+  // caller's row of every packed row, its padding rows, the caller's state row of every state
+  // row of cuDNN's batch and of every length-0 sequence) and the first dropout element of every
+  // packed row.
   void upload_maps() {
     const core::Schedule& s = ctx_.schedule;
     const core::RowMaps m = core::row_maps(ctx_.shape, s, LD_, DP_, batch(), true);
@@ -200,15 +204,21 @@ class CudaBackend final : public BackendImpl {
       all.insert(all.end(), v.begin(), v.end());
       return at;
     };
-    const size_t rows_at = put(m.caller_rows), state_at = put(m.state_rows),
-                 empty_at = put(m.empty_rows), drop_at = put(m.dropout);
+    const size_t rows_at = put(m.caller_rows), padding_at = put(m.padding_rows),
+                 state_at = put(m.state_rows), empty_at = put(m.empty_rows),
+                 drop_at = put(m.dropout);
+    batch_maps_.tokens = tokens();
+    batch_maps_.padding = static_cast<int64_t>(m.padding_rows.size());
+    batch_maps_.states = LD_ * batch();
+    batch_maps_.empty = LD_ * (s.B - batch());
     if (all.empty()) return;
     maps_ = device_memory().allocate(sizeof(int64_t) * all.size(), "plan", "row maps");
     upload(maps_.get(), all.data(), sizeof(int64_t) * all.size());
     const auto base = static_cast<const int64_t*>(maps_.get());
-    caller_rows_ = base + rows_at;
-    state_rows_ = base + state_at;
-    empty_rows_ = base + empty_at;
+    batch_maps_.caller_rows = batch_.rows_in_place ? nullptr : base + rows_at;
+    batch_maps_.padding_rows = base + padding_at;
+    batch_maps_.state_rows = base + state_at;
+    batch_maps_.empty_rows = base + empty_at;
     dropout_base_ = base + drop_at;
   }
 
@@ -219,14 +229,12 @@ class CudaBackend final : public BackendImpl {
   std::unique_ptr<CudnnRnn> rnn_;
   CudnnHandlePool handles_{&make_handle, &attach_stream};
   core::Buffer maps_;
-  const int64_t* caller_rows_ = nullptr;
-  const int64_t* state_rows_ = nullptr;
-  const int64_t* empty_rows_ = nullptr;
+  core::BatchMaps batch_maps_;  // in maps_
   const int64_t* dropout_base_ = nullptr;
+  DeviceRows rows_;
   int64_t elem_ = 4, D_ = 1, P_ = 0, H_ = 0, LD_ = 0, DP_ = 0;
   bool lstm_ = false;
   bool direct_states_ = false;  // cuDNN's batch is the caller's: states need no permutation
-  bool y_has_padding_ = false;  // the caller's y has rows that no sequence writes
 };
 
 void CudaBackend::forward(const ForwardArgs& a, void* workspace) {
@@ -234,17 +242,14 @@ void CudaBackend::forward(const ForwardArgs& a, void* workspace) {
   const auto stream = static_cast<cudaStream_t>(a.stream);
   const Config& c = ctx_.config;
   const DataType dt = c.dtype;
-  const int64_t B = ctx_.schedule.B, Bp = batch(), N = tokens();
+  const int64_t Bp = batch(), N = tokens();
   const ForwardBuffers f = forward_buffers(workspace, a.training);
+  const core::BatchMover m = mover();
   if (Bp == 0) {
-    fill(dt, a.y, ctx_.y_numel(), c.padding_fill, stream);
+    m.rows_out(nullptr, a.y, DP_, c.padding_fill, stream);  // padding only
   } else {
     CudnnHandlePool::Lease handle = handles_.acquire(stream);
-    const void* in = a.x;
-    if (!batch_.rows_in_place) {
-      copy_rows(dt, a.x, caller_rows_, f.x, nullptr, N, c.input_size, stream);
-      in = f.x;
-    }
+    const void* in = m.rows_in(a.x, f.x, c.input_size, stream);
     const void* hx = a.h0;
     const void* cx = a.c0;
     void* hy = a.hy;
@@ -254,8 +259,8 @@ void CudaBackend::forward(const ForwardArgs& a, void* workspace) {
       cx = a.c0 ? f.cx : nullptr;
       hy = a.hy ? f.hy : nullptr;
       cy = a.cy ? f.cy : nullptr;
-      if (a.h0) copy_rows(dt, a.h0, state_rows_, f.hx, nullptr, LD_ * Bp, P_, stream);
-      if (a.c0) copy_rows(dt, a.c0, state_rows_, f.cx, nullptr, LD_ * Bp, H_, stream);
+      if (a.h0) m.states_in(a.h0, f.hx, P_, stream);
+      if (a.c0) m.states_in(a.c0, f.cx, H_, stream);
     }
     const std::vector<GroupReserve> reserve = reserve_parts(a.reserve, nullptr);
     const auto& groups = rnn_->groups();
@@ -283,21 +288,15 @@ void CudaBackend::forward(const ForwardArgs& a, void* workspace) {
         in = f.x_drop;
       }
     }
-    if (in != a.y) {
-      if (y_has_padding_) fill(dt, a.y, ctx_.y_numel(), c.padding_fill, stream);
-      copy_rows(dt, in, nullptr, a.y, batch_.rows_in_place ? nullptr : caller_rows_, N, DP_,
-                stream);
-    }
+    if (in != a.y) m.rows_out(in, a.y, DP_, c.padding_fill, stream);
     if (!direct_states_) {
-      if (a.hy) copy_rows(dt, f.hy, nullptr, a.hy, state_rows_, LD_ * Bp, P_, stream);
-      if (a.cy) copy_rows(dt, f.cy, nullptr, a.cy, state_rows_, LD_ * Bp, H_, stream);
+      if (a.hy) m.states_out(f.hy, a.hy, P_, stream);
+      if (a.cy) m.states_out(f.cy, a.cy, H_, stream);
     }
   }
   // Sequences of length 0 keep their initial state.
-  if (Bp < B) {
-    if (a.hy) copy_rows(dt, a.h0, empty_rows_, a.hy, empty_rows_, LD_ * (B - Bp), P_, stream);
-    if (a.cy) copy_rows(dt, a.c0, empty_rows_, a.cy, empty_rows_, LD_ * (B - Bp), H_, stream);
-  }
+  if (a.hy) m.pass_empty_states(a.h0, a.hy, P_, stream);
+  if (a.cy) m.pass_empty_states(a.c0, a.cy, H_, stream);
   check(cudaGetLastError(), "forward");
 }
 
@@ -306,20 +305,17 @@ void CudaBackend::backward(const BackwardArgs& a, void* workspace, uint64_t drop
   const auto stream = static_cast<cudaStream_t>(a.stream);
   const Config& c = ctx_.config;
   const DataType dt = c.dtype;
-  const int64_t B = ctx_.schedule.B, Bp = batch(), N = tokens(), I = c.input_size;
+  const int64_t Bp = batch(), N = tokens(), I = c.input_size;
   const bool accumulate = a.weight_grad_mode == GradMode::accumulate;
   const BackwardBuffers w = backward_buffers(workspace);
+  const core::BatchMover m = mover();
   if (Bp == 0) {
-    if (a.dx) fill(dt, a.dx, ctx_.x_numel(), 0.0, stream);
+    if (a.dx) m.rows_out(nullptr, a.dx, I, 0.0, stream);  // padding only
     if (a.dweights && !accumulate)
       check(cudaMemsetAsync(a.dweights, 0, bytes(ctx_.weights.numel()), stream), "cudaMemsetAsync");
   } else {
     CudnnHandlePool::Lease handle = handles_.acquire(stream);
-    const void* x0 = a.x;
-    if (!batch_.rows_in_place) {
-      copy_rows(dt, a.x, caller_rows_, w.x, nullptr, N, I, stream);
-      x0 = w.x;
-    }
+    const void* x0 = m.rows_in(a.x, w.x, I, stream);
     const void* hx = a.h0;
     const void* cx = a.c0;
     const void* dhy = a.dhy;
@@ -335,18 +331,13 @@ void CudaBackend::backward(const BackwardArgs& a, void* workspace, uint64_t drop
       dcx = a.dc0 ? w.dcx : nullptr;
       const std::pair<const void*, void*> p_states[] = {{a.h0, w.hx}, {a.dhy, w.dhy}};
       for (auto [src, dst] : p_states)
-        if (src) copy_rows(dt, src, state_rows_, dst, nullptr, LD_ * Bp, P_, stream);
+        if (src) m.states_in(src, dst, P_, stream);
       const std::pair<const void*, void*> h_states[] = {{a.c0, w.cx}, {a.dcy, w.dcy}};
       for (auto [src, dst] : h_states)
-        if (src) copy_rows(dt, src, state_rows_, dst, nullptr, LD_ * Bp, H_, stream);
+        if (src) m.states_in(src, dst, H_, stream);
     }
-    // dy of the last layer, packed; never read at padding.
-    if (a.dy) {
-      copy_rows(dt, a.dy, batch_.rows_in_place ? nullptr : caller_rows_, w.dy, nullptr, N, DP_,
-                stream);
-    } else {
-      check(cudaMemsetAsync(w.dy, 0, bytes(N * DP_), stream), "cudaMemsetAsync");
-    }
+    // dy of the last layer, packed (zeros without one); never read at padding.
+    m.copy_rows_in(a.dy, w.dy, DP_, stream);
     const std::vector<GroupReserve> reserve = reserve_parts(a.reserve, nullptr);
     const auto& groups = rnn_->groups();
     const void* dy = w.dy;
@@ -396,20 +387,15 @@ void CudaBackend::backward(const BackwardArgs& a, void* workspace, uint64_t drop
         dy = dx;
       }
     }
-    if (a.dx && dx != a.dx) {
-      if (!batch_.rows_in_place) fill(dt, a.dx, ctx_.x_numel(), 0.0, stream);
-      copy_rows(dt, dx, nullptr, a.dx, batch_.rows_in_place ? nullptr : caller_rows_, N, I, stream);
-    }
+    if (a.dx && dx != a.dx) m.rows_out(dx, a.dx, I, 0.0, stream);
     if (!direct_states_) {
-      if (a.dh0) copy_rows(dt, w.dhx, nullptr, a.dh0, state_rows_, LD_ * Bp, P_, stream);
-      if (a.dc0) copy_rows(dt, w.dcx, nullptr, a.dc0, state_rows_, LD_ * Bp, H_, stream);
+      if (a.dh0) m.states_out(w.dhx, a.dh0, P_, stream);
+      if (a.dc0) m.states_out(w.dcx, a.dc0, H_, stream);
     }
   }
   // A sequence of length 0 passes its state through: dh0 = dhy, dc0 = dcy.
-  if (Bp < B) {
-    if (a.dh0) copy_rows(dt, a.dhy, empty_rows_, a.dh0, empty_rows_, LD_ * (B - Bp), P_, stream);
-    if (a.dc0) copy_rows(dt, a.dcy, empty_rows_, a.dc0, empty_rows_, LD_ * (B - Bp), H_, stream);
-  }
+  if (a.dh0) m.pass_empty_states(a.dhy, a.dh0, P_, stream);
+  if (a.dc0) m.pass_empty_states(a.dcy, a.dc0, H_, stream);
   check(cudaGetLastError(), "backward");
 }
 

@@ -69,11 +69,15 @@ __global__ void copy_rows_kernel(const T* src, const int64_t* src_map, T* dst,
 }
 
 template <typename T>
-__global__ void fill_kernel(T* dst, int64_t n, double value) {
+__global__ void fill_rows_kernel(T* dst, const int64_t* dst_map, int64_t rows, int64_t width,
+                                 double value) {
   const T v = from_double<T>(value);
+  const int64_t n = rows * width;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    dst[i] = v;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = i / width, j = i - r * width;
+    dst[(dst_map ? dst_map[r] : r) * width + j] = v;
+  }
 }
 
 // blockIdx.y: the segment; x: its elements.
@@ -162,13 +166,19 @@ void copy_rows(DataType dtype, const void* src, const int64_t* src_map, void* ds
   check_launch("copy_rows kernel");
 }
 
-void fill(DataType dtype, void* dst, int64_t n, double value, cudaStream_t stream) {
-  if (n <= 0) return;
+void fill_rows(DataType dtype, void* dst, const int64_t* dst_map, int64_t rows, int64_t width,
+               double value, cudaStream_t stream) {
+  if (rows <= 0 || width <= 0) return;
   by_dtype(dtype, [&](auto* type) {
     using T = std::remove_pointer_t<decltype(type)>;
-    fill_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<T*>(dst), n, value);
+    fill_rows_kernel<T><<<blocks_for(rows * width), kThreads, 0, stream>>>(
+        static_cast<T*>(dst), dst_map, rows, width, value);
   });
-  check_launch("fill kernel");
+  check_launch("fill_rows kernel");
+}
+
+void fill(DataType dtype, void* dst, int64_t n, double value, cudaStream_t stream) {
+  fill_rows(dtype, dst, nullptr, 1, n, value, stream);
 }
 
 void fill_pattern(DataType dtype, void* dst, int64_t n, uint64_t seed, double scale,

@@ -18,6 +18,10 @@ namespace rnnx::cuda {
 void copy_rows(DataType dtype, const void* src, const int64_t* src_map, void* dst,
                const int64_t* dst_map, int64_t rows, int64_t width, cudaStream_t stream);
 
+// For r < rows: every element of dst row (dst_map ? dst_map[r] : r) = value (rounded to dtype).
+void fill_rows(DataType dtype, void* dst, const int64_t* dst_map, int64_t rows, int64_t width,
+               double value, cudaStream_t stream);
+
 // dst[0 .. n) = value (rounded to dtype).
 void fill(DataType dtype, void* dst, int64_t n, double value, cudaStream_t stream);
 

@@ -10,6 +10,7 @@
 #include "cuda/cell_launcher.hpp"
 #include "cuda/cublas_loader.hpp"
 #include "cuda/cuda_api.hpp"
+#include "cuda/device_rows.hpp"
 #include "cuda/kernels.hpp"
 
 namespace rnnx::cuda {
@@ -30,7 +31,7 @@ void attach_cublas(cublasHandle_t h, cudaStream_t stream) {
 class CudaStepDevice final : public core::StepDevice {
  public:
   explicit CudaStepDevice(const PlanContext& ctx)
-      : ctx_(ctx), device_(current_device()), cells_(ctx.config) {
+      : ctx_(ctx), device_(current_device()), rows_(ctx.config.dtype, device_), cells_(ctx.config) {
     const DataType dt = ctx.config.dtype;
     if (dt == DataType::f64) {
       math_ = "fp64";
@@ -53,18 +54,7 @@ class CudaStepDevice final : public core::StepDevice {
     cuda::upload(b.get(), map.data(), bytes);
     return b;
   }
-  void copy_rows(const void* src, const int64_t* src_map, void* dst, const int64_t* dst_map,
-                 int64_t rows, int64_t width, void* stream) override {
-    if (rows == 0 || width == 0) return;
-    DeviceScope scope(device_);
-    cuda::copy_rows(ctx_.config.dtype, src, src_map, dst, dst_map, rows, width,
-                    static_cast<cudaStream_t>(stream));
-  }
-  void fill(void* dst, int64_t count, double value, void* stream) override {
-    if (count == 0) return;
-    DeviceScope scope(device_);
-    cuda::fill(ctx_.config.dtype, dst, count, value, static_cast<cudaStream_t>(stream));
-  }
+  const core::RowCopier& rows() const override { return rows_; }
 
   void run(const core::StepProgram& program, const Buffers& b, const Dropout& drop,
            void* stream_ptr) override {
@@ -132,6 +122,7 @@ class CudaStepDevice final : public core::StepDevice {
 
   const PlanContext& ctx_;
   int device_;
+  DeviceRows rows_;
   CellLauncher cells_;
   HandlePool<CublasHandle> blas_{&make_cublas, &attach_cublas};
   std::string math_;
