@@ -53,7 +53,9 @@ struct Mover {
 };
 
 // Caller's value of (t, b, j) in a padded tensor of width W.
-double value(int64_t t, int64_t b, int64_t j) { return 100.0 * t + 10.0 * b + j; }
+double value(int64_t t, int64_t b, int64_t j) {
+  return 100.0 * t + 10.0 * b + j;
+}
 
 TEST(BatchMover, GathersAndScattersARaggedBatchFirstBatchWithItsPadding) {
   const int64_t T = 4, B = 3, W = 2;

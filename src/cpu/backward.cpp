@@ -256,16 +256,8 @@ void gru_orig_cell(const BackwardLoop<T>& b, const Crew& crew, const BackwardSte
 
 template <typename T, typename Crew>
 BackwardCell<T, Crew> backward_cell(const PlanSpec& p) {
-  switch (p.cell) {
-    case CellType::rnn_tanh:
-    case CellType::rnn_relu:
-      return rnn_cell<T, Crew>;
-    case CellType::lstm:
-      return lstm_cell<T, Crew>;
-    case CellType::gru:
-      break;
-  }
-  return p.gru_orig() ? gru_orig_cell<T, Crew> : gru_cell<T, Crew>;
+  return by_cell<BackwardCell<T, Crew>>(p, rnn_cell<T, Crew>, lstm_cell<T, Crew>, gru_cell<T, Crew>,
+                                        gru_orig_cell<T, Crew>);
 }
 
 // The steps of one direction on `crew` (step_crew.hpp), in the reverse of the forward order:

@@ -42,6 +42,21 @@ core::BatchMover batch_mover(const PlanSpec& p) {
   return core::BatchMover(copier, p.batch_maps());
 }
 
+// One of four things by the plan's cell: a time loop binds its cell stage so, once.
+template <typename Fn>
+Fn by_cell(const PlanSpec& p, Fn rnn, Fn lstm, Fn gru, Fn gru_orig) {
+  switch (p.cell) {
+    case CellType::rnn_tanh:
+    case CellType::rnn_relu:
+      return rnn;
+    case CellType::lstm:
+      return lstm;
+    case CellType::gru:
+      break;
+  }
+  return p.gru_orig() ? gru_orig : gru;
+}
+
 using core::prev_step;
 using core::PrevStep;
 

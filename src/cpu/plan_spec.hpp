@@ -100,7 +100,7 @@ struct PlanSpec {
   // (x W_ih^T) in the time loop (packed engine); the rows of later steps are projected in
   // bulk before it.
   int64_t step_input_steps = 0;
-  // The time loops run as one parallel region each (forward.cpp's forward_time_loop_team):
+  // The time loops run as one parallel region each (a TeamCrew, step_crew.hpp):
   // packed engine, at most kPackedChunkRows rows and two or more threads (or forced).
   bool team_loops = false;
 
