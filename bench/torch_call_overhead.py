@@ -2,7 +2,8 @@
 """Per-call cost of rnnx.torch against torch.nn in one process: what step-wise generation
 pays at every step. Tiny problems (T=1, B=1, H=16 by default) so that the call, not the
 arithmetic, is measured: rnnx.torch.LSTM/GRU/RNN, torch.nn.LSTM/GRU/RNN, rnnx's NumPy class
-and the bare plan (the C++ call through the binding), inference and training forward.
+and the bare plan (the C++ call through the binding), inference and training forward; and the
+cells (rnnx.torch.LSTMCell/GRUCell/RNNCell against torch.nn's, one step of B rows).
 
 Rounds interleave the variants; each cell is the median over --rounds of each round's mean
 per call. Run it with the interpreter whose PyTorch you measure (Debian's /usr/bin/python3
@@ -24,6 +25,7 @@ import rnnx
 import rnnx.torch as rt
 
 TARGET_RATIO = 0.5  # rnnx.torch / torch.nn per inference call, at most
+CELL_TARGET_RATIO = 1.0  # a cell's call, at most torch.nn's cell's (issue 46)
 
 
 def timer(fn, calls):
@@ -79,11 +81,39 @@ def variants(cell, T, B, I, H, mode):
     return out
 
 
+def cell_variants(cell, B, I, H, mode):
+    """torch.nn's cell against rnnx.torch's, one step of B rows."""
+    name = {"lstm": "LSTMCell", "gru": "GRUCell", "rnn_tanh": "RNNCell"}[cell]
+    ref = getattr(torch.nn, name)(I, H)
+    ours = getattr(rt, name)(I, H)
+    ours.load_state_dict(ref.state_dict())
+    x = torch.randn(B, I)
+    if mode == "infer":
+        def nn_call():
+            with torch.no_grad():
+                ref(x)
+
+        def rt_call():
+            with torch.no_grad():
+                ours(x)
+    else:
+        xg = x.clone().requires_grad_()
+
+        def nn_call():
+            ref(xg)
+
+        def rt_call():
+            ours(xg)
+    return {"torch.nn": nn_call, "rnnx.torch": rt_call}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cells", default="lstm,gru,rnn_tanh")
     ap.add_argument("--modes", default="infer,train", help="infer (no_grad), train (forward "
                     "building the graph)")
+    ap.add_argument("--kinds", default="seq,cell", help="seq (the modules), cell (RNNCell, "
+                    "LSTMCell, GRUCell: one step of B rows)")
     ap.add_argument("--shape", default="1,1,16,16", help="T,B,I,H")
     ap.add_argument("--calls", type=int, default=2000, help="calls per round")
     ap.add_argument("--rounds", type=int, default=7)
@@ -96,29 +126,32 @@ def main(argv=None):
           f"{args.rounds} rounds of {args.calls} calls (us per call)")
     rows = []
     failed = False
-    for cell in args.cells.split(","):
-        for mode in args.modes.split(","):
-            vs = variants(cell, T, B, I, H, mode)
-            timers = {name: timer(fn, args.calls) for name, fn in vs.items()}
-            for t in timers.values():  # warm up: plans, caches, first-touch memory
-                t()
-            samples = {name: [] for name in vs}
-            for r in range(args.rounds):
-                names = list(timers)
-                names = names[r % len(names):] + names[:r % len(names)]
-                for name in names:
-                    samples[name].append(timers[name]())
-            med = {name: 1e6 * statistics.median(s) for name, s in samples.items()}
-            ratio = med["rnnx.torch"] / med["torch.nn"]
-            row = dict(cell=cell, mode=mode, us=med, ratio=ratio)
-            rows.append(row)
-            cells = "  ".join(f"{name} {v:7.1f}" for name, v in med.items())
-            verdict = ""
-            if mode == "infer":
-                ok = ratio <= TARGET_RATIO
-                failed |= not ok
-                verdict = f"  (target <= {TARGET_RATIO}: {'met' if ok else 'NOT met'})"
-            print(f"{cell:8s} {mode:5s} {cells}  rnnx.torch/torch.nn {ratio:.2f}{verdict}")
+    for kind, cell, mode in ((k, c, m) for k in args.kinds.split(",")
+                             for c in args.cells.split(",") for m in args.modes.split(",")):
+        vs = (variants(cell, T, B, I, H, mode) if kind == "seq"
+              else cell_variants(cell, B, I, H, mode))
+        timers = {name: timer(fn, args.calls) for name, fn in vs.items()}
+        for t in timers.values():  # warm up: plans, caches, first-touch memory
+            t()
+        samples = {name: [] for name in vs}
+        for r in range(args.rounds):
+            names = list(timers)
+            names = names[r % len(names):] + names[:r % len(names)]
+            for name in names:
+                samples[name].append(timers[name]())
+        med = {name: 1e6 * statistics.median(s) for name, s in samples.items()}
+        ratio = med["rnnx.torch"] / med["torch.nn"]
+        row = dict(kind=kind, cell=cell, mode=mode, us=med, ratio=ratio)
+        rows.append(row)
+        cells = "  ".join(f"{name} {v:7.1f}" for name, v in med.items())
+        verdict = ""
+        target = TARGET_RATIO if kind == "seq" and mode == "infer" else (
+            CELL_TARGET_RATIO if kind == "cell" else None)
+        if target is not None:
+            ok = ratio <= target
+            failed |= not ok
+            verdict = f"  (target <= {target}: {'met' if ok else 'NOT met'})"
+        print(f"{kind:4s} {cell:8s} {mode:5s} {cells}  rnnx.torch/torch.nn {ratio:.2f}{verdict}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(torch=torch.__version__, shape=[T, B, I, H], rows=rows), f, indent=1)

@@ -36,7 +36,7 @@ from ._torch_ops import _functorch_active, dense as _dense
 # Identities of the weights the cached eager inference call keeps (_rnnx_remember_fast).
 _weights_tokens = itertools.count(1)
 
-__all__ = ["LSTM", "GRU", "RNN", "onnx_translation_table"]
+__all__ = ["LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell", "onnx_translation_table"]
 
 _torch_ops.register()  # torch.ops.rnnx.forward/backward, on PyTorch 2.4 and later
 
@@ -790,3 +790,9 @@ class RNN(_RnnxModule, torch.nn.RNN):
         super().__init__(*args, **kwargs)
         self._rnnx_init(None, None, "propagate", True, padding_fill, seed, backend, num_threads,
                         reverse=reverse, gate_clip=gate_clip, activations=activations, math=math)
+
+
+# The cells, one step of the modules above (_torch_cells.py).
+from ._torch_cells import _make_cells  # noqa: E402
+
+LSTMCell, GRUCell, RNNCell = _make_cells(LSTM, GRU, RNN)
