@@ -195,7 +195,15 @@ BatchSlot::~BatchSlot() {
   impl_.reset();
 }
 
-void BatchSlot::bind(const SequenceShape& shape) try {
+void BatchSlot::bind(const SequenceShape& shape) {
+  bind(shape, nullptr);
+}
+
+void BatchSlot::bind(const SequenceShape& shape, Schedule&& schedule) {
+  bind(shape, &schedule);
+}
+
+void BatchSlot::bind(const SequenceShape& shape, Schedule* made) try {
   // A slot already bound to this shape (a size query, then the forward, then its backward,
   // one after another on one thread take the same slot) keeps its binding.
   kept_binding_ = bound_to(shape);
@@ -203,9 +211,13 @@ void BatchSlot::bind(const SequenceShape& shape) try {
     built_backend_ = false;
     return;
   }
-  check_shape_sizes(ctx_.config, shape);
   ctx_.shape = shape;  // assigns into the vectors the slot has
-  make_schedule(ctx_.shape, ctx_.schedule);
+  if (made != nullptr) {
+    ctx_.schedule = std::move(*made);
+  } else {
+    check_shape_sizes(ctx_.config, shape);
+    make_schedule(ctx_.shape, ctx_.schedule);
+  }
   built_backend_ = !impl_ || !impl_->rebind();
   if (built_backend_) {
     impl_.reset();

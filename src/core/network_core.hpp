@@ -54,6 +54,9 @@ class BatchSlot {
   // vectors and rebinds the backend (or builds it, the first time or where the backend
   // cannot rebind). Throws Error naming the shape's argument and value.
   void bind(const SequenceShape& shape);
+  // The same with the shape's schedule made already (make_schedule(shape), its sizes checked):
+  // a plan checks a shape's values before it builds its network, and keeps that schedule.
+  void bind(const SequenceShape& shape, Schedule&& schedule);
 
   const PlanContext& context() const { return ctx_; }
   // Whether the last bind() built the backend (first batch, or one it could not rebind), and
@@ -78,6 +81,8 @@ class BatchSlot {
   void backward(const BackwardArgs& args, WorkspacePool& own);
 
  private:
+  void bind(const SequenceShape& shape, Schedule* made);  // made: the schedule, or null
+
   const NetworkCore* network_;
   PlanContext ctx_;
   std::unique_ptr<BackendImpl> impl_;  // refers to ctx_

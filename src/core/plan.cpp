@@ -16,11 +16,12 @@ namespace {
 // What a plan checks before it builds its network: the config, then the shape (its sizes,
 // then its values, which the schedule checks): a config of very many layers would otherwise
 // build a large weight layout before the shape is refused.
-const Config& checked(const Config& config, const SequenceShape& shape) {
+// The shape's values are checked (its schedule made) before the network is built: a config
+// of millions of layers with refused lengths must not lay out its weights first.
+core::Schedule checked_schedule(const Config& config, const SequenceShape& shape) {
   validate(config);
   core::check_shape_sizes(config, shape);
-  core::make_schedule(shape);
-  return config;
+  return core::make_schedule(shape);
 }
 
 }  // namespace
@@ -36,9 +37,10 @@ struct Plan::State {
   const PlanContext& ctx() const { return slot.context(); }
 };
 
-Plan::Plan(const Config& config, const SequenceShape& shape, const PlanOptions& options) try
-    : state_(std::make_unique<State>(checked(config, shape), options)) {
-  state_->slot.bind(shape);
+Plan::Plan(const Config& config, const SequenceShape& shape, const PlanOptions& options) try {
+  core::Schedule schedule = checked_schedule(config, shape);
+  state_ = std::make_unique<State>(config, options);
+  state_->slot.bind(shape, std::move(schedule));
 } catch (const std::bad_alloc&) {
   throw Error(Status::out_of_memory,
               "plan: out of memory for max_seq_len = " + std::to_string(shape.max_seq_len) +
