@@ -4,10 +4,12 @@ otherwise call the dispatcher operators of _torch_ops.py). The plan is built by 
 and travels in a _Call; the reserve comes from the engine's pool (CPU) or PyTorch's caching
 allocator (CUDA)."""
 
+import copy
+
 import torch
 
 from . import _runtime
-from ._torch_ops import _functorch, _functorch_active, dense as _dense, np_view as _np
+from ._torch_ops import _at, _functorch, _functorch_active, dense as _dense, np_view as _np
 from ._torch_ops import ptr as _ptr, refuse_double_backward, stream as _stream
 
 
@@ -15,7 +17,8 @@ class _Call:
     """What one forward needs besides tensors; the backward gets the same object."""
 
     __slots__ = ("engine", "plan", "params", "training", "counter", "lstm", "flat",
-                 "y_shape", "h_shape", "c_shape", "dtype", "device", "flat_used", "reserve")
+                 "y_shape", "h_shape", "c_shape", "dtype", "device", "flat_used", "reserve",
+                 "dropout", "examples")
 
 
 def _gather_flat(call, weights):
@@ -103,34 +106,81 @@ def _unwrap_functorch(t):
     return t
 
 
-def _vmapped(t):
-    """Whether a gradient carries a vmap dimension (torch.func's vjp under vmap: jacrev,
-    vmap(grad)), at any of the wrappers around it."""
+def _vmap_level(t):
+    """The level of the innermost-created vmap dimension a gradient carries (torch.func's vjp
+    under vmap: jacrev, vmap(grad)), or None."""
+    level = None
     while t is not None and _functorch is not None and _functorch.is_functorch_wrapped_tensor(t):
         if _functorch.is_batchedtensor(t):
-            return True
+            found = _functorch.maybe_get_level(t)
+            level = found if level is None else max(level, found)
         t = _functorch.get_unwrapped(t)
-    return False
+    return level
+
+
+def _unwrap_level(t, level):
+    """(t below its vmap dimension at `level`, that dimension), or (t, None) where it has none
+    there; the wrappers of other levels around it (torch.func.grad's) are dropped, as
+    _unwrap_functorch drops them."""
+    u = t
+    while u is not None and _functorch is not None and _functorch.is_functorch_wrapped_tensor(u):
+        if _functorch.is_batchedtensor(u) and _functorch.maybe_get_level(u) == level:
+            return _functorch._unwrap_batched(u, level)
+        u = _functorch.get_unwrapped(u)
+    return t, None
+
+
+def _backward(ctx, dy, dhy, dcy=None):
+    saved = ctx.saved_tensors
+    levels = [lv for lv in (_vmap_level(t) for t in (*saved, dy, dhy, dcy)) if lv is not None]
+    if levels:
+        # Not through once_differentiable, whose detach of the results cannot take a tensor
+        # batched below the grad level that is running; torch.func lifts them itself.
+        return _backward_vmapped(ctx, max(levels), saved, dy, dhy, dcy)
+    return _backward_once(ctx, saved, dy, dhy, dcy)
 
 
 @torch.autograd.function.once_differentiable
-def _backward(ctx, dy, dhy, dcy=None):
-    if any(_vmapped(t) for t in (dy, dhy, dcy)):
-        raise _runtime._rnnx.UnsupportedError(
-            "rnnx.torch: vmap over the backward under torch.func's grad transforms (jacrev, "
-            "vmap(grad(...)), jacfwd) is not supported; torch.vmap over a module call is "
-            "(PyTorch 2.5+), and so is one gradient of a batch")
-    tensors = [_unwrap_functorch(t) for t in (*ctx.saved_tensors, dy, dhy, dcy)]
+def _backward_once(ctx, saved, dy, dhy, dcy):
+    return _backward_below(ctx, ctx.call, saved, dy, dhy, dcy)
+
+
+def _backward_below(ctx, call, saved, dy, dhy, dcy):
+    tensors = [_unwrap_functorch(t) for t in (*saved, dy, dhy, dcy)]
     # Below torch.func's transforms, whose active levels would wrap every tensor this makes
     # (detach, empty_like) again; the results are lifted back to the level by PyTorch.
     if not _functorch_active():  # also PyTorch 1.x, whose _DisableFuncTorch is no context
-        return _backward_plain(ctx, *tensors)
+        return _backward_plain(ctx, call, *tensors)
     with torch._C._DisableFuncTorch():
-        return _backward_plain(ctx, *tensors)
+        return _backward_plain(ctx, call, *tensors)
 
 
-def _backward_plain(ctx, x, h0, c0, *rest):
-    call = ctx.call
+def _backward_vmapped(ctx, level, saved, dy, dhy, dcy):
+    """A backward with a vmap dimension, one rnnx backward per example, the results stacked
+    and given that dimension: vmap over the vjp of one forward (jacrev: only the output
+    gradients carry it; each backward reads the one reserve, as several backwards from one
+    reserve may run, rnnx/plan.hpp), or the backward of a forward that ran under vmap
+    (vmap(grad(...)): _function_vmap ran each example on its own call, with its reserve)."""
+    examples = getattr(ctx.call, "examples", None)
+    n = len(examples) if examples else None
+    parts = []
+    for t in (*saved, dy, dhy, dcy):
+        inner, bdim = _unwrap_level(t, level)
+        if bdim is not None:
+            n = inner.shape[bdim]
+            inner = inner.movedim(bdim, 0)
+        parts.append((inner, bdim is not None))
+    outs = []
+    for v in range(n):
+        at = [t[v] if batched else t for t, batched in parts]
+        call = examples[v] if examples else ctx.call
+        outs.append(_backward_below(ctx, call, at[:-3], *at[-3:]))
+    return tuple(None if first is None
+                 else _functorch._add_batch_dim(torch.stack([o[k] for o in outs]), 0, level)
+                 for k, first in enumerate(outs[0]))
+
+
+def _backward_plain(ctx, call, x, h0, c0, *rest):
     *weights, dy, dhy, dcy = rest
     needs = ctx.needs_input_grad  # (call, x, h0, c0, *weights)
     dx = torch.empty_like(x) if needs[1] else None
@@ -167,11 +217,38 @@ def _backward_plain(ctx, x, h0, c0, *rest):
     return (None, dx, dh0, dc0, *wgrads)
 
 
-def _refuse_vmap(info, in_dims, *args):
+def _refuse_jvp(ctx, *tangents):
     raise _runtime._rnnx.UnsupportedError(
-        "rnnx.torch: torch.func.vmap around torch.func's grad transforms over an rnnx "
-        "LSTM/GRU/RNN (vmap(grad(...)), jacrev) is not supported; torch.vmap over a module "
-        "call is (PyTorch 2.5+), and so is one gradient of a batch")
+        "rnnx.torch: forward-mode AD (torch.func.jvp, jacfwd, hessian) through an rnnx "
+        "LSTM/GRU/RNN is not supported: rnnx computes reverse-mode gradients only; use "
+        "jacrev, or vmap(grad(...)) for per-example gradients")
+
+
+def _function_vmap(info, in_dims, call, x, h0, c0, *weights):
+    """_RnnxFunction under vmap (vmap around torch.func's grad transforms: vmap(grad(...)),
+    per-example gradients): one rnnx forward per example, each a node of its own with its own
+    reserve, so that its backward gives that example's gradients; the plan is the module's,
+    made for one example's shape. Dropout masks are the same for every example
+    (randomness='same'); 'error' (vmap's default) refuses them."""
+    if call.training and call.dropout > 0 and info.randomness != "same":
+        raise _runtime._rnnx.UnsupportedError(
+            f"rnnx.torch: dropout under torch.vmap needs randomness='same' (got "
+            f"{info.randomness!r}): rnnx's masks come from (seed, counter, layer, position)")
+    w_dims = in_dims[4:]
+    outs = []
+    # The backward (one node for the batch, _backward_vmapped) finds each example's call here.
+    call.examples = []
+    for v in range(info.batch_size):
+        example = copy.copy(call)  # a forward's reserve and weights live on its call
+        example.examples = None
+        if any(d is not None for d in w_dims):
+            example.flat = None  # this example's weights, gathered by its forward
+        call.examples.append(example)
+        outs.append(_RnnxFunction.apply(
+            example, _at(x, in_dims[1], v), _at(h0, in_dims[2], v), _at(c0, in_dims[3], v),
+            *[_at(w, d, v) for w, d in zip(weights, w_dims)]))
+    stacked = tuple(torch.stack([o[k] for o in outs]) for k in range(len(outs[0])))
+    return stacked, (0,) * len(stacked)
 
 
 if hasattr(torch.autograd.Function, "setup_context"):
@@ -189,7 +266,8 @@ if hasattr(torch.autograd.Function, "setup_context"):
             _function_setup_context(ctx, inputs)
 
         backward = staticmethod(_function_backward)
-        vmap = staticmethod(_refuse_vmap)
+        vmap = staticmethod(_function_vmap)
+        jvp = staticmethod(_refuse_jvp)
 else:
     class _RnnxFunction(torch.autograd.Function):
         """The same on PyTorch 1.x, whose Function takes ctx in forward."""

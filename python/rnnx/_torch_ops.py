@@ -451,14 +451,14 @@ def _functorch_active():
 
 
 def _functorch_levels():
-    """How many torch.func transforms are active. torch.func.grad always differentiates with
-    create_graph=True (so that transforms nest), so one grad level is a first derivative;
-    two are a second one, which rnnx cannot give."""
+    """(transforms active, those that differentiate: all but vmaps)."""
     try:
         from torch._functorch.pyfunctorch import retrieve_all_functorch_interpreters
     except ImportError:  # PyTorch 1.x: no torch.func
-        return 0
-    return len(retrieve_all_functorch_interpreters())
+        return 0, 0
+    levels = retrieve_all_functorch_interpreters()
+    vmap = torch._C._functorch.TransformType.Vmap
+    return len(levels), sum(1 for i in levels if i.key() != vmap)
 
 
 def vmap_only():
@@ -475,8 +475,13 @@ def refuse_double_backward():
     """Autograd runs backward with grad mode on only for create_graph=True. rnnx's backward
     is not differentiable, so the gradients would come back without a graph and a gradient
     penalty built on them would silently add nothing: refuse instead (but for one
-    torch.func.grad, which asks for a graph it never uses)."""
-    if torch.is_grad_enabled() and _functorch_levels() != 1:
+    torch.func.grad, which asks for a graph it never uses). torch.func's transforms always
+    differentiate with create_graph=True (so that they nest): inside them a backward is a first
+    derivative unless two of them differentiate (grad(grad(...))); vmaps do not count
+    (vmap(grad(...)), jacrev's vmap over the vjp). Outside them it is the caller's
+    create_graph=True."""
+    transforms, differentiating = _functorch_levels()
+    if torch.is_grad_enabled() and (transforms == 0 or differentiating > 1):
         raise _rnnx.UnsupportedError(
             "rnnx.torch: double backward (create_graph=True through an rnnx "
             "LSTM/GRU/RNN) is not supported; its gradients would carry no graph")
@@ -503,9 +508,17 @@ def _autograd_backward(ctx, dy, dhy, dcy, dreserve):
     needs = ctx.needs_input_grad
     mask = [bool(needs[1]), bool(needs[2]) and hx is not None,
             bool(needs[3]) and cx is not None, any(needs[7:])]
-    dx, dhx, dcx, dw = torch.ops.rnnx.backward(
-        x, hx, cx, weights, lengths, batch_sizes, sorted_indices, config, engine, backend,
-        num_threads, batch_first, reserve, dy, dhy, dcy, mask)
+    if any(_legacy_batched(t) for t in (dy, dhy, dcy)):
+        # is_grads_batched: PyTorch's legacy vmap loops over backward_flat, one backward per
+        # row of the batched gradients, from the one reserve.
+        flat = torch.cat([w.detach().reshape(-1) for w in weights])
+        dx, dhx, dcx, dw = torch.ops.rnnx.backward_flat(
+            x, hx, cx, flat, lengths, batch_sizes, sorted_indices, config, engine, backend,
+            num_threads, batch_first, reserve, dy, dhy, dcy, mask)
+    else:
+        dx, dhx, dcx, dw = torch.ops.rnnx.backward(
+            x, hx, cx, weights, lengths, batch_sizes, sorted_indices, config, engine, backend,
+            num_threads, batch_first, reserve, dy, dhy, dcy, mask)
     wgrads = [None] * len(weights)
     if mask[3]:
         wgrads, offset = [], 0
@@ -664,6 +677,28 @@ _BACKWARD_SCHEMA = (
     "int num_threads, bool batch_first, Tensor reserve, Tensor? dy, Tensor? dhy, Tensor? dcy, "
     "bool[] output_mask) -> (Tensor dx, Tensor dhx, Tensor dcx, Tensor dweights)")
 
+# The same with the weights as one tensor in rnnx's layout. PyTorch's legacy vmap
+# (torch.autograd.grad(..., is_grads_batched=True)) has no rules from Python and can loop only
+# over an operator without a Tensor[] argument: _autograd_backward calls this one there.
+_BACKWARD_FLAT_SCHEMA = (
+    "backward_flat(Tensor x, Tensor? hx, Tensor? cx, Tensor weights, Tensor? lengths, "
+    "Tensor? batch_sizes, Tensor? sorted_indices, str config, int engine, str backend, "
+    "int num_threads, bool batch_first, Tensor reserve, Tensor? dy, Tensor? dhy, Tensor? dcy, "
+    "bool[] output_mask) -> (Tensor dx, Tensor dhx, Tensor dcx, Tensor dweights)")
+
+
+def _backward_flat(x, hx, cx, flat, lengths, batch_sizes, sorted_indices, config, *rest):
+    weights = [flat[p.offset:p.offset + p.numel].view(p.shape)
+               for p in config_info(config).params]
+    return _backward(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, config, *rest)
+
+
+def _legacy_batched(t):
+    """Whether t carries a dimension of PyTorch's legacy vmap (is_grads_batched)."""
+    check = getattr(_functorch, "is_legacy_batchedtensor", None)
+    return t is not None and check is not None and check(t)
+
+
 _library = None
 
 
@@ -675,9 +710,11 @@ def register():
     lib = torch.library.Library("rnnx", "DEF")
     lib.define(_FORWARD_SCHEMA)
     lib.define(_BACKWARD_SCHEMA)
+    lib.define(_BACKWARD_FLAT_SCHEMA)
     for key in ("CPU", "CUDA"):
         lib.impl("forward", forward_kernel, key)
         lib.impl("backward", _backward, key)
+        lib.impl("backward_flat", _backward_flat, key)
     torch.library.register_fake("rnnx::forward", _forward_fake, lib=lib)
     torch.library.register_fake("rnnx::backward", _backward_fake, lib=lib)
     lib.impl("forward", _autograd_kernel, "Autograd")

@@ -551,6 +551,7 @@ class _RnnxModule:
         call.params = params
         call.training = bool(needs_grad or apply_dropout)
         call.counter = counter
+        call.dropout = float(self.dropout) if apply_dropout else 0.0
         call.lstm = lstm
         call.flat = self._rnnx_flat if self._rnnx_aliased(weights, params) else None
         call.y_shape = y_shape[:-1] + (D * P,)

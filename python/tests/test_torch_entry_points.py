@@ -539,14 +539,83 @@ def test_vmap_over_a_module_call(cls, batch_first, with_h):
         assert_near(a.grad, b.grad, tol(T, B, 3, 4), name)
 
 
-@pytest.mark.skipif(not rnnx.torch._torch_ops.VMAP_RULES,
-                    reason="torch.library.register_vmap (PyTorch 2.5+)")
-def test_vmap_under_grad_transforms_is_refused_by_name():
-    from torch.func import jacrev
+@pytest.mark.skipif(not rnnx.torch._torch_ops.AVAILABLE, reason="torch.func (PyTorch 2.4+)")
+@pytest.mark.parametrize("cls", [("LSTM",), ("GRU",), ("RNN",)])
+def test_jacrev_matches_torch_nn(cls):
+    """jacrev: vmap over the vjp of one forward, one rnnx backward per row of the Jacobian
+    from the one reserve; with respect to the input and to the parameters."""
+    from torch.func import functional_call, jacrev
+    ref, ours = pair(cls, I=2, H=3, num_layers=2, bidirectional=True)
+    x = torch.randn(4, 2, dtype=torch.float64)
+    assert_near(jacrev(lambda xx: ours(xx)[0])(x), jacrev(lambda xx: ref(xx)[0])(x), tol(), "dy/dx")
+    pa = {k: v.detach() for k, v in ref.named_parameters()}
+    pb = {k: v.detach() for k, v in ours.named_parameters()}
+    def last_h(m):
+        def f(p):
+            h = functional_call(m, p, (x,))[1]
+            return h[0] if isinstance(h, tuple) else h  # LSTM: (h, c)
+        return f
+
+    ja = jacrev(last_h(ref))(pa)
+    jb = jacrev(last_h(ours))(pb)
+    for k in ja:
+        assert_near(jb[k], ja[k], tol(), f"dhy/d{k}")
+
+
+@pytest.mark.skipif(not rnnx.torch._torch_ops.AVAILABLE, reason="torch.func (PyTorch 2.4+)")
+@pytest.mark.parametrize("cls", [("LSTM",), ("GRU",), ("RNN",)])
+def test_per_example_gradients_with_vmap_of_grad(cls):
+    """vmap(grad(...)): each example's own gradients (a forward per example, each with its
+    reserve); torch.nn's modules cannot run this, so the want is a loop of grad."""
+    from torch.func import functional_call, grad, vmap
+    ref, ours = pair(cls, I=2, H=3, num_layers=2)
+    xs = torch.randn(5, 4, 2, 2, dtype=torch.float64)  # 5 examples of (T, B, I)
+
+    def loss(m):
+        return lambda p, x: functional_call(m, p, (x,))[0].pow(2).sum()
+
+    pa = {k: v.detach() for k, v in ref.named_parameters()}
+    pb = {k: v.detach() for k, v in ours.named_parameters()}
+    got = vmap(grad(loss(ours)), in_dims=(None, 0))(pb, xs)
+    for v in range(xs.shape[0]):
+        want = grad(loss(ref))(pa, xs[v])
+        for k in want:
+            assert_near(got[k][v], want[k], tol(), f"example {v} d{k}")
+    dx = vmap(grad(lambda x: ours(x)[0].sum()))(xs)
+    for v in range(xs.shape[0]):
+        assert_near(dx[v], grad(lambda x: ref(x)[0].sum())(xs[v]), tol(), f"example {v} dx")
+
+
+@pytest.mark.skipif(not rnnx.torch._torch_ops.AVAILABLE,
+                    reason="the dispatcher operators (PyTorch 2.4+)")
+@pytest.mark.parametrize("cls", [("LSTM",), ("GRU",), ("RNN",)])
+def test_batched_gradients_is_grads_batched_and_gradcheck(cls):
+    """torch.autograd.grad(..., is_grads_batched=True) (PyTorch's legacy vmap, which loops over
+    rnnx::backward_flat) as torch.nn gives it, for the input and every parameter; and
+    gradcheck with check_batched_grad=True, as test_modules.py's test_grad runs it."""
+    ref, ours = pair(cls, I=2, H=2, num_layers=2)
+    x = torch.randn(3, 2, dtype=torch.float64, requires_grad=True)
+    eye = torch.eye(6, dtype=torch.float64).view(6, 3, 2)
+    want = torch.autograd.grad(ref(x)[0], [x, *ref.parameters()], eye, is_grads_batched=True)
+    got = torch.autograd.grad(ours(x)[0], [x, *ours.parameters()], eye, is_grads_batched=True)
+    for (name, _), g, w in zip([("input", None), *ours.named_parameters()], got, want):
+        assert g.shape == w.shape
+        assert_near(g, w, tol(), f"batched d{name}")
+    assert torch.autograd.gradcheck(lambda xx: ours(xx)[0], (x,), check_batched_grad=True)
+
+
+@pytest.mark.skipif(not rnnx.torch._torch_ops.AVAILABLE, reason="torch.func (PyTorch 2.4+)")
+def test_forward_mode_and_second_derivatives_are_refused_by_name():
+    from torch.func import grad, jacfwd
     _, ours = pair(I=3, H=4)
     x = torch.randn(4, 2, 3, dtype=torch.float64)
-    with pytest.raises(rnnx.UnsupportedError, match="jacrev"):
-        jacrev(lambda xx: ours(xx)[0])(x)
+    with pytest.raises(rnnx.UnsupportedError, match="forward-mode"):
+        jacfwd(lambda xx: ours(xx)[0])(x)
+    with pytest.raises(rnnx.UnsupportedError, match="double backward"):
+        grad(lambda xx: grad(lambda x2: ours(x2)[0].sum())(xx).sum())(x)
+    with pytest.raises(rnnx.UnsupportedError, match="double backward"):
+        xr = x.clone().requires_grad_()
+        torch.autograd.grad(ours(xr)[0].sum(), xr, create_graph=True)
 
 
 @pytest.mark.skipif(not rnnx.torch._torch_ops.VMAP_RULES,
