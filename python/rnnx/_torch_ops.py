@@ -30,6 +30,7 @@ import torch
 
 from . import _rnnx
 from . import _runtime
+from . import _torch_double
 
 VMAP_RULES = hasattr(torch.library, "register_vmap")
 AVAILABLE = (all(hasattr(torch.library, n) for n in ("register_fake", "get_ctx", "Library"))
@@ -480,11 +481,17 @@ def refuse_double_backward():
     derivative unless two of them differentiate (grad(grad(...))); vmaps do not count
     (vmap(grad(...)), jacrev's vmap over the vjp). Outside them it is the caller's
     create_graph=True."""
-    transforms, differentiating = _functorch_levels()
-    if torch.is_grad_enabled() and (transforms == 0 or differentiating > 1):
+    if double_backward_wanted():
         raise _rnnx.UnsupportedError(
             "rnnx.torch: double backward (create_graph=True through an rnnx "
-            "LSTM/GRU/RNN) is not supported; its gradients would carry no graph")
+            "LSTM/GRU/RNN) is not supported on this path (PyTorch before 2.4, or inside "
+            "torch.func's transforms); its gradients would carry no graph")
+
+
+def double_backward_wanted():
+    """Whether this backward must give gradients with a graph (refuse_double_backward)."""
+    transforms, differentiating = _functorch_levels()
+    return torch.is_grad_enabled() and (transforms == 0 or differentiating > 1)
 
 
 def _setup_context(ctx, inputs, output):
@@ -497,7 +504,6 @@ def _setup_context(ctx, inputs, output):
 
 
 def _autograd_backward(ctx, dy, dhy, dcy, dreserve):
-    refuse_double_backward()
     if not ctx.rnnx_training:
         raise _rnnx.UnsupportedError(
             "rnnx::forward ran with training=False, which keeps no reserve: its outputs "
@@ -508,6 +514,19 @@ def _autograd_backward(ctx, dy, dhy, dcy, dreserve):
     needs = ctx.needs_input_grad
     mask = [bool(needs[1]), bool(needs[2]) and hx is not None,
             bool(needs[3]) and cx is not None, any(needs[7:])]
+    if double_backward_wanted():
+        info = config_info(config)
+        reason = _torch_double.refusal(info.kwargs, float(info.kwargs.get("dropout") or 0) > 0)
+        if reason is not None:
+            raise _rnnx.UnsupportedError(
+                f"rnnx.torch: double backward (create_graph=True) with {reason} is not "
+                "supported: it runs the recurrence in tensor operations, which have only "
+                "torch.nn's options")
+        dx, dhx, dcx, wgrads = _torch_double.gradients(
+            info, (x, hx, cx, lengths, batch_sizes, sorted_indices, batch_first, weights),
+            (dy, dhy, dcy), mask)
+        return (dx, dhx, dcx, wgrads, None, None, None, None, None, None, None, None, None,
+                None, None)
     if any(_legacy_batched(t) for t in (dy, dhy, dcy)):
         # is_grads_batched: PyTorch's legacy vmap loops over backward_flat, one backward per
         # row of the batched gradients, from the one reserve.
