@@ -10,7 +10,13 @@ for a ragged batch.
 
 import torch
 
+from . import _rnnx
 from ._runtime import invalid
+
+class _CellSizeError(_rnnx.InvalidArgumentError, RuntimeError):
+    """A size that does not fit the cell: rnnx's InvalidArgumentError (a ValueError) that is
+    also the RuntimeError torch.nn's cells raise."""
+
 
 _CELL_NAMES = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
 _SEQ_NAMES = ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0")
@@ -38,7 +44,9 @@ class _RnnxCell:
 
     def _rnnx_cell_init(self, seq_cls, **seq_kwargs):
         # Built on the meta device: it allocates nothing, and takes the cell's parameters next.
-        seq = seq_cls(self.input_size, self.hidden_size, num_layers=1, bias=self.bias,
+        # bool(bias): torch.nn's cells take any truthy value there (RNNCell(10, 20, 'relu')
+        # is a bias), its sequence modules only a bool.
+        seq = seq_cls(self.input_size, self.hidden_size, num_layers=1, bias=bool(self.bias),
                       device="meta", dtype=self.weight_ih.dtype, **seq_kwargs)
         # A submodule (torch.compile traces only registered ones) whose parameters are the
         # cell's own tensors: parameters() and named_parameters() list each once, under the
@@ -78,24 +86,34 @@ class _RnnxCell:
             seq.flatten_parameters()
         return out
 
-    def _rnnx_states(self, hx, batch, unbatched, lstm):
-        """The cell's state (B, H) or (H,) as the sequence module's (1, B, H)."""
+    def _rnnx_states(self, hx, batch, unbatched, lstm, input_size):
+        """The cell's state (B, H) or (H,) as the sequence module's (1, B, H), checked as
+        torch.nn's cells check it, with their messages: a state's rank (ValueError), then the
+        sizes (_CellSizeError, a ValueError and a RuntimeError, as torch's are RuntimeErrors)."""
+        cls = type(self).__name__
+        if input_size != self.input_size:
+            raise _CellSizeError(f"{cls}: input has inconsistent input_size: got {input_size} "
+                                 f"expected {self.input_size}")
         if hx is None:
             return None
-
-        def one(t, name):
-            want = 1 if unbatched else 2
-            if not isinstance(t, torch.Tensor) or t.dim() != want:
-                got = f"{t.dim()}-D" if isinstance(t, torch.Tensor) else type(t).__name__
-                raise invalid(f"{type(self).__name__}: {name} must be {want}-D for "
-                              f"{'unbatched' if unbatched else 'batched'} input, got {got}")
-            return t.reshape(1, batch, t.shape[-1])
-
-        if lstm:
-            if not isinstance(hx, (tuple, list)) or len(hx) != 2:
-                raise invalid(f"LSTMCell: hx must be a tuple (h, c), got {type(hx).__name__}")
-            return (one(hx[0], "hx[0]"), one(hx[1], "hx[1]"))
-        return one(hx, "hx")
+        if lstm and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
+            raise invalid(f"LSTMCell: hx must be a tuple (h, c), got {type(hx).__name__}")
+        states = list(hx) if lstm else [hx]
+        for k, t in enumerate(states):
+            what = f"hx[{k}]" if lstm else "hidden"
+            if not isinstance(t, torch.Tensor) or t.dim() not in (1, 2):
+                got = f"{t.dim()}D" if isinstance(t, torch.Tensor) else type(t).__name__
+                raise invalid(f"{cls}: Expected {what} to be 1D or 2D, got {got} instead")
+        for k, t in enumerate(states):
+            if t.shape[-1] != self.hidden_size:
+                raise _CellSizeError(f"{cls}: hidden{k} has inconsistent hidden_size: got "
+                                     f"{t.shape[-1]}, expected {self.hidden_size}")
+            rows = 1 if t.dim() == 1 else t.shape[0]
+            if t.dim() != (1 if unbatched else 2) or rows != batch:
+                raise _CellSizeError(f"{cls}: Input batch size {batch} doesn't match hidden{k} "
+                                     f"batch size {rows}")
+        shaped = [t.reshape(1, batch, t.shape[-1]) for t in states]
+        return tuple(shaped) if lstm else shaped[0]
 
     def forward(self, input, hx=None):
         """torch.nn's cell call: input (B, input_size) or (input_size,), hx likewise (an
@@ -104,14 +122,14 @@ class _RnnxCell:
         if not _compiling():  # a compiled graph reads the tensors it was traced with
             self._rnnx_share()
         if not isinstance(input, torch.Tensor) or input.dim() not in (1, 2):
-            got = f"{input.dim()}-D" if isinstance(input, torch.Tensor) else type(input).__name__
-            raise invalid(f"{type(self).__name__}: input must be 1-D (unbatched) or 2-D "
-                          f"(batched), got {got}")
+            got = f"{input.dim()}D" if isinstance(input, torch.Tensor) else type(input).__name__
+            raise invalid(f"{type(self).__name__}: Expected input to be 1D or 2D, got {got} "
+                          "instead")
         unbatched = input.dim() == 1
         batch = 1 if unbatched else input.shape[0]
         lstm = isinstance(self, torch.nn.LSTMCell)
-        _, state = seq(input.reshape(1, batch, input.shape[-1]),
-                       self._rnnx_states(hx, batch, unbatched, lstm))
+        state = self._rnnx_states(hx, batch, unbatched, lstm, input.shape[-1])
+        _, state = seq(input.reshape(1, batch, input.shape[-1]), state)
         shape = (self.hidden_size,) if unbatched else (batch, self.hidden_size)
         if lstm:
             return (state[0].reshape(shape), state[1].reshape(shape))
@@ -133,7 +151,8 @@ class _RnnxCell:
         batch = 1 if unbatched else input.shape[1]
         x = input.unsqueeze(1) if unbatched else input
         lstm = isinstance(self, torch.nn.LSTMCell)
-        y, state = seq(x, self._rnnx_states(hx, batch, unbatched, lstm), lengths=lengths)
+        y, state = seq(x, self._rnnx_states(hx, batch, unbatched, lstm, input.shape[-1]),
+                       lengths=lengths)
         shape = (self.hidden_size,) if unbatched else (batch, self.hidden_size)
         if unbatched:
             y = y.squeeze(1)

@@ -451,7 +451,10 @@ class _RnnxModule:
         if dtype not in _DTYPES:
             self._rnnx_refuse_dtype(dtype, device)
         if x.dtype != dtype:
-            raise invalid(f"input dtype {x.dtype} does not match the parameters' dtype {dtype}")
+            # torch.nn's words: "RNN input dtype ... does not match weight dtype ...".
+            raise invalid(f"RNN input dtype {x.dtype} does not match weight dtype {dtype} (the "
+                          f"parameters' dtype). Convert input: input.to({dtype}), or convert "
+                          f"model: model.to({x.dtype})")
         for name, w in zip(self._flat_weights_names, weights):
             if w.dtype != dtype or w.device != device:
                 raise invalid(f"parameter {name} is {w.dtype} on {w.device}; all must be "

@@ -197,7 +197,7 @@ def _refused_cases():
     return [
         # input dtype and kind
         *[(f"input_{str(dt)[6:]}", "LSTM", {}, lambda m, dt=dt: m(x().to(dt)), Invalid,
-           rf"input dtype {dt} does not match the parameters' dtype torch.float64")
+           rf"input dtype {dt} does not match weight dtype torch.float64 \(the parameters' dtype\)")
           for dt in (torch.float16, torch.bfloat16, torch.float32, torch.int64, torch.bool,
                      torch.complex128)],
         ("input_numpy", "LSTM", {}, lambda m: m(x().numpy()), Invalid,
@@ -398,15 +398,20 @@ def test_torch_parameters_of_mixed_dtype_and_bad_state_dicts():
 
 
 @needs_torch
-def test_torch_double_backward_is_refused():
-    """rnnx's backward is not differentiable. Gradients taken with create_graph=True would
-    carry no graph, so a gradient penalty on them would add nothing without a word."""
+def test_torch_double_backward_has_a_graph_or_is_refused():
+    """rnnx's kernels are not differentiable twice. Gradients taken with create_graph=True
+    carry a graph (the operators' path, PyTorch 2.4+: tests/test_torch_double_backward.py) or
+    are refused: never silently without one, which would make a gradient penalty add nothing."""
     torch.manual_seed(1)
     _, ours = make_pair("GRU")
     x = rand(T, B, I).requires_grad_()
     y, _ = ours(x)
-    with pytest.raises(Unsupported, match="double backward .*create_graph=True"):
-        torch.autograd.grad(y.sum(), x, create_graph=True)
+    if rnnx.torch._torch_ops.AVAILABLE:
+        (g2,) = torch.autograd.grad(y.sum(), x, create_graph=True)
+        assert g2.requires_grad
+    else:
+        with pytest.raises(Unsupported, match="double backward .*create_graph=True"):
+            torch.autograd.grad(y.sum(), x, create_graph=True)
     # Without create_graph the same graph still gives its gradients.
     (g,) = torch.autograd.grad(y.sum(), x)
     assert g.shape == x.shape and not g.requires_grad

@@ -173,10 +173,12 @@ def test_compiles_fullgraph(name):
 @pytest.mark.parametrize("name", CELLS)
 def test_refusals_name_the_argument(name):
     _, ours = pair(name)
-    with pytest.raises(rnnx.InvalidArgumentError, match="input must be 1-D"):
+    with pytest.raises(rnnx.InvalidArgumentError, match="Expected input to be 1D or 2D"):
         ours(torch.randn(1, 2, 3, dtype=torch.float64))
-    with pytest.raises(rnnx.InvalidArgumentError, match="hx"):
+    with pytest.raises(RuntimeError, match="Input batch size 2 doesn't match hidden0"):
         ours(torch.randn(2, 3, dtype=torch.float64), state(name, (5,)))
+    with pytest.raises(RuntimeError, match="input has inconsistent input_size: got 4"):
+        ours(torch.randn(2, 4, dtype=torch.float64))
     with pytest.raises(rnnx.InvalidArgumentError, match="steps: input must be 3-D"):
         ours.steps(torch.randn(3, dtype=torch.float64))
     if name == "LSTMCell":
