@@ -37,6 +37,23 @@ def timer(fn, calls):
     return run
 
 
+def module_calls(ref, ours, x, mode):
+    """torch.nn's call and rnnx.torch's on x: inference (no_grad, eval) or a training forward
+    that builds the graph."""
+    if mode == "infer":
+        ref.eval()
+        ours.eval()
+
+        def call(m):
+            def run():
+                with torch.no_grad():
+                    m(x)
+            return run
+        return {"torch.nn": call(ref), "rnnx.torch": call(ours)}
+    xg = x.clone().requires_grad_()
+    return {"torch.nn": lambda: ref(xg), "rnnx.torch": lambda: ours(xg)}
+
+
 def variants(cell, T, B, I, H, mode):
     nn_cls = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU, "rnn_tanh": torch.nn.RNN}[cell]
     rt_cls = {"lstm": rt.LSTM, "gru": rt.GRU, "rnn_tanh": rt.RNN}[cell]
@@ -47,17 +64,6 @@ def variants(cell, T, B, I, H, mode):
     x = torch.randn(T, B, I)
     out = {}
     if mode == "infer":
-        ref.eval()
-        ours.eval()
-
-        def nn_call():
-            with torch.no_grad():
-                ref(x)
-
-        def rt_call():
-            with torch.no_grad():
-                ours(x)
-
         xn = x.numpy()
         npm = np_cls(I, H)
         plan = rnnx.Plan.padded(npm.config, T, B)
@@ -68,16 +74,7 @@ def variants(cell, T, B, I, H, mode):
         out["rnnx NumPy class"] = lambda: npm.forward(xn)
         out["rnnx plan (C++ call)"] = lambda: plan.forward(xn, npm.weights, y, hy=hy, cy=cy,
                                                            workspace=ws)
-    else:
-        xg = x.clone().requires_grad_()
-
-        def nn_call():
-            ref(xg)
-
-        def rt_call():
-            ours(xg)
-    out["torch.nn"] = nn_call
-    out["rnnx.torch"] = rt_call
+    out.update(module_calls(ref, ours, x, mode))
     return out
 
 
@@ -87,24 +84,7 @@ def cell_variants(cell, B, I, H, mode):
     ref = getattr(torch.nn, name)(I, H)
     ours = getattr(rt, name)(I, H)
     ours.load_state_dict(ref.state_dict())
-    x = torch.randn(B, I)
-    if mode == "infer":
-        def nn_call():
-            with torch.no_grad():
-                ref(x)
-
-        def rt_call():
-            with torch.no_grad():
-                ours(x)
-    else:
-        xg = x.clone().requires_grad_()
-
-        def nn_call():
-            ref(xg)
-
-        def rt_call():
-            ours(xg)
-    return {"torch.nn": nn_call, "rnnx.torch": rt_call}
+    return module_calls(ref, ours, torch.randn(B, I), mode)
 
 
 def main(argv=None):
