@@ -605,6 +605,25 @@ def test_batched_gradients_is_grads_batched_and_gradcheck(cls):
 
 
 @pytest.mark.skipif(not rnnx.torch._torch_ops.AVAILABLE, reason="torch.func (PyTorch 2.4+)")
+def test_per_example_gradients_with_dropout_need_same_randomness():
+    """vmap(grad(...)) runs each example's forward with the call's one dropout mask: vmap's
+    default randomness ('error') refuses it by name, 'same' runs it."""
+    from torch.func import grad, vmap
+    _, ours = pair(I=3, H=4, num_layers=2, dropout=0.5)
+    ours.seed = 7
+    ours.train()
+    xs = torch.randn(3, 4, 2, 3, dtype=torch.float64)
+
+    def f(x):
+        return ours(x)[0].sum()
+
+    with pytest.raises(rnnx.UnsupportedError, match="randomness='same'"):
+        vmap(grad(f))(xs)
+    got = vmap(grad(f), randomness="same")(xs)
+    assert got.shape == xs.shape and bool(torch.isfinite(got).all())
+
+
+@pytest.mark.skipif(not rnnx.torch._torch_ops.AVAILABLE, reason="torch.func (PyTorch 2.4+)")
 def test_forward_mode_and_second_derivatives_inside_torch_func_are_refused_by_name():
     from torch.func import grad, jacfwd
     _, ours = pair(I=3, H=4)
