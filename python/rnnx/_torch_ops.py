@@ -30,7 +30,8 @@ import torch
 
 from . import _rnnx
 from . import _runtime
-from . import _torch_double
+from . import _torch_onnx
+from . import _torch_recurrence
 
 VMAP_RULES = hasattr(torch.library, "register_vmap")
 AVAILABLE = (all(hasattr(torch.library, n) for n in ("register_fake", "get_ctx", "Library"))
@@ -385,6 +386,11 @@ def _backward(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, config, 
 def _forward_fake(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, config, engine,
                   backend, num_threads, batch_first, training, dropout_counter, static_reserve):
     info = config_info(config)
+    if _torch_onnx.exporting():
+        # torch.onnx.export's capture through Dynamo (which reads is_in_onnx_export() as
+        # False, so the module took this route): what no export can carry is refused here,
+        # by name, rather than as a missing translation later.
+        _torch_onnx.check_exportable(info.kwargs, batch_sizes)
     ctx = torch.library.get_ctx()
     if batch_sizes is not None:
         y_shape = (x.shape[0], info.D * info.P)
@@ -516,13 +522,14 @@ def _autograd_backward(ctx, dy, dhy, dcy, dreserve):
             bool(needs[3]) and cx is not None, any(needs[7:])]
     if double_backward_wanted():
         info = config_info(config)
-        reason = _torch_double.refusal(info.kwargs, float(info.kwargs.get("dropout") or 0) > 0)
+        reason = _torch_recurrence.refusal(info.kwargs,
+                                           float(info.kwargs.get("dropout") or 0) > 0)
         if reason is not None:
             raise _rnnx.UnsupportedError(
                 f"rnnx.torch: double backward (create_graph=True) with {reason} is not "
-                "supported: it runs the recurrence in tensor operations, which have only "
-                "torch.nn's options")
-        dx, dhx, dcx, wgrads = _torch_double.gradients(
+                "supported: it differentiates the recurrence in tensor operations, which "
+                "cannot draw rnnx's dropout masks (use eval() or dropout=0 for it)")
+        dx, dhx, dcx, wgrads = _torch_recurrence.gradients(
             info, (x, hx, cx, lengths, batch_sizes, sorted_indices, batch_first, weights),
             (dy, dhy, dcy), mask)
         return (dx, dhx, dcx, wgrads, None, None, None, None, None, None, None, None, None,

@@ -28,6 +28,7 @@ from torch.nn.utils.rnn import PackedSequence
 
 from . import _rnnx
 from . import _runtime
+from . import _torch_onnx
 from . import _torch_ops
 from ._runtime import invalid
 from ._torch_function import _Call, _RnnxFunction, _gather_flat, _run_forward
@@ -44,7 +45,6 @@ _torch_ops.register()  # torch.ops.rnnx.forward/backward, on PyTorch 2.4 and lat
 def onnx_translation_table():
     """For torch.onnx.export(..., dynamo=True, custom_translation_table=this): rnnx's
     operator as ONNX's LSTM/GRU/RNN nodes (_torch_onnx.py says what cannot be exported)."""
-    from . import _torch_onnx
     return _torch_onnx.translation_table()
 
 
@@ -483,7 +483,15 @@ class _RnnxModule:
         # which they support; PyTorch's autograd of a torch.library operator they do not.
         # torch.vmap alone runs through the operators and their vmap rules (PyTorch 2.5+).
         vmapped = _torch_ops.vmap_only()
-        if _torch_ops.AVAILABLE and (vmapped or not _functorch_active()):
+        if _torch_onnx.exporting():
+            # torch.onnx.export traces this call: ONNX's own nodes, or Scans where no node
+            # expresses the config, instead of rnnx's operator (_torch_onnx.py).
+            kw = _torch_ops.config_info(self._rnnx_op_config(dtype, dropout)).kwargs
+            y, hy, cy = _torch_onnx.module_forward(
+                kw, self._flat_weights_names, x, h0, c0, weights,
+                lengths if lengths is None or isinstance(lengths, torch.Tensor)
+                else torch.tensor(lens), batch_sizes if packed else None, batch_first)
+        elif _torch_ops.AVAILABLE and (vmapped or not _functorch_active()):
             if packed:
                 op_lengths, op_bs, op_si = None, batch_sizes, sorted_indices
             else:

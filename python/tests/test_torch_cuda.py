@@ -5,6 +5,7 @@ why, where there is no GPU or this build has no cuda backend, built in or from t
 wheel's plugin (tools/gpu-check runs it on one, --cuda-wheel with the plugin)."""
 
 import copy
+import os
 
 import pytest
 
@@ -15,6 +16,11 @@ from torch.nn.utils.rnn import pack_padded_sequence  # noqa: E402
 
 from conftest import assert_near, tolerance  # noqa: E402
 
+if not torch.cuda.is_available() and os.environ.get("RNNX_REQUIRE_GPU", "0") not in ("", "0"):
+    # tools/gpu-check sets it where nvidia-smi lists a GPU: one torch cannot use is a failure.
+    pytest.fail("RNNX_REQUIRE_GPU is set (nvidia-smi lists a GPU) but torch.cuda.is_available() "
+                f"is False (torch {torch.__version__}, CUDA {torch.version.cuda})",
+                pytrace=False)
 if not torch.cuda.is_available():
     pytest.skip("no CUDA device for torch (the cuda backend's tests run on tools/gpu-check)",
                 allow_module_level=True)

@@ -1,7 +1,8 @@
 """Double backward (create_graph=True) through rnnx.torch's modules against torch.nn's in
 float64: a gradient penalty's gradients for every option torch.nn has (cells, layers,
 directions, projection, no bias, batch_first, lengths, packed input with states),
-gradgradcheck, and rnnx's own options refused by name. The operators' path (PyTorch 2.4+);
+gradgradcheck; rnnx's own options (clips, peepholes, ONNX's activations, ...) against the
+kernels' first derivative and by gradgradcheck; training dropout refused by name. The operators' path (PyTorch 2.4+);
 before it, and inside torch.func's transforms, a second derivative is refused by name."""
 
 import pytest
@@ -104,15 +105,49 @@ def test_gradgradcheck(cls):
     assert torch.autograd.gradgradcheck(lambda xx: ours(xx)[0], (x,))
 
 
-@pytest.mark.parametrize("make,name", [
-    (lambda: rt.LSTM(3, 4, cell_clip=(-1, 1)), "cell_clip"),
-    (lambda: rt.LSTM(3, 4, peephole=True), "peephole"),
-    (lambda: rt.GRU(3, 4, gru_linear_before_reset=False), "gru_linear_before_reset=False"),
-    (lambda: rt.RNN(3, 4, gate_clip=5.0), "gate_clip"),
-    (lambda: rt.LSTM(3, 4, num_layers=2, dropout=0.5), "dropout"),
-])
-def test_rnnx_options_are_refused_by_name(make, name):
-    m = make().double().train()
+RNNX_OPTIONS = [
+    ("LSTM", dict(cell_clip=(-0.3, 0.3))), ("LSTM", dict(proj_size=2, proj_clip=(-0.2, 0.2))),
+    ("LSTM", dict(peephole=True)), ("LSTM", dict(input_forget=True, reverse=True)),
+    ("LSTM", dict(cell_clip=(-0.3, 0.3), clip_nan="replace", bidirectional=True)),
+    ("GRU", dict(gru_linear_before_reset=False)), ("RNN", dict(gate_clip=0.4)),
+    ("GRU", dict(activations=["HardSigmoid", "Softsign"], bidirectional=True)),
+    ("LSTM", dict(activations=[("LeakyRelu", 0.1), "Softplus", ("ScaledTanh", 0.8, 1.2)])),
+    ("RNN", dict(activations=[("Affine", 0.5, 0.1)])),
+]
+
+
+def _rnnx_only(cls, kw):
+    torch.manual_seed(5)
+    return getattr(rt, cls)(3, 4, **kw).double()
+
+
+@pytest.mark.parametrize("cls,kw", RNNX_OPTIONS, ids=lambda v: str(v))
+def test_rnnx_options_first_derivative_matches_the_kernels(cls, kw):
+    """The tensor recurrence's first derivative (create_graph=True) equals the kernels' own
+    (no graph) for rnnx's options: both are the same equations."""
+    m = _rnnx_only(cls, kw)
+    x = torch.randn(5, 2, 3, dtype=torch.float64, requires_grad=True)
+    lengths = torch.tensor([5, 3])
+
+    def grads(create_graph):
+        y, h = m(x, lengths=lengths)
+        hh = h[0] if isinstance(h, tuple) else h
+        loss = y.pow(2).sum() + hh.sin().sum()
+        return torch.autograd.grad(loss, [x, *m.parameters()], create_graph=create_graph)
+
+    for got, want in zip(grads(True), grads(False)):
+        close(got.detach(), want, f"{cls} {kw}")
+
+
+@pytest.mark.parametrize("cls,kw", RNNX_OPTIONS, ids=lambda v: str(v))
+def test_rnnx_options_gradgradcheck(cls, kw):
+    m = _rnnx_only(cls, kw)
+    x = torch.randn(3, 2, 3, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradgradcheck(lambda xx: m(xx, lengths=torch.tensor([3, 2]))[0], (x,))
+
+
+def test_training_dropout_is_refused_by_name():
+    m = rt.LSTM(3, 4, num_layers=2, dropout=0.5).double().train()
     x = torch.randn(2, 1, 3, dtype=torch.float64, requires_grad=True)
-    with pytest.raises(rnnx.UnsupportedError, match=name):
+    with pytest.raises(rnnx.UnsupportedError, match="dropout"):
         torch.autograd.grad(m(x)[0].sum(), x, create_graph=True)
