@@ -26,8 +26,10 @@ function(rnnx_find_cudnn)
       list(APPEND hints ${wheel})
     endif()
   endif()
-  find_path(RNNX_CUDNN_INCLUDE_DIR cudnn_version.h HINTS ${hints} ${CUDAToolkit_INCLUDE_DIRS}
-            PATH_SUFFIXES include)
+  # cudnn.h names the folder (a wheel may ship cudnn_version.h elsewhere or not at all: the
+  # version is then read from the library when it loads, and configure goes on).
+  find_path(RNNX_CUDNN_INCLUDE_DIR NAMES cudnn.h cudnn_version.h HINTS ${hints}
+            ${CUDAToolkit_INCLUDE_DIRS} PATH_SUFFIXES include)
   # The library beside the headers first (the wheel's, say, whose headers were found), each
   # folder searched for both names before the next (NAMES_PER_DIR): else the toolkit's
   # libcudnn.so could pair with the wheel's headers of another version.
@@ -39,7 +41,7 @@ function(rnnx_find_cudnn)
   find_library(RNNX_CUDNN_LIBRARY NAMES cudnn libcudnn.so.9 NAMES_PER_DIR HINTS ${lib_hints}
                PATH_SUFFIXES lib lib64 lib/x64)
   set(version "")
-  if(RNNX_CUDNN_INCLUDE_DIR)
+  if(RNNX_CUDNN_INCLUDE_DIR AND EXISTS ${RNNX_CUDNN_INCLUDE_DIR}/cudnn_version.h)
     file(STRINGS ${RNNX_CUDNN_INCLUDE_DIR}/cudnn_version.h lines REGEX "#define CUDNN_(MAJOR|MINOR|PATCHLEVEL) ")
     foreach(part MAJOR MINOR PATCHLEVEL)
       string(REGEX MATCH "CUDNN_${part} +([0-9]+)" m "${lines}")
@@ -74,8 +76,11 @@ else()
       rnnx_find_cudnn()
       if(NOT RNNX_CUDNN_INCLUDE_DIR OR NOT RNNX_CUDNN_LIBRARY)
         set(why "cuDNN not found (CUDNN_ROOT names its folder)")
-      elseif(NOT RNNX_CUDNN_VERSION MATCHES "^9\\.")
+      elseif(NOT RNNX_CUDNN_VERSION STREQUAL "" AND NOT RNNX_CUDNN_VERSION MATCHES "^9\\.")
         set(why "cuDNN ${RNNX_CUDNN_VERSION} found, rnnx needs cuDNN 9")
+      elseif(RNNX_CUDNN_VERSION STREQUAL "")
+        # The backend checks cudnnGetVersion() when it first makes a plan.
+        set(RNNX_CUDNN_VERSION "(no cudnn_version.h: the version is checked when it loads)")
       endif()
     endif()
   endif()

@@ -23,6 +23,32 @@ Status status_of(const std::function<void()>& f) {
   return Status::success;
 }
 
+// PyTorch's math choices; float32 never meets float16 unless asked by name (issue 47: the
+// seed's allow_conversion meant float16 on cuDNN, bfloat16 everywhere else).
+TEST(CudnnLayout, MathKeepsFloat32sRangeUnlessFloat16IsAskedFor) {
+  Config c = make_config(CellType::lstm, 4, 6, 1, false, DataType::f32);
+  EXPECT_EQ(cuda::cudnn_math(c, MathMode::fp32, false), "fma");
+  EXPECT_EQ(cuda::cudnn_math(c, MathMode::fp32, true), "fma") << "the opt-in needs the mode";
+  EXPECT_EQ(cuda::cudnn_math(c, MathMode::allow_conversion, false), "tf32");
+  EXPECT_EQ(cuda::cudnn_math(c, MathMode::allow_conversion, true), "tensor-op-fp16-conversion");
+  c.dtype = DataType::f64;
+  EXPECT_EQ(cuda::cudnn_math(c, MathMode::allow_conversion, true), "double");
+  c.dtype = DataType::bf16;
+  EXPECT_EQ(cuda::cudnn_math(c, MathMode::allow_conversion, false), "default");
+  c.dtype = DataType::f16;
+  EXPECT_EQ(cuda::cudnn_math(c, MathMode::fp32, false), "tensor-op");
+}
+
+TEST(CudnnLayout, Bfloat16NeedsCudnn913) {
+  EXPECT_EQ(cuda::cudnn_version_refusal(DataType::bf16, 91300), "");
+  EXPECT_EQ(cuda::cudnn_version_refusal(DataType::bf16, 91900), "");
+  EXPECT_EQ(cuda::cudnn_version_refusal(DataType::f32, 90100), "");
+  EXPECT_EQ(cuda::cudnn_version_refusal(DataType::bf16, 91205),
+            "bfloat16 RNNs need cuDNN 9.13 or later, this is 9.12.5");
+  EXPECT_EQ(cuda::cudnn_version_refusal(DataType::f32, 80907),
+            "rnnx needs cuDNN 9, the loaded library is 8.9.7");
+}
+
 TEST(CudnnLayout, RefusesWhatCudnnCannotRun) {
   const Config lstm = make_config(CellType::lstm, 4, 6, 2, true, DataType::f32, 3);
   EXPECT_EQ(cuda::cudnn_refusal(lstm), "");

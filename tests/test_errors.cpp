@@ -528,7 +528,7 @@ std::vector<ExecCase> exec_cases() {
       {"forward_workspace_misaligned",
        lstm,
        bad,
-       {"workspace", "aligned to 8"},
+       {"workspace", "aligned to 8 bytes on backend"},
        [](Exec& e) {
          ForwardArgs a = e.f;
          a.workspace = e.scratch(e.plan->forward_workspace_size(true) + 8, 4);

@@ -87,6 +87,9 @@ class HostDevice final : public core::StepDevice {
         std::vector<T> sums(static_cast<size_t>(s->width));
         core::column_sums(ptr(s->src), s->width, s->rows, s->width, sums.data());
         for (int64_t j = 0; j < s->width; ++j) ptr(s->dst)[j] += sums[j];
+        if (s->also) {
+          for (int64_t j = 0; j < s->width; ++j) ptr(s->also)[j] += sums[j];
+        }
       } else if (const auto* c = std::get_if<core::CopyOp>(&op)) {
         std::copy_n(ptr(c->src), c->count, ptr(c->dst));
       } else if (const auto* d = std::get_if<core::DropoutOp>(&op)) {
@@ -313,12 +316,14 @@ TEST(StepProgram, BiasAndPeepholeGradientsAreColumnSumsOverTheTokens) {
     } else if (const auto* cs = std::get_if<core::ColumnSumsOp>(&op)) {
       EXPECT_EQ(cs->rows, s.tokens);
       EXPECT_EQ(cs->dst.buf, core::Buf::dweights);
+      EXPECT_EQ(static_cast<bool>(cs->also), cs->width == 4 * 5) << "b_hh beside b_ih";
       widths.push_back(cs->width);
     }
   }
+  // b_ih and b_hh from one pass over dG (LSTM: the same rows), then the peepholes.
   const int64_t GH = 4 * 5, peep = 3 * 5;
   std::vector<int64_t> expected;
-  for (int ld = 0; ld < 4; ++ld) expected.insert(expected.end(), {GH, GH, peep});
+  for (int ld = 0; ld < 4; ++ld) expected.insert(expected.end(), {GH, peep});
   EXPECT_EQ(widths, expected);
   for (const core::StepProgram* f : {&p.forward_training, &p.forward_inference}) {
     for (const core::StepOp& op : f->ops)

@@ -158,6 +158,9 @@ class Plan {
   size_t forward_workspace_size(bool training) const;  // bytes
   size_t backward_workspace_size() const;              // bytes
   size_t reserve_size() const;                         // bytes
+  // What a caller's workspace and reserve must be aligned to (bytes): 8 on the host
+  // backends, 256 on cuda (cuDNN's spaces; cudaMalloc's alignment).
+  size_t buffer_alignment() const;
 
   // What runs: "reference", "cpu:avx512/onednn-sgemm", ...
   std::string impl_name() const;

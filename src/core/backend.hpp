@@ -88,6 +88,10 @@ class BackendImpl {
   virtual size_t forward_workspace_size(bool training) const = 0;
   virtual size_t backward_workspace_size() const = 0;
   virtual size_t reserve_size() const = 0;
+  // The alignment (bytes) a caller's workspace and reserve must have: the widest element a
+  // backend carves from them by default; a device library's own (cuDNN: 256) where it
+  // carves spaces that need more.
+  virtual size_t buffer_alignment() const { return alignof(double); }
   // args.reserve points past the plan's header; `workspace` is never null when the
   // corresponding size is non-zero. dropout_counter is the one the forward used.
   virtual void forward(const ForwardArgs& args, void* workspace) = 0;
@@ -104,26 +108,30 @@ class BackendImpl {
   const PlanContext& ctx_;
 };
 
-// Bytes rounded up so that every sub-buffer a backend carves out stays 64-byte aligned.
-inline size_t align_up(size_t bytes) {
-  return (bytes + 63) / 64 * 64;
+// Bytes rounded up so that every sub-buffer a backend carves out stays 64-byte aligned (or
+// `alignment`-byte aligned, a power of two).
+inline size_t align_up(size_t bytes, size_t alignment = 64) {
+  return (bytes + alignment - 1) / alignment * alignment;
 }
 
 // Carves aligned sub-buffers out of a workspace or reserve; used the same way to compute
 // the size (base == nullptr) and to hand out pointers, so the two cannot disagree.
 class Carver {
  public:
-  explicit Carver(void* base = nullptr) : base_(static_cast<char*>(base)) {}
+  // Every sub-buffer starts `alignment` bytes (a power of two) past an aligned offset.
+  explicit Carver(void* base = nullptr, size_t alignment = 64)
+      : base_(static_cast<char*>(base)), alignment_(alignment) {}
   template <typename T>
   T* take(int64_t count) {
     T* p = base_ ? reinterpret_cast<T*>(base_ + used_) : nullptr;
-    used_ += align_up(sizeof(T) * static_cast<size_t>(count));
+    used_ += align_up(sizeof(T) * static_cast<size_t>(count), alignment_);
     return p;
   }
   size_t used() const { return used_; }
 
  private:
   char* base_;
+  size_t alignment_;
   size_t used_ = 0;
 };
 

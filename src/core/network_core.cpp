@@ -85,14 +85,21 @@ uint64_t batch_fingerprint(uint64_t config_hash, const SequenceShape& s, uint64_
   return f.add(s.sorted_indices).add(choice).value();
 }
 
-// Caller buffers must be aligned to their element type; workspace and reserve to the
-// widest element a backend carves from them (double, int64). 64 is better: every
-// sub-buffer starts at a 64-byte offset from the base, so it inherits the base's alignment.
-constexpr size_t kBufferAlignment = alignof(double);
+// Caller buffers must be aligned to their element type; workspace and reserve to what the
+// backend carves from them (BackendImpl::buffer_alignment: double's, or cuDNN's 256 bytes).
+// 64 is better on the host: every sub-buffer starts at a 64-byte offset from the base.
 void require_aligned(const void* p, size_t alignment, const char* name) {
   if (p != nullptr && reinterpret_cast<uintptr_t>(p) % alignment != 0) {
     invalid(std::string(name) + " (address " + std::to_string(reinterpret_cast<uintptr_t>(p)) +
             ") must be aligned to " + std::to_string(alignment) + " bytes");
+  }
+}
+void require_buffer_aligned(const void* p, const BackendImpl& impl, const char* name) {
+  const size_t alignment = impl.buffer_alignment();
+  if (p != nullptr && reinterpret_cast<uintptr_t>(p) % alignment != 0) {
+    invalid(std::string(name) + " (address " + std::to_string(reinterpret_cast<uintptr_t>(p)) +
+            ") must be aligned to " + std::to_string(alignment) + " bytes on backend " +
+            impl.name());
   }
 }
 
@@ -267,6 +274,9 @@ size_t BatchSlot::backward_workspace_size() const {
 size_t BatchSlot::reserve_size() const {
   return sizeof(ReserveHeader) + (ctx_.schedule.B == 0 ? 0 : impl_->reserve_size());
 }
+size_t BatchSlot::buffer_alignment() const {
+  return impl_ ? impl_->buffer_alignment() : alignof(double);
+}
 
 void BatchSlot::forward(const ForwardArgs& in, WorkspacePool& own) try {
   const bool lstm = ctx_.config.cell == CellType::lstm;
@@ -285,7 +295,7 @@ void BatchSlot::forward(const ForwardArgs& in, WorkspacePool& own) try {
   require_aligned(in.y, elem, "forward: y");
   require_aligned(in.hy, elem, "forward: hy");
   require_aligned(in.cy, elem, "forward: cy");
-  require_aligned(in.workspace, kBufferAlignment, "forward: workspace");
+  require_buffer_aligned(in.workspace, *impl_, "forward: workspace");
   if (in.training && ctx_.options.purpose == PlanPurpose::inference) {
     invalid(
         "forward: training is true, but the plan (network) was built for inference "
@@ -293,7 +303,7 @@ void BatchSlot::forward(const ForwardArgs& in, WorkspacePool& own) try {
         " build it for training to run training forwards and their backwards");
   }
   if (in.training) {
-    require_aligned(in.reserve, kBufferAlignment, "forward: reserve");
+    require_buffer_aligned(in.reserve, *impl_, "forward: reserve");
     require(in.reserve, "forward (training): reserve");
     if (in.reserve_size < reserve_size()) {
       invalid("forward: reserve_size (= " + std::to_string(in.reserve_size) +
@@ -359,8 +369,8 @@ void BatchSlot::backward(const BackwardArgs& in, WorkspacePool& own) try {
                          {in.dweights, "backward: dweights"}}) {
     require_aligned(p, elem, name);
   }
-  require_aligned(in.workspace, kBufferAlignment, "backward: workspace");
-  require_aligned(in.reserve, kBufferAlignment, "backward: reserve");
+  require_buffer_aligned(in.workspace, *impl_, "backward: workspace");
+  require_buffer_aligned(in.reserve, *impl_, "backward: reserve");
   if (!lstm && (in.c0 || in.dcy || in.dc0)) {
     invalid(std::string("backward: c0/dcy/dc0 given but cell is ") + to_string(ctx_.config.cell));
   }

@@ -74,6 +74,7 @@ class BatchSlot {
   size_t forward_workspace_size(bool training) const;
   size_t backward_workspace_size() const;
   size_t reserve_size() const;
+  size_t buffer_alignment() const;  // BackendImpl::buffer_alignment
 
   // A call on the bound batch: checks the buffers, takes a workspace from `own` when the
   // caller passes none, writes (forward) or checks (backward) the reserve's header.

@@ -98,6 +98,9 @@ size_t Plan::backward_workspace_size() const {
 size_t Plan::reserve_size() const {
   return state_->slot.reserve_size();
 }
+size_t Plan::buffer_alignment() const {
+  return state_->slot.buffer_alignment();
+}
 std::string Plan::impl_name() const {
   return state_->slot.impl().name();
 }

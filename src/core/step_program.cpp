@@ -127,9 +127,9 @@ class Builder {
                .c = c,
                .ldc = ldc});
   }
-  // A bias (or peephole) gradient: v[n] += the column sums of A [tokens, n].
-  void column_sums(std::vector<StepOp>& ops, Ref a, int64_t n, Ref v) const {
-    ops.emplace_back(ColumnSumsOp{.src = a, .rows = N_, .width = n, .dst = v});
+  // A bias (or peephole) gradient: v[n] += the column sums of A [tokens, n] (and also[n]).
+  void column_sums(std::vector<StepOp>& ops, Ref a, int64_t n, Ref v, Ref also = {}) const {
+    ops.emplace_back(ColumnSumsOp{.src = a, .rows = N_, .width = n, .dst = v, .also = also});
   }
 
   const Config& c_;
@@ -374,8 +374,15 @@ StepProgram Builder::backward() {
         over_tokens(p.ops, rows_of(g.lhs).plus(g.lhs_col0), width(g.lhs), g.m, rows_of(g.rhs),
                     width(g.rhs), g.n, dweight(l, d, g.weight).plus(g.row0 * g.n), g.n);
       }
-      for (const TokenColumnSums& g : grads.sums) {
-        column_sums(p.ops, rows_of(g.rows), g.width, dweight(l, d, g.weight));
+      // Entries over the same rows (b_ih and b_hh but for linear-before-reset GRU) share
+      // one pass over them.
+      for (size_t k = 0; k < grads.sums.size(); ++k) {
+        const TokenColumnSums& g = grads.sums[k];
+        const bool pair = k + 1 < grads.sums.size() && grads.sums[k + 1].rows == g.rows &&
+                          grads.sums[k + 1].width == g.width;
+        column_sums(p.ops, rows_of(g.rows), g.width, dweight(l, d, g.weight),
+                    pair ? dweight(l, d, grads.sums[k + 1].weight) : Ref{});
+        k += pair ? 1 : 0;
       }
       if (c_.peephole) {
         column_sums(p.ops, dpeep, 3 * H, dweight(l, d, WeightKind::w_peephole));

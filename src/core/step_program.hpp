@@ -62,11 +62,14 @@ struct CopyOp {
 };
 
 // dst[width] += the column sums of src [rows, width] (dense), each column added up in row order
-// (core/column_sums.hpp): the bias and peephole gradients over the tokens.
+// (core/column_sums.hpp): the bias and peephole gradients over the tokens. `also` (when set)
+// gets the same sums added: b_hh's gradient is b_ih's for every cell but linear-before-reset
+// GRU's, summed once.
 struct ColumnSumsOp {
   Ref src;
   int64_t rows = 0, width = 0;
   Ref dst;
+  Ref also;
 };
 
 // Multiplies packed sorted rows [tokens, width] by layer `layer`'s dropout mask / (1 - p)

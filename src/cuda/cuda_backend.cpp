@@ -19,6 +19,7 @@
 #include "core/backend_registry.hpp"
 #include "core/batch_mover.hpp"
 #include "core/dropout.hpp"
+#include "core/reserve_ledger.hpp"
 #include "core/row_maps.hpp"
 #include "core/step_backend.hpp"
 #include "cuda/cuda_api.hpp"
@@ -33,6 +34,10 @@
 namespace rnnx {
 namespace cuda {
 namespace {
+
+// What cuDNN's spaces need (and cudaMalloc gives): a caller's workspace and reserve too.
+constexpr size_t kCudnnAlignment = 256;
+static_assert(kCudnnAlignment > sizeof(core::ReserveHeader), "the reserve's body pads to it");
 
 // p advanced by `elems` elements of `elem` bytes; null stays null.
 template <typename P>
@@ -82,6 +87,8 @@ class CudaBackend final : public BackendImpl {
   }
   const core::Memory& memory() const override { return device_memory(); }
   bool takes_stream() const override { return true; }
+  // cuDNN's workspace and reserve spaces, and everything carved beside them, 256-aligned.
+  size_t buffer_alignment() const override { return kCudnnAlignment; }
 
   void forward(const ForwardArgs& a, void* workspace) override;
   void backward(const BackwardArgs& a, void* workspace, uint64_t dropout_counter) override;
@@ -130,7 +137,7 @@ class CudaBackend final : public BackendImpl {
   ForwardBuffers forward_buffers(void* base, bool training) const {
     ForwardBuffers b;
     if (batch() == 0) return b;
-    Carver k(base);
+    Carver k(base, kCudnnAlignment);
     const int64_t N = tokens(), Bp = batch();
     if (!batch_.rows_in_place) b.x = k.take<char>(bytes(N * ctx_.config.input_size));
     if (training && dropout_between()) b.x_drop = k.take<char>(bytes(N * DP_));
@@ -155,7 +162,7 @@ class CudaBackend final : public BackendImpl {
   BackwardBuffers backward_buffers(void* base) const {
     BackwardBuffers b;
     if (batch() == 0) return b;
-    Carver k(base);
+    Carver k(base, kCudnnAlignment);
     const int64_t N = tokens(), Bp = batch();
     const int64_t widest = std::max(ctx_.config.input_size, DP_);
     if (!batch_.rows_in_place) b.x = k.take<char>(bytes(N * ctx_.config.input_size));
@@ -177,8 +184,11 @@ class CudaBackend final : public BackendImpl {
 
   std::vector<GroupReserve> reserve_parts(const void* base, size_t* used) const {
     std::vector<GroupReserve> parts;
-    Carver k(const_cast<void*>(base));
+    Carver k(const_cast<void*>(base), kCudnnAlignment);
     if (batch() > 0) {
+      // The body starts sizeof(ReserveHeader) = 64 bytes past the caller's 256-aligned
+      // reserve: the rest of 256 first, so that every part starts 256-aligned.
+      k.take<char>(static_cast<int64_t>(kCudnnAlignment - sizeof(core::ReserveHeader)));
       for (const CudnnGroup& g : rnn_->groups()) {
         GroupReserve r;
         r.weights = k.take<char>(g.weight_bytes);
@@ -411,6 +421,8 @@ namespace {
 
 std::unique_ptr<BackendImpl> make_cuda_backend(const PlanContext& ctx) {
   const std::string refusal = cuda::cudnn_refusal(ctx.config);
+  const std::string too_old = cuda::cudnn_version_refusal(ctx.config.dtype, cudnnGetVersion());
+  if (!too_old.empty()) throw Error(Status::unsupported, "backend cuda: " + too_old);
   if (refusal.empty()) {
     return cuda::with_fastest_cudnn_algorithm(ctx, [&ctx](cuda::CudnnAlgo algo) {
       return std::unique_ptr<BackendImpl>(std::make_unique<cuda::CudaBackend>(ctx, algo));

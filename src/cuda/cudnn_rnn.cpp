@@ -2,9 +2,11 @@
 #include "cuda/cudnn_rnn.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "core/dropout.hpp"
+#include "cuda/rules/cudnn_layout.hpp"
 #include "rnnx/error.hpp"
 
 namespace rnnx::cuda {
@@ -101,17 +103,15 @@ CudnnRnn::CudnnRnn(const PlanContext& ctx, const CudnnBatch& batch, cudnnHandle_
   const int64_t D = c.num_directions(), P = c.output_size(), H = c.hidden_size;
   const cudnnDataType_t type = cudnn_type(c.dtype);
   const cudnnDataType_t precision = c.dtype == DataType::f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
-  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
-  if (c.dtype == DataType::f64) {
-    math_name_ = "double";
-  } else if (c.dtype == DataType::bf16 || c.dtype == DataType::f16) {
-    // 16-bit data on tensor cores, accumulated and kept (cell state) in float32.
-    math = CUDNN_TENSOR_OP_MATH, math_name_ = "tensor-op";
-  } else if (ctx.math == MathMode::allow_conversion) {
-    math = CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION, math_name_ = "tensor-op-allow-conversion";
-  } else {
-    math = CUDNN_FMA_MATH, math_name_ = "fma";  // strict float32: no TF32
-  }
+  // PyTorch's choices (rules/cudnn_layout.hpp): 16-bit data accumulated and kept (cell
+  // state) in float32; float32 strict unless conversion is allowed, then TF32, which keeps
+  // float32's range. float16 between steps only on the explicit opt-in.
+  const char* opt_in = std::getenv("RNNX_CUDNN_FP16_CONVERSION");
+  math_name_ = cudnn_math(c, ctx.math, opt_in != nullptr && std::string(opt_in) == "1");
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;  // "double", "default" (bfloat16), "tf32"
+  if (math_name_ == "fma") math = CUDNN_FMA_MATH;
+  if (math_name_ == "tensor-op") math = CUDNN_TENSOR_OP_MATH;
+  if (math_name_ == "tensor-op-fp16-conversion") math = CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
   const int64_t elem = dtype_size(c.dtype);
 
   // cuDNN needs a dropout descriptor; rnnx's own masks go between layers instead.

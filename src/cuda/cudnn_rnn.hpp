@@ -49,14 +49,14 @@ class CudnnRnn {
   bool per_layer() const { return groups_.size() > 1; }
   size_t max_weight_bytes() const;
   size_t max_workspace(bool training) const;
-  // "fma" (strict float32), "tensor-op-allow-conversion", "tensor-op" (bfloat16, float16),
-  // "double".
-  const char* math_name() const { return math_name_; }
+  // cudnn_math's name (rules/cudnn_layout.hpp): "fma", "tf32", "tensor-op-fp16-conversion",
+  // "tensor-op" (float16), "default" (bfloat16), "double".
+  const std::string& math_name() const { return math_name_; }
 
  private:
   std::vector<CudnnGroup> groups_;
   DropoutDescriptor no_dropout_;
-  const char* math_name_ = "";
+  std::string math_name_;
 };
 
 }  // namespace rnnx::cuda

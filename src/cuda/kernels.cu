@@ -49,10 +49,12 @@ __device__ __half add<__half>(__half a, __half b) {
 }
 
 template <typename T>
-__global__ void column_sums_kernel(const T* src, int64_t rows, int64_t width, T* dst) {
+__global__ void column_sums_kernel(const T* src, int64_t rows, int64_t width, T* dst, T* also) {
   for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < width;
        j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    dst[j] += core::column_sum(src + j, width, rows);
+    const T sum = core::column_sum(src + j, width, rows);
+    dst[j] += sum;
+    if (also != nullptr) also[j] += sum;
   }
 }
 
@@ -219,14 +221,16 @@ void weights_to_flat(DataType dtype, const WeightSegment* segments, int64_t coun
 }
 
 void add_column_sums(DataType dtype, const void* src, int64_t rows, int64_t width, void* dst,
-                     cudaStream_t stream) {
+                     void* also, cudaStream_t stream) {
   if (width <= 0) return;
   if (dtype == DataType::f32) {
     column_sums_kernel<float><<<blocks_for(width), kThreads, 0, stream>>>(
-        static_cast<const float*>(src), rows, width, static_cast<float*>(dst));
+        static_cast<const float*>(src), rows, width, static_cast<float*>(dst),
+        static_cast<float*>(also));
   } else if (dtype == DataType::f64) {
     column_sums_kernel<double><<<blocks_for(width), kThreads, 0, stream>>>(
-        static_cast<const double*>(src), rows, width, static_cast<double*>(dst));
+        static_cast<const double*>(src), rows, width, static_cast<double*>(dst),
+        static_cast<double*>(also));
   } else {
     throw Error(Status::internal, std::string("add_column_sums: dtype (= ") + to_string(dtype) +
                                       ") is not float32 or float64");

@@ -40,9 +40,9 @@ void weights_to_flat(DataType dtype, const WeightSegment* segments, int64_t coun
 
 // dst[j] += the sum of column j of src [rows, width] (dense) for j < width, each column added
 // up in row order (core/column_sums.hpp, one thread per column) as the cpu backend adds its
-// bias gradients. float32 and float64.
+// bias gradients; also[j] (when not null) gets the same sums. float32 and float64.
 void add_column_sums(DataType dtype, const void* src, int64_t rows, int64_t width, void* dst,
-                     cudaStream_t stream);
+                     void* also, cudaStream_t stream);
 
 // Dropout on packed rows [rows, width] in place: element j of row r is kept (and scaled by
 // 1 / (1 - p)) when rnnx's generator keeps element element_base[r] + j of (seed, counter,

@@ -78,7 +78,7 @@ class CudaStepDevice final : public core::StepDevice {
       } else if (const auto* s = std::get_if<core::ColumnSumsOp>(&op)) {
         if (s->dst.buf == core::Buf::dweights && b.dweights == nullptr) continue;
         cuda::add_column_sums(ctx_.config.dtype, ptr(s->src), s->rows, s->width, ptr(s->dst),
-                              stream);
+                              s->also ? ptr(s->also) : nullptr, stream);
       } else if (const auto* c = std::get_if<core::CopyOp>(&op)) {
         check(cudaMemcpyAsync(ptr(c->dst), ptr(c->src), static_cast<size_t>(c->count * elem),
                               cudaMemcpyDeviceToDevice, stream),

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -45,10 +46,21 @@ inline std::string no_gpu_reason() {
   return reason;
 }
 
-#define RNNX_SKIP_WITHOUT_GPU()                                                     \
-  do {                                                                              \
-    const std::string why = ::rnnx_test::no_gpu_reason();                           \
-    if (!why.empty()) GTEST_SKIP() << why << " (GPU tests run on tools/gpu-check)"; \
+// RNNX_REQUIRE_GPU=1 (tools/gpu-check sets it where nvidia-smi lists a GPU): a GPU the
+// runtime cannot use (driver mismatch, hidden device) fails every GPU test instead of
+// skipping it, so such a machine never reads as a pass.
+inline bool gpu_required() {
+  const char* v = std::getenv("RNNX_REQUIRE_GPU");
+  return v != nullptr && *v != '\0' && std::string(v) != "0";
+}
+
+#define RNNX_SKIP_WITHOUT_GPU()                                                         \
+  do {                                                                                  \
+    const std::string why = ::rnnx_test::no_gpu_reason();                               \
+    if (!why.empty() && ::rnnx_test::gpu_required())                                    \
+      FAIL() << why << " but RNNX_REQUIRE_GPU is set (nvidia-smi lists a GPU that the " \
+             << "CUDA runtime cannot use)";                                             \
+    if (!why.empty()) GTEST_SKIP() << why << " (GPU tests run on tools/gpu-check)";     \
   } while (0)
 
 inline RunOptions on_gpu(RunOptions o) {

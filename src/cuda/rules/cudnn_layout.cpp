@@ -9,6 +9,31 @@
 
 namespace rnnx::cuda {
 
+std::string cudnn_version_refusal(DataType dtype, size_t version) {
+  constexpr size_t kBf16Rnn = 91300;
+  const std::string loaded = std::to_string(version / 10000) + "." +
+                             std::to_string(version / 100 % 100) + "." +
+                             std::to_string(version % 100);
+  if (version / 10000 != 9) return "rnnx needs cuDNN 9, the loaded library is " + loaded;
+  if (dtype != DataType::bf16 || version >= kBf16Rnn) return "";
+  return "bfloat16 RNNs need cuDNN 9.13 or later, this is " + loaded;
+}
+
+std::string cudnn_math(const Config& c, MathMode math, bool fp16_conversion) {
+  switch (c.dtype) {
+    case DataType::f64:
+      return "double";
+    case DataType::f16:
+      return "tensor-op";
+    case DataType::bf16:
+      return "default";
+    case DataType::f32:
+      break;
+  }
+  if (math != MathMode::allow_conversion) return "fma";
+  return fp16_conversion ? "tensor-op-fp16-conversion" : "tf32";
+}
+
 std::string cudnn_refusal(const Config& c) {
   if (c.cell == CellType::gru && !c.gru_linear_before_reset)
     return "the original GRU (gru_linear_before_reset = false)";

@@ -21,6 +21,19 @@ namespace rnnx::cuda {
 // cell options, the original GRU, projection clipping).
 std::string cudnn_refusal(const Config& config);
 
+// Why the loaded cuDNN (cudnnGetVersion(): major * 10000 + minor * 100 + patch) cannot run
+// this dtype's RNN, or "": rnnx needs cuDNN 9, and bfloat16 RNNs 9.13 or later.
+std::string cudnn_version_refusal(DataType dtype, size_t version);
+
+// cuDNN's math type for a config, by name, as PyTorch's RNN chooses it: float64 "double";
+// float16 "tensor-op" (CUDNN_TENSOR_OP_MATH); bfloat16 "default" (CUDNN_DEFAULT_MATH);
+// float32 "fma" (strict, CUDNN_FMA_MATH) unless the math mode is allow_conversion: "tf32"
+// (CUDNN_DEFAULT_MATH: TF32 tensor cores, float32's range, 10-bit mantissas), or, only with
+// fp16_conversion (RNNX_CUDNN_FP16_CONVERSION=1, an explicit opt-in),
+// "tensor-op-fp16-conversion" (CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: float16 between steps,
+// which overflows above 65504).
+std::string cudnn_math(const Config& config, MathMode math, bool fp16_conversion);
+
 // cuDNN's linear layers per pseudo-layer (layer * D + direction): RNN 0 = W, 1 = R; LSTM 0-3
 // W and 4-7 R in gate order i, f, c, o, then 8 = the projection W_hr (no bias); GRU 0-2 W and
 // 3-5 R in gate order r, z, h. The gate orders are PyTorch's, so each cuDNN matrix is one
