@@ -337,6 +337,19 @@ class Engine:
             self._restore_threads(threads)
             self._give_back_workspace(ws)
 
+    def backward_ptr(self, plan, x, weights, reserve, reserve_size, **kwargs):
+        """backward on host buffers given by address (0: absent), whose sizes the caller has
+        checked against the plan's (as forward_ptr)."""
+        ws = self._take_workspace(plan.backward_workspace_size)
+        threads = self._threads()
+        try:
+            plan.backward_ptr(x, weights, reserve, reserve_size,
+                              workspace=0 if ws is None else ws.address,
+                              workspace_size=0 if ws is None else ws.nbytes, **kwargs)
+        finally:
+            self._restore_threads(threads)
+            self._give_back_workspace(ws)
+
     def backward(self, plan, x, weights, reserve, **kwargs):
         ws = self._take_workspace(plan.backward_workspace_size)
         threads = self._threads()

@@ -12,6 +12,7 @@ import torch
 
 from . import _rnnx
 from ._runtime import invalid
+from ._torch_ops import compiling as _compiling
 
 class _CellSizeError(_rnnx.InvalidArgumentError, RuntimeError):
     """A size that does not fit the cell: rnnx's InvalidArgumentError (a ValueError) that is
@@ -20,14 +21,6 @@ class _CellSizeError(_rnnx.InvalidArgumentError, RuntimeError):
 
 _CELL_NAMES = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
 _SEQ_NAMES = ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0")
-_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
-
-
-def _compiling():
-    """Whether torch.compile / torch.export is tracing this call."""
-    return _is_compiling is not None and _is_compiling()
-
-
 def _drop_part_keys(module, state_dict, prefix, local_metadata):
     for key in [k for k in state_dict if k.startswith(prefix + "_rnnx_seq.")]:
         del state_dict[key]

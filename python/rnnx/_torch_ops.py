@@ -22,6 +22,7 @@ A config travels as its JSON text (the keyword arguments of rnnx.Config), which 
 parses once per distinct text.
 """
 
+import inspect
 import itertools
 import json
 import weakref
@@ -41,6 +42,20 @@ try:  # PyTorch 2: torch.func's tensor wrappers
     import torch._C._functorch as _functorch
 except ImportError:
     _functorch = None
+
+
+_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+
+
+def compiling():
+    """Whether torch.compile / torch.export is tracing this call."""
+    return _is_compiling is not None and _is_compiling()
+
+
+def dispatch_modes_active():
+    """Whether a TorchDispatchMode or TorchFunctionMode (FlopCounterMode, a tracer) is
+    watching: then every call goes through the dispatcher, so they see the operator."""
+    return torch._C._len_torch_dispatch_stack() > 0 or torch._C._is_torch_function_mode_enabled()
 
 
 def np_view(t):
@@ -315,17 +330,37 @@ def forward_kernel(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, con
     return y, hy, cy, reserve
 
 
-def plan_and_flat_address(engines, config, x, weights, batch_first):
-    """(engine, plan, address of the flat weights) of an eager CPU inference call on a padded
-    x without lengths whose weights lie in one buffer in rnnx's layout; None when they do
-    not (a gathered copy would be needed at every call)."""
+def plan_and_flat_address(engines, config, x, weights, batch_first, purpose="inference"):
+    """(engine, plan, address of the flat weights) of an eager CPU call on a padded x without
+    lengths whose weights lie in one buffer in rnnx's layout; None when they do not (a
+    gathered copy would be needed at every call)."""
     info = config_info(config)
     engine, _, plan, _ = _plan_and_config(engines, x.device, config, x, None, None, None,
-                                          batch_first, "inference")
+                                          batch_first, purpose)
     flat = _flat_weights(plan, info, weights, x.dtype, x.device)
     if flat.data_ptr() != weights[0].data_ptr() - info.params[0].offset * x.element_size():
         return None
     return engine, plan, flat.data_ptr()
+
+
+class Prepared:
+    """What a module's cached eager CPU call (rnnx.torch's _rnnx_fast_call) needs to run
+    without looking anything up: the plan, the flat weights' address, the outputs' shapes,
+    and for a training call the operator's options that its backward reads."""
+
+    __slots__ = ("engine", "plan", "flat_address", "y_shape", "h_shape", "c_shape", "lstm",
+                 "training", "options")
+
+    def __init__(self, engine, plan, flat_address, y_shape, h_shape, c_shape, lstm, training,
+                 options):
+        self.engine, self.plan, self.flat_address = engine, plan, flat_address
+        self.y_shape, self.h_shape, self.c_shape = y_shape, h_shape, c_shape
+        self.lstm, self.training, self.options = lstm, training, options
+
+    def outputs(self, dtype):
+        """(y, hy, cy) to write; cy None but for LSTM."""
+        return (torch.empty(self.y_shape, dtype=dtype), torch.empty(self.h_shape, dtype=dtype),
+                torch.empty(self.c_shape, dtype=dtype) if self.lstm else None)
 
 
 def _require_operand(t, numel, dtype, device, name):
@@ -364,10 +399,18 @@ def _backward(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, config, 
         return t if wanted else None
 
     if device.type == "cpu":
-        eng.backward(plan, np_view(x), np_view(flat), reserve.numpy(), h0=np_view(hx),
-                     c0=np_view(cx), dy=np_view(dy), dhy=np_view(dhy), dcy=np_view(dcy),
-                     dx=np_view(some(dx, need_x)), dh0=np_view(some(dhx, dhx.numel() > 0)),
-                     dc0=np_view(some(dcx, dcx.numel() > 0)), dweights=np_view(some(dw, need_w)))
+        # By address, each operand checked against the plan first (as forward_kernel does):
+        # NumPy views of eleven tensors cost more than rnnx's own call on small problems.
+        hx, cx = dense(hx), dense(cx)
+        for t, numel, name in ((x, plan.x_numel, "x"), (hx, plan.h_numel, "hx"),
+                               (cx, plan.c_numel, "cx"), (dy, plan.y_numel, "dy"),
+                               (dhy, plan.h_numel, "dhy"), (dcy, plan.c_numel, "dcy")):
+            _require_operand(t, numel, info.dtype, device, name)
+        eng.backward_ptr(plan, x.data_ptr(), flat.data_ptr(), reserve.data_ptr(),
+                         reserve.numel(), h0=ptr(hx), c0=ptr(cx), dy=ptr(dy), dhy=ptr(dhy),
+                         dcy=ptr(dcy), dx=ptr(some(dx, need_x)),
+                         dh0=ptr(some(dhx, dhx.numel() > 0)),
+                         dc0=ptr(some(dcx, dcx.numel() > 0)), dweights=ptr(some(dw, need_w)))
     else:
         ws_size = plan.backward_workspace_size
         ws = torch.empty(ws_size, dtype=torch.uint8, device=device) if ws_size else None
@@ -509,7 +552,10 @@ def _setup_context(ctx, inputs, output):
     ctx.rnnx_training = training
 
 
-def _autograd_backward(ctx, dy, dhy, dcy, dreserve):
+def _autograd_backward(ctx, dy, dhy, dcy, dreserve, direct=False):
+    """The gradients of forward's inputs. direct (the module's eager Functions, nothing
+    watching the dispatcher): the backward kernel itself rather than through the
+    dispatcher."""
     if not ctx.rnnx_training:
         raise _rnnx.UnsupportedError(
             "rnnx::forward ran with training=False, which keeps no reserve: its outputs "
@@ -542,9 +588,11 @@ def _autograd_backward(ctx, dy, dhy, dcy, dreserve):
             x, hx, cx, flat, lengths, batch_sizes, sorted_indices, config, engine, backend,
             num_threads, batch_first, reserve, dy, dhy, dcy, mask)
     else:
-        dx, dhx, dcx, dw = torch.ops.rnnx.backward(
-            x, hx, cx, weights, lengths, batch_sizes, sorted_indices, config, engine, backend,
-            num_threads, batch_first, reserve, dy, dhy, dcy, mask)
+        op = (_backward if direct and not dispatch_modes_active() and not compiling()
+              else torch.ops.rnnx.backward)
+        dx, dhx, dcx, dw = op(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, config,
+                              engine, backend, num_threads, batch_first, reserve, dy, dhy, dcy,
+                              mask)
     wgrads = [None] * len(weights)
     if mask[3]:
         wgrads, offset = [], 0
@@ -588,9 +636,107 @@ class _ForwardFunction(torch.autograd.Function):
         return (None, dx, dhx, dcx, None, None, None, *wgrads)
 
 
+class _EagerForward(torch.autograd.Function):
+    """The operator's autograd for the module's eager calls (plain tensors, no compiler,
+    mode or torch.func transform: rnnx.torch decides), in the form with `ctx` in forward:
+    Function.apply then does not bind the arguments to a signature (inspect, about 5 us a
+    call), which only torch.func's transforms need. The forward calls the kernel itself:
+    the dispatcher's two passes (to the Autograd kernel, then below it) would add nothing
+    but per-call time. The arguments sit where _ForwardFunction's do; the backward is its."""
+
+    @staticmethod
+    def forward(ctx, options, *tensors):
+        x, hx, cx, lengths, batch_sizes, sorted_indices, *weights = tensors
+        output = forward_kernel(x, hx, cx, weights, lengths, batch_sizes, sorted_indices,
+                                *options)
+        _setup_context(ctx, (x, hx, cx, weights, lengths, batch_sizes, sorted_indices,
+                             *options), output)
+        ctx.mark_non_differentiable(output[3])
+        return output
+
+    @staticmethod
+    def backward(ctx, dy, dhy, dcy, dreserve):
+        dx, dhx, dcx, wgrads, *_ = _autograd_backward(ctx, dy, dhy, dcy, dreserve, direct=True)
+        return (None, dx, dhx, dcx, None, None, None, *wgrads)
+
+
+class _PreparedForward(torch.autograd.Function):
+    """The same for a module's cached eager CPU training call: the plan and the weights'
+    address are known (Prepared), so the forward only makes the outputs and the reserve and
+    runs the plan."""
+
+    @staticmethod
+    def forward(ctx, prepared, *tensors):
+        x, hx, cx, lengths, batch_sizes, sorted_indices, *weights = tensors
+        y, hy, cy = prepared.outputs(x.dtype)
+        if cy is None:
+            cy = torch.empty((0,), dtype=x.dtype)
+        plan = prepared.plan
+        reserve = _reserve_tensor(prepared.engine, plan.reserve_size, x.device)
+        prepared.engine.forward_ptr(plan, x.data_ptr(), prepared.flat_address, y.data_ptr(),
+                                    ptr(hx), ptr(cx), hy.data_ptr(),
+                                    cy.data_ptr() if prepared.lstm else 0, True, 0,
+                                    reserve.data_ptr(), reserve.numel())
+        output = (y, hy, cy, reserve)
+        _setup_context(ctx, (x, hx, cx, weights, lengths, batch_sizes, sorted_indices,
+                             *prepared.options), output)
+        ctx.mark_non_differentiable(reserve)
+        ctx.rnnx_prepared = prepared
+        return output
+
+    @staticmethod
+    def backward(ctx, dy, dhy, dcy, dreserve):
+        if (double_backward_wanted() or dispatch_modes_active() or compiling()
+                or any(_legacy_batched(t) for t in (dy, dhy, dcy))):
+            return _EagerForward.backward(ctx, dy, dhy, dcy, dreserve)
+        # The plan and the weights' address are known: the backward kernel by address.
+        prepared = ctx.rnnx_prepared
+        x, hx, cx, _, _, _, reserve, *weights = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        need_x, need_w = needs[1], any(needs[7:])
+        need_h, need_c = needs[2] and hx is not None, needs[3] and cx is not None
+        dtype = x.dtype
+        dx = torch.empty(x.shape, dtype=dtype) if need_x else None
+        dhx = torch.empty(hx.shape, dtype=dtype) if need_h else None
+        dcx = torch.empty(cx.shape, dtype=dtype) if need_c else None
+        dw = torch.empty((prepared.plan.weights_numel,), dtype=dtype) if need_w else None
+        dy, dhy = dense(dy), dense(dhy)
+        dcy = dense(dcy) if prepared.lstm else None
+        prepared.engine.backward_ptr(
+            prepared.plan, x.data_ptr(), prepared.flat_address, reserve.data_ptr(),
+            reserve.numel(), h0=ptr(hx), c0=ptr(cx), dy=ptr(dy), dhy=ptr(dhy), dcy=ptr(dcy),
+            dx=ptr(dx), dh0=ptr(dhx), dc0=ptr(dcx), dweights=ptr(dw))
+        wgrads = [None] * len(weights)
+        if need_w:
+            wgrads, offset = [], 0
+            for w in weights:
+                wgrads.append(dw[offset:offset + w.numel()].view(w.shape))
+                offset += w.numel()
+        return (None, dx, dhx, dcx, None, None, None, *wgrads)
+
+
+# Function.apply binds its arguments to forward's signature at every call where there is a
+# setup_context (inspect.signature, about 6 us); a signature set on the function is returned
+# at once.
+_ForwardFunction.forward.__signature__ = inspect.signature(_ForwardFunction.forward)
+
+
+def prepared_training_forward(prepared, x, hx, cx, weights):
+    """A module's cached eager CPU training call (Prepared): (y, hy, cy, reserve) with the
+    operator's autograd."""
+    return _PreparedForward.apply(prepared, x, hx, cx, None, None, None, *weights)
+
+
 def _autograd_kernel(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, *options):
     return _ForwardFunction.apply(options, x, hx, cx, lengths, batch_sizes, sorted_indices,
                                   *weights)
+
+
+def eager_training_forward(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, *options):
+    """rnnx::forward with its autograd, called by the module in eager mode (_EagerForward):
+    (y, hy, cy, reserve)."""
+    return _EagerForward.apply(options, x, hx, cx, lengths, batch_sizes, sorted_indices,
+                               *weights)
 
 
 # ---- vmap (torch.vmap, jacrev, is_grads_batched) -----------------------------------------------

@@ -33,6 +33,7 @@ from . import _torch_ops
 from ._runtime import invalid
 from ._torch_function import _Call, _RnnxFunction, _gather_flat, _run_forward
 from ._torch_ops import _functorch_active, dense as _dense
+from ._torch_ops import compiling as _compiling, dispatch_modes_active as _dispatch_modes_active
 
 # Identities of the weights the cached eager inference call keeps (_rnnx_remember_fast).
 _weights_tokens = itertools.count(1)
@@ -48,14 +49,6 @@ def onnx_translation_table():
     return _torch_onnx.translation_table()
 
 
-_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
-
-
-def _compiling():
-    """Whether torch.compile / torch.export is tracing this call."""
-    return _is_compiling is not None and _is_compiling()
-
-
 def _constant_when_compiling(fn):
     """fn's result taken as a constant by torch.compile (it calls into rnnx, which Dynamo
     cannot trace); plain fn on PyTorch without it."""
@@ -63,12 +56,6 @@ def _constant_when_compiling(fn):
     if compiler is not None and hasattr(compiler, "assume_constant_result"):
         return compiler.assume_constant_result(fn)
     return fn
-
-
-def _dispatch_modes_active():
-    """Whether a TorchDispatchMode or TorchFunctionMode (FlopCounterMode, a tracer) is
-    watching: then every call goes through the dispatcher, so they see the operator."""
-    return torch._C._len_torch_dispatch_stack() > 0 or torch._C._is_torch_function_mode_enabled()
 
 
 def _batch_of_states(hx):
@@ -201,7 +188,7 @@ class _RnnxModule:
         if name in _RnnxModule._RNNX_CONFIG_ATTRS:
             self.__dict__.pop("_rnnx_config_memo", None)
         # Any attribute set (a parameter replaced, batch_first, the engines, training's
-        # dropout) ends the cached inference call (_rnnx_fast_inference).
+        # dropout) ends the cached calls (_rnnx_fast_call).
         self.__dict__.pop("_rnnx_fast", None)
         super().__setattr__(name, value)
 
@@ -351,8 +338,8 @@ class _RnnxModule:
         padding_fill and the final states are each sequence's own. A PackedSequence input
         gives a PackedSequence output."""
         fast = self.__dict__.get("_rnnx_fast")
-        if fast is not None and lengths is None:
-            out = self._rnnx_fast_inference(fast, input, hx)
+        if fast is not None and lengths is None and not _compiling():
+            out = self._rnnx_fast_call(fast, input, hx)
             if out is not None:
                 return out
         if torch.jit.is_tracing():
@@ -483,7 +470,7 @@ class _RnnxModule:
         # which they support; PyTorch's autograd of a torch.library operator they do not.
         # torch.vmap alone runs through the operators and their vmap rules (PyTorch 2.5+).
         vmapped = _torch_ops.vmap_only()
-        if _torch_onnx.exporting():
+        if compiling and _torch_onnx.exporting():
             # torch.onnx.export traces this call: ONNX's own nodes, or Scans where no node
             # expresses the config, instead of rnnx's operator (_torch_onnx.py).
             kw = _torch_ops.config_info(self._rnnx_op_config(dtype, dropout)).kwargs
@@ -504,18 +491,24 @@ class _RnnxModule:
             # Eager inference with nothing watching the dispatcher (no compiler, no mode)
             # calls the operator's kernel itself: the dispatcher's autograd and redispatch
             # layers would add nothing there but per-call time.
-            direct = not (needs_grad or compiling or vmapped or _dispatch_modes_active())
-            op = _torch_ops.forward_kernel if direct else torch.ops.rnnx.forward
+            # Eager training (plain tensors, nothing watching) enters the operator's autograd
+            # directly, whose forward calls the kernel itself (_torch_ops._EagerForward).
+            eager = not (compiling or vmapped or _dispatch_modes_active())
+            direct = eager and not needs_grad
+            op = (_torch_ops.forward_kernel if direct
+                  else _torch_ops.eager_training_forward if eager else torch.ops.rnnx.forward)
             extra = {"eager_inference": True} if direct and not apply_dropout else {}
             op_config = self._rnnx_op_config(dtype, self.dropout if apply_dropout else 0.0)
             y, hy, cy, _ = op(
                 _dense(x), h0, c0, weights, op_lengths, op_bs, op_si, op_config,
                 self._rnnx_engines.id, self._rnnx_backend, self._rnnx_num_threads,
                 batch_first, bool(needs_grad or apply_dropout), counter, compiling, **extra)
-            if (extra and device.type == "cpu" and not packed and lengths is None
+            if ((extra or (eager and needs_grad and not apply_dropout))
+                    and device.type == "cpu" and not packed and lengths is None
                     and not unbatched and dtype == weights[0].dtype
                     and _autocast_dtype("cpu") is None):
-                self._rnnx_remember_fast(x, weights, op_config, batch_first, h_shape, c_shape,
+                self._rnnx_remember_fast("inference" if extra else "training", x, weights,
+                                         op_config, batch_first, h_shape, c_shape,
                                          y.shape, lstm)
             if apply_dropout:
                 self.dropout_calls += 1
@@ -590,14 +583,15 @@ class _RnnxModule:
 
     # ---- the cached eager inference call (per-call cost, issue 26) --------------------------
 
-    def _rnnx_remember_fast(self, x, weights, op_config, batch_first, h_shape, c_shape,
-                            y_shape, lstm):
-        """After an eager CPU inference call on a padded batch without lengths has passed
-        every check: what the next such call needs to skip them. Kept while the module's
-        attributes stay as they are (__setattr__ drops it) and the parameters are the same
-        tensors at the same addresses, in one buffer in rnnx's layout."""
+    def _rnnx_remember_fast(self, purpose, x, weights, op_config, batch_first, h_shape,
+                            c_shape, y_shape, lstm):
+        """After an eager CPU call on a padded batch without lengths has passed every check:
+        what the next such call for the same purpose ("inference", or "training": a forward
+        that builds the graph) needs to skip them. Kept while the module's attributes stay
+        as they are (__setattr__ drops it) and the parameters are the same tensors at the
+        same addresses, in one buffer in rnnx's layout."""
         found = _torch_ops.plan_and_flat_address(self._rnnx_engines, op_config, x, weights,
-                                                 batch_first)
+                                                 batch_first, purpose)
         if found is None:
             return
         engine, plan, flat_address = found
@@ -605,31 +599,48 @@ class _RnnxModule:
         # this remembering alone, so that (address, version) pairs never repeat for other
         # values (the tensors kept here hold the buffer: its address is not reused meanwhile).
         token = next(_weights_tokens)
-        self.__dict__["_rnnx_fast"] = (
+        prepared = _torch_ops.Prepared(
+            engine, plan, flat_address, tuple(y_shape), h_shape, c_shape, lstm,
+            purpose == "training", (op_config, self._rnnx_engines.id, self._rnnx_backend, self._rnnx_num_threads,
+             batch_first, True, 0, False))
+        fast = dict(self.__dict__.get("_rnnx_fast") or {})
+        fast[purpose] = (
             self.__dict__.get("_rnnx_config_memo"), self._rnnx_engines, tuple(x.shape),
             x.dtype, tuple(weights), tuple(w.data_ptr() for w in weights),
-            tuple(w.shape for w in weights), engine, plan, flat_address, h_shape, c_shape,
-            tuple(y_shape), lstm, token)
+            tuple(w.shape for w in weights), prepared, token)
+        self.__dict__["_rnnx_fast"] = fast
 
-    def _rnnx_fast_inference(self, fast, x, hx):
-        """The cached call (_rnnx_remember_fast) when this one is like it: the same input
-        shape, dtype and device, dense; initial states absent or dense of the right shapes;
-        the same parameters at the same addresses; no autograd, dropout, autocast, compiler,
-        tracer, dispatch mode or torch.func transform. None when it is not."""
-        (memo, engines, shape, dtype, weights, addresses, shapes, engine, plan, flat_address,
-         h_shape, c_shape, y_shape, lstm, token) = fast
-        if (type(x) is not torch.Tensor or tuple(x.shape) != shape or x.dtype != dtype
+    def _rnnx_fast_call(self, fast, x, hx):
+        """The cached call (_rnnx_remember_fast) for this call's purpose when it is like the
+        remembered one: the same input shape, dtype and device, dense; initial states absent
+        or dense of the right shapes; the same parameters at the same addresses; no dropout,
+        autocast, compiler, tracer, dispatch mode or torch.func transform. None when it is
+        not."""
+        if type(x) is not torch.Tensor or (self.training and self.dropout > 0
+                                           and self.num_layers > 1):
+            return None
+        grad = torch.is_grad_enabled()
+        entry = fast.get("training" if grad else "inference")
+        if entry is None:
+            if not grad:
+                return None
+            # Grad mode with nothing requiring a gradient is an inference call.
+            entry = fast.get("inference")
+            if entry is None or x.requires_grad or any(w.requires_grad for w in entry[4]):
+                return None
+        (memo, engines, shape, dtype, weights, addresses, shapes, prepared, token) = entry
+        if (tuple(x.shape) != shape or x.dtype != dtype
                 or x.device.type != "cpu" or not x.is_contiguous()
                 or x.is_conj() or x.is_neg()
                 or self.__dict__.get("_rnnx_config_memo") is not memo
-                or self.__dict__.get("_rnnx_engines") is not engines
-                or (self.training and self.dropout > 0 and self.num_layers > 1)):
+                or self.__dict__.get("_rnnx_engines") is not engines):
             return None
         current = [getattr(self, n) for n in self._flat_weights_names]
         if (any(a is not b for a, b in zip(current, weights))
                 or tuple(w.data_ptr() for w in current) != addresses
                 or any(w.shape != s or not w.is_contiguous() for w, s in zip(current, shapes))):
             return None
+        lstm = prepared.lstm
         h0 = c0 = None
         if hx is not None:
             if lstm:
@@ -638,21 +649,21 @@ class _RnnxModule:
                 h0, c0 = hx
             else:
                 h0 = hx
-            for t, want in ((h0, h_shape), (c0, c_shape)):
+            for t, want in ((h0, prepared.h_shape), (c0, prepared.c_shape)):
                 if t is not None and (type(t) is not torch.Tensor or tuple(t.shape) != want
                                       or t.dtype != dtype or t.device.type != "cpu"
                                       or not t.is_contiguous() or t.is_conj() or t.is_neg()):
                     return None
-        if torch.is_grad_enabled() and (x.requires_grad or any(w.requires_grad for w in current)
-                                        or any(t is not None and t.requires_grad
-                                               for t in (h0, c0))):
+        needs_grad = grad and (x.requires_grad or any(w.requires_grad for w in current)
+                               or any(t is not None and t.requires_grad for t in (h0, c0)))
+        if needs_grad != prepared.training:
             return None
-        if (_compiling() or _dispatch_modes_active() or torch.jit.is_tracing()
-                or _functorch_active() or torch.is_autocast_enabled("cpu")):
+        if (_dispatch_modes_active() or torch.jit.is_tracing() or _functorch_active()
+                or torch.is_autocast_enabled("cpu")):
             return None
-        y = torch.empty(y_shape, dtype=dtype)
-        hy = torch.empty(h_shape, dtype=dtype)
-        cy = torch.empty(c_shape, dtype=dtype) if lstm else None
+        if needs_grad:
+            y, hy, cy, _ = _torch_ops.prepared_training_forward(prepared, x, h0, c0, current)
+            return (y, (hy, cy)) if lstm else (y, hy)
         # The weights' version: every in-place change of a parameter (an optimizer's step,
         # load_state_dict, torch.no_grad() edits) advances its version counter, so the sum
         # changes with the values; the network keeps their packed copy meanwhile. Writes
@@ -661,10 +672,11 @@ class _RnnxModule:
         version = 0
         if self.__dict__.get("rnnx_keep_packed_weights", True):
             version = (token << 40) | (sum(w._version for w in current) & ((1 << 40) - 1))
-        engine.forward_ptr(plan, x.data_ptr(), flat_address, y.data_ptr(),
-                           0 if h0 is None else h0.data_ptr(), 0 if c0 is None else c0.data_ptr(),
-                           hy.data_ptr(), 0 if cy is None else cy.data_ptr(), False, 0, 0, 0,
-                           version)
+        y, hy, cy = prepared.outputs(dtype)
+        prepared.engine.forward_ptr(
+            prepared.plan, x.data_ptr(), prepared.flat_address, y.data_ptr(),
+            0 if h0 is None else h0.data_ptr(), 0 if c0 is None else c0.data_ptr(),
+            hy.data_ptr(), 0 if cy is None else cy.data_ptr(), False, 0, 0, 0, version)
         return (y, (hy, cy)) if lstm else (y, hy)
 
     def _rnnx_states(self, hx, lstm, unbatched, h_shape, c_shape, dtype, device):

@@ -455,6 +455,57 @@ def test_the_cached_inference_call_equals_the_full_one_and_ends_when_it_must(cls
         assert ours(xf)[0].dtype == torch.float32
 
 
+@pytest.mark.skipif(not hasattr(torch.library, "custom_op"), reason="the operator path (PyTorch >= 2.4)")
+@pytest.mark.parametrize("cls", ["LSTM", "GRU", "RNN"])
+def test_the_cached_training_call_gives_torch_nn_gradients_step_after_step(cls):
+    """An eager CPU training forward like the last one (the per-call cost of small training
+    steps) runs the remembered plan through the operator's autograd: outputs and every
+    gradient equal torch.nn's over steps of an optimizer (in-place changes of the values),
+    with and without initial states, several graphs alive at once, and inference calls in
+    between; dropout in training and an attribute set end it."""
+    torch.manual_seed(5)
+    ref, ours = pair((cls,), num_layers=2)
+    lstm = cls == "LSTM"
+    x = torch.randn(4, 3, 5, dtype=torch.float64, requires_grad=True)
+    h0 = torch.randn(2, 3, 7, dtype=torch.float64, requires_grad=True)
+    hx = (h0, torch.randn(2, 3, 7, dtype=torch.float64)) if lstm else h0
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (ref, ours)]
+
+    def grads(m, args):
+        y, st = m(*args)
+        hy = st[0] if lstm else st
+        loss = y.pow(2).sum() + hy.sin().sum()
+        inputs = [x] + ([h0] if len(args) > 1 else []) + list(m.parameters())
+        return y, torch.autograd.grad(loss, inputs)
+
+    for step in range(4):
+        args = (x, hx) if step % 2 else (x,)
+        (y, g), (wy, wg) = grads(ours, args), grads(ref, args)
+        assert_near(y.detach(), wy.detach(), tol(backward=False), f"step {step}: y")
+        for a, b in zip(g, wg):
+            assert_near(a, b, tol(backward=True), f"step {step}: a gradient")
+        assert "training" in ours.__dict__["_rnnx_fast"], "the training call is remembered"
+        for m, o in zip((ref, ours), opts):  # an optimizer's step: in place, same addresses
+            for p, gp in zip(m.parameters(), g[-len(list(m.parameters())):] if m is ours
+                             else wg[-len(list(m.parameters())):]):
+                p.grad = gp.clone()
+            o.step()
+        with torch.no_grad():
+            assert_near(ours(x)[0], ref(x)[0], tol(backward=False), f"step {step}: inference")
+    # Two graphs alive at once, each with its own reserve.
+    (ya, _), (yb, _) = ours(x), ours(x * 2)
+    ga = torch.autograd.grad(ya.sum(), x)[0]
+    gb = torch.autograd.grad(yb.sum(), x)[0]
+    assert_near(ga, torch.autograd.grad(ref(x)[0].sum(), x)[0], tol(backward=True), "graph a")
+    assert_near(gb, torch.autograd.grad(ref(x * 2)[0].sum(), x)[0], tol(backward=True),
+                "graph b")
+    ours.batch_first = False
+    assert "_rnnx_fast" not in ours.__dict__, "an attribute set ends it"
+    ours.dropout = 0.5
+    ours(x)
+    assert "training" not in ours.__dict__.get("_rnnx_fast", {}), "dropout is never cached"
+
+
 def test_kept_packed_weights_follow_in_place_changes(monkeypatch):
     """The cached eager inference call passes the weights' version (their version counters):
     from the third call on the network multiplies by its kept packed copy, and an in-place
