@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "cuda/call_table.hpp"
 #include "rnnx/error.hpp"
 
 namespace rnnx::cuda {
@@ -70,9 +71,13 @@ Cublas load() {
 
 }  // namespace
 
-const Cublas& cublas() {
+const Cublas& load_cublas() {
   static const Cublas c = load();  // a failed load throws, and the next call tries again
   return c;
+}
+
+const Cublas& cublas() {
+  return calls().cublas();
 }
 
 void check(cublasStatus_t status, const char* what) {

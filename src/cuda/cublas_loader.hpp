@@ -29,7 +29,9 @@ struct Cublas {
 
 // Loaded once (libcublas.so.<major> of the toolkit rnnx was built with, found like librnnx's
 // other libraries); throws Error(unsupported) naming the library and the loader's reason
-// when it cannot be loaded.
+// when it cannot be loaded. The library calls' table (call_table.hpp) points at it.
+const Cublas& load_cublas();
+// The entry points in use: the call table's (the loaded library's, or a fake device's).
 const Cublas& cublas();
 
 // Throws Error naming `what` and cuBLAS's text: out_of_memory for allocation failures,

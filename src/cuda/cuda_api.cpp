@@ -13,9 +13,9 @@ void check(cudaError_t status, const char* what) {
                       : status == cudaErrorNoDevice || status == cudaErrorInsufficientDriver
                           ? Status::unsupported
                           : Status::internal;
-  cudaGetLastError();  // a non-sticky error would otherwise resurface in the next check
-  throw Error(code, std::string("backend cuda: ") + what + ": " + cudaGetErrorName(status) + " (" +
-                        cudaGetErrorString(status) + ")");
+  calls().cudaGetLastError();  // a non-sticky error would otherwise resurface in the next check
+  throw Error(code, std::string("backend cuda: ") + what + ": " + calls().cudaGetErrorName(status) +
+                        " (" + calls().cudaGetErrorString(status) + ")");
 }
 
 void check(cudnnStatus_t status, const char* what) {
@@ -28,90 +28,120 @@ void check(cudnnStatus_t status, const char* what) {
                                                                : Status::internal;
   // cuDNN 9 keeps the last failure's reason (which argument, which value) per thread.
   char detail[512] = {};
-  cudnnGetLastErrorString(detail, sizeof detail);
-  std::string message = std::string("backend cuda: ") + what + ": " + cudnnGetErrorString(status);
+  calls().cudnnGetLastErrorString(detail, sizeof detail);
+  std::string message =
+      std::string("backend cuda: ") + what + ": " + calls().cudnnGetErrorString(status);
   if (detail[0] != '\0') message += std::string(" (") + detail + ")";
   throw Error(code, message);
 }
 
+void destroy_handle(cudnnHandle_t h) {
+  calls().cudnnDestroy(h);
+}
+void destroy_rnn(cudnnRNNDescriptor_t d) {
+  calls().cudnnDestroyRNNDescriptor(d);
+}
+void destroy_rnn_data(cudnnRNNDataDescriptor_t d) {
+  calls().cudnnDestroyRNNDataDescriptor(d);
+}
+void destroy_tensor(cudnnTensorDescriptor_t d) {
+  calls().cudnnDestroyTensorDescriptor(d);
+}
+void destroy_dropout(cudnnDropoutDescriptor_t d) {
+  calls().cudnnDestroyDropoutDescriptor(d);
+}
+void destroy_stream(cudaStream_t s) {
+  calls().cudaStreamDestroy(s);
+}
+void destroy_event(cudaEvent_t e) {
+  calls().cudaEventDestroy(e);
+}
+
 CudnnHandle make_handle() {
-  return create<CudnnHandle>(&cudnnCreate, "cudnnCreate");
+  return create<CudnnHandle>(calls().cudnnCreate, "cudnnCreate");
 }
 RnnDescriptor make_rnn_descriptor() {
-  return create<RnnDescriptor>(&cudnnCreateRNNDescriptor, "cudnnCreateRNNDescriptor");
+  return create<RnnDescriptor>(calls().cudnnCreateRNNDescriptor, "cudnnCreateRNNDescriptor");
 }
 RnnDataDescriptor make_rnn_data_descriptor() {
-  return create<RnnDataDescriptor>(&cudnnCreateRNNDataDescriptor, "cudnnCreateRNNDataDescriptor");
+  return create<RnnDataDescriptor>(calls().cudnnCreateRNNDataDescriptor,
+                                   "cudnnCreateRNNDataDescriptor");
 }
 TensorDescriptor make_tensor_descriptor() {
-  return create<TensorDescriptor>(&cudnnCreateTensorDescriptor, "cudnnCreateTensorDescriptor");
+  return create<TensorDescriptor>(calls().cudnnCreateTensorDescriptor,
+                                  "cudnnCreateTensorDescriptor");
 }
 DropoutDescriptor make_dropout_descriptor() {
-  return create<DropoutDescriptor>(&cudnnCreateDropoutDescriptor, "cudnnCreateDropoutDescriptor");
+  return create<DropoutDescriptor>(calls().cudnnCreateDropoutDescriptor,
+                                   "cudnnCreateDropoutDescriptor");
 }
 
 int current_device() {
   int count = 0;
-  const cudaError_t status = cudaGetDeviceCount(&count);
+  const cudaError_t status = calls().cudaGetDeviceCount(&count);
   if (status != cudaSuccess || count == 0) {
-    cudaGetLastError();
+    calls().cudaGetLastError();
     throw Error(Status::unsupported,
                 std::string("backend cuda: no CUDA device on this machine (cudaGetDeviceCount: ") +
-                    (status == cudaSuccess ? "0 devices" : cudaGetErrorString(status)) + ")");
+                    (status == cudaSuccess ? "0 devices" : calls().cudaGetErrorString(status)) +
+                    ")");
   }
   int device = 0;
-  check(cudaGetDevice(&device), "cudaGetDevice");
+  check(calls().cudaGetDevice(&device), "cudaGetDevice");
   return device;
 }
 
 DeviceScope::DeviceScope(int device) {
-  check(cudaGetDevice(&previous_), "cudaGetDevice");
+  check(calls().cudaGetDevice(&previous_), "cudaGetDevice");
   if (previous_ != device) {
-    check(cudaSetDevice(device), "cudaSetDevice");
+    check(calls().cudaSetDevice(device), "cudaSetDevice");
     changed_ = true;
   }
 }
 DeviceScope::~DeviceScope() {
-  if (changed_) cudaSetDevice(previous_);
+  if (changed_) calls().cudaSetDevice(previous_);
 }
 
 namespace {
 
 void free_device(void* p) {
-  cudaFree(p);
+  calls().cudaFree(p);
 }
 
 class DeviceMemory final : public core::Memory {
  public:
   core::Buffer allocate(size_t bytes, const char* what, const char* part) const override {
     void* p = nullptr;
-    const cudaError_t status = cudaMalloc(&p, bytes == 0 ? 1 : bytes);
+    const cudaError_t status = calls().cudaMalloc(&p, bytes == 0 ? 1 : bytes);
     if (status != cudaSuccess) {
-      cudaGetLastError();
+      calls().cudaGetLastError();
       throw Error(status == cudaErrorMemoryAllocation ? Status::out_of_memory : Status::internal,
                   std::string(what) + (part ? std::string(": ") + part : "") +
                       ": cannot allocate " + std::to_string(bytes) +
-                      " bytes on the GPU: " + cudaGetErrorString(status));
+                      " bytes on the GPU (cudaMalloc: " + calls().cudaGetErrorString(status) + ")");
     }
     return core::Buffer(p, core::BufferFree{&free_device});
   }
   void zero(void* dst, size_t bytes, void* stream) const override {
-    check(cudaMemsetAsync(dst, 0, bytes, static_cast<cudaStream_t>(stream)), "cudaMemsetAsync");
+    check(calls().cudaMemsetAsync(dst, 0, bytes, static_cast<cudaStream_t>(stream)),
+          "cudaMemsetAsync");
   }
   // From pageable host memory the runtime stages the bytes before it returns, so the source
   // may go at once: no wait for the device (a training forward's reserve header).
   void copy_from_host(void* dst, const void* src, size_t bytes, void* stream) const override {
-    check(
-        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream)),
-        "cudaMemcpyAsync to device");
+    check(calls().cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice,
+                                  static_cast<cudaStream_t>(stream)),
+          "cudaMemcpyAsync to device");
   }
   void wait(void* stream) const override {
-    check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "cudaStreamSynchronize");
+    check(calls().cudaStreamSynchronize(static_cast<cudaStream_t>(stream)),
+          "cudaStreamSynchronize");
   }
   void copy_to_host(void* dst, const void* src, size_t bytes, void* stream) const override {
     const auto s = static_cast<cudaStream_t>(stream);
-    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync to host");
-    check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+    check(calls().cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s),
+          "cudaMemcpyAsync to host");
+    check(calls().cudaStreamSynchronize(s), "cudaStreamSynchronize");
   }
   bool on_device() const override { return true; }
 };
@@ -130,15 +160,16 @@ const core::Memory& device_memory() {
 // calls use, and no other stream's work is waited for.
 void upload(void* dst, const void* src, size_t bytes) {
   cudaStream_t stream = nullptr;
-  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-  const Owned<cudaStream_t, &cudaStreamDestroy> owner(stream);
-  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream),
+  check(calls().cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+        "cudaStreamCreateWithFlags");
+  const StreamOwner owner(stream);
+  check(calls().cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream),
         "cudaMemcpyAsync (plan data)");
-  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (plan data)");
+  check(calls().cudaStreamSynchronize(stream), "cudaStreamSynchronize (plan data)");
 }
 
 void attach_stream(cudnnHandle_t handle, cudaStream_t stream) {
-  check(cudnnSetStream(handle, stream), "cudnnSetStream");
+  check(calls().cudnnSetStream(handle, stream), "cudnnSetStream");
 }
 
 }  // namespace rnnx::cuda

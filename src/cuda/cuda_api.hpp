@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/memory.hpp"
+#include "cuda/call_table.hpp"
 
 namespace rnnx::cuda {
 
@@ -49,11 +50,22 @@ Owner create(Status (*make)(H*), const char* what) {
   return Owner(h);
 }
 
-using CudnnHandle = Owned<cudnnHandle_t, &cudnnDestroy>;
-using RnnDescriptor = Owned<cudnnRNNDescriptor_t, &cudnnDestroyRNNDescriptor>;
-using RnnDataDescriptor = Owned<cudnnRNNDataDescriptor_t, &cudnnDestroyRNNDataDescriptor>;
-using TensorDescriptor = Owned<cudnnTensorDescriptor_t, &cudnnDestroyTensorDescriptor>;
-using DropoutDescriptor = Owned<cudnnDropoutDescriptor_t, &cudnnDestroyDropoutDescriptor>;
+// Destroyers through the call table (call_table.hpp), for Owned.
+void destroy_handle(cudnnHandle_t h);
+void destroy_rnn(cudnnRNNDescriptor_t d);
+void destroy_rnn_data(cudnnRNNDataDescriptor_t d);
+void destroy_tensor(cudnnTensorDescriptor_t d);
+void destroy_dropout(cudnnDropoutDescriptor_t d);
+void destroy_stream(cudaStream_t s);
+void destroy_event(cudaEvent_t e);
+
+using CudnnHandle = Owned<cudnnHandle_t, &destroy_handle>;
+using RnnDescriptor = Owned<cudnnRNNDescriptor_t, &destroy_rnn>;
+using RnnDataDescriptor = Owned<cudnnRNNDataDescriptor_t, &destroy_rnn_data>;
+using TensorDescriptor = Owned<cudnnTensorDescriptor_t, &destroy_tensor>;
+using DropoutDescriptor = Owned<cudnnDropoutDescriptor_t, &destroy_dropout>;
+using StreamOwner = Owned<cudaStream_t, &destroy_stream>;
+using EventOwner = Owned<cudaEvent_t, &destroy_event>;
 
 CudnnHandle make_handle();
 RnnDescriptor make_rnn_descriptor();

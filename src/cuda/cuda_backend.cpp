@@ -282,7 +282,7 @@ void CudaBackend::forward(const ForwardArgs& a, void* workspace) {
                        g.longest_segment, a.weights, g.flat_base, weights, stream);
       void* out = a.training ? reserve[gi].y : (last && batch_.rows_in_place) ? a.y : f.y[gi % 2];
       const int64_t slab = g.first_layer * D_ * Bp;
-      check(cudnnRNNForward(
+      check(calls().cudnnRNNForward(
                 handle.get(), g.rnn.get(),
                 a.training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE, nullptr, g.x.get(),
                 in, g.y.get(), out, g.h.get(), at(hx, slab * P_, elem_), at(hy, slab * P_, elem_),
@@ -307,7 +307,7 @@ void CudaBackend::forward(const ForwardArgs& a, void* workspace) {
   // Sequences of length 0 keep their initial state.
   if (a.hy) m.pass_empty_states(a.h0, a.hy, P_, stream);
   if (a.cy) m.pass_empty_states(a.c0, a.cy, H_, stream);
-  check(cudaGetLastError(), "forward");
+  check(calls().cudaGetLastError(), "forward");
 }
 
 void CudaBackend::backward(const BackwardArgs& a, void* workspace, uint64_t dropout_counter) {
@@ -322,7 +322,8 @@ void CudaBackend::backward(const BackwardArgs& a, void* workspace, uint64_t drop
   if (Bp == 0) {
     if (a.dx) m.rows_out(nullptr, a.dx, I, 0.0, stream);  // padding only
     if (a.dweights && !accumulate)
-      check(cudaMemsetAsync(a.dweights, 0, bytes(ctx_.weights.numel()), stream), "cudaMemsetAsync");
+      check(calls().cudaMemsetAsync(a.dweights, 0, bytes(ctx_.weights.numel()), stream),
+            "cudaMemsetAsync");
   } else {
     CudnnHandlePool::Lease handle = handles_.acquire(stream);
     const void* x0 = m.rows_in(a.x, w.x, I, stream);
@@ -371,17 +372,17 @@ void CudaBackend::backward(const BackwardArgs& a, void* workspace, uint64_t drop
       }
       dx = (gi == 0 && batch_.rows_in_place && a.dx) ? a.dx : w.dx[gi % 2];
       const int64_t slab = g.first_layer * D_ * Bp;
-      check(
-          cudnnRNNBackwardData_v8(handle.get(), g.rnn.get(), nullptr, g.y.get(), reserve[gi].y, dy,
-                                  g.x.get(), dx, g.h.get(), at(hx, slab * P_, elem_),
-                                  at(dhy, slab * P_, elem_), at(dhx, slab * P_, elem_), g.c.get(),
-                                  at(cx, slab * H_, elem_), at(dcy, slab * H_, elem_),
-                                  at(dcx, slab * H_, elem_), g.weight_bytes, reserve[gi].weights,
-                                  g.workspace_training, w.cudnn, g.reserve_training, cudnn_reserve),
-          "cudnnRNNBackwardData_v8");
+      check(calls().cudnnRNNBackwardData_v8(
+                handle.get(), g.rnn.get(), nullptr, g.y.get(), reserve[gi].y, dy, g.x.get(), dx,
+                g.h.get(), at(hx, slab * P_, elem_), at(dhy, slab * P_, elem_),
+                at(dhx, slab * P_, elem_), g.c.get(), at(cx, slab * H_, elem_),
+                at(dcy, slab * H_, elem_), at(dcx, slab * H_, elem_), g.weight_bytes,
+                reserve[gi].weights, g.workspace_training, w.cudnn, g.reserve_training,
+                cudnn_reserve),
+            "cudnnRNNBackwardData_v8");
       if (a.dweights) {
-        check(cudaMemsetAsync(w.dw, 0, g.weight_bytes, stream), "cudaMemsetAsync");
-        check(cudnnRNNBackwardWeights_v8(
+        check(calls().cudaMemsetAsync(w.dw, 0, g.weight_bytes, stream), "cudaMemsetAsync");
+        check(calls().cudnnRNNBackwardWeights_v8(
                   handle.get(), g.rnn.get(), CUDNN_WGRAD_MODE_ADD, nullptr, g.x.get(), x, g.h.get(),
                   at(hx, slab * P_, elem_), g.y.get(), reserve[gi].y, g.weight_bytes, w.dw,
                   g.workspace_training, w.cudnn, g.reserve_training, cudnn_reserve),
@@ -406,7 +407,7 @@ void CudaBackend::backward(const BackwardArgs& a, void* workspace, uint64_t drop
   // A sequence of length 0 passes its state through: dh0 = dhy, dc0 = dcy.
   if (a.dh0) m.pass_empty_states(a.dhy, a.dh0, P_, stream);
   if (a.dc0) m.pass_empty_states(a.dcy, a.dc0, H_, stream);
-  check(cudaGetLastError(), "backward");
+  check(calls().cudaGetLastError(), "backward");
 }
 
 }  // namespace
@@ -421,7 +422,8 @@ namespace {
 
 std::unique_ptr<BackendImpl> make_cuda_backend(const PlanContext& ctx) {
   const std::string refusal = cuda::cudnn_refusal(ctx.config);
-  const std::string too_old = cuda::cudnn_version_refusal(ctx.config.dtype, cudnnGetVersion());
+  const std::string too_old =
+      cuda::cudnn_version_refusal(ctx.config.dtype, cuda::calls().cudnnGetVersion());
   if (!too_old.empty()) throw Error(Status::unsupported, "backend cuda: " + too_old);
   if (refusal.empty()) {
     return cuda::with_fastest_cudnn_algorithm(ctx, [&ctx](cuda::CudnnAlgo algo) {

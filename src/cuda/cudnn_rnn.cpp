@@ -42,7 +42,8 @@ void set_state_descriptor(const TensorDescriptor& d, cudnnDataType_t type, int64
                           int64_t batch, int64_t width) {
   const int dims[3] = {static_cast<int>(slabs), static_cast<int>(batch), static_cast<int>(width)};
   const int strides[3] = {static_cast<int>(batch * width), static_cast<int>(width), 1};
-  check(cudnnSetTensorNdDescriptor(d.get(), type, 3, dims, strides), "cudnnSetTensorNdDescriptor");
+  check(calls().cudnnSetTensorNdDescriptor(d.get(), type, 3, dims, strides),
+        "cudnnSetTensorNdDescriptor");
 }
 
 // cuDNN's placement of every weight of `g`, read with cudnnGetRNNWeightParams from a weight
@@ -56,9 +57,9 @@ std::vector<CudnnParam> query_params(const Config& sub, const CudnnGroup& g, cud
   for (CudnnParam& p : params) {
     void* m_addr = nullptr;
     void* b_addr = nullptr;
-    check(cudnnGetRNNWeightParams(handle, g.rnn.get(), static_cast<int32_t>(p.pseudo_layer),
-                                  g.weight_bytes, space.get(), p.id, m.get(), &m_addr, b.get(),
-                                  &b_addr),
+    check(calls().cudnnGetRNNWeightParams(handle, g.rnn.get(), static_cast<int32_t>(p.pseudo_layer),
+                                          g.weight_bytes, space.get(), p.id, m.get(), &m_addr,
+                                          b.get(), &b_addr),
           "cudnnGetRNNWeightParams");
     void* addr = p.bias ? b_addr : m_addr;
     cudnnDataType_t type;
@@ -68,7 +69,8 @@ std::vector<CudnnParam> query_params(const Config& sub, const CudnnGroup& g, cud
                                         std::string(p.bias ? "bias" : "matrix") +
                                         " for linear layer " + std::to_string(p.id));
     }
-    check(cudnnGetTensorNdDescriptor(p.bias ? b.get() : m.get(), 3, &type, &nb, dims, strides),
+    check(calls().cudnnGetTensorNdDescriptor(p.bias ? b.get() : m.get(), 3, &type, &nb, dims,
+                                             strides),
           "cudnnGetTensorNdDescriptor");
     int64_t numel = 1;
     for (int k = 0; k < std::min(nb, 3); ++k) numel *= dims[k];
@@ -116,7 +118,7 @@ CudnnRnn::CudnnRnn(const PlanContext& ctx, const CudnnBatch& batch, cudnnHandle_
 
   // cuDNN needs a dropout descriptor; rnnx's own masks go between layers instead.
   no_dropout_ = make_dropout_descriptor();
-  check(cudnnSetDropoutDescriptor(no_dropout_.get(), handle, 0.0f, nullptr, 0, 0),
+  check(calls().cudnnSetDropoutDescriptor(no_dropout_.get(), handle, 0.0f, nullptr, 0, 0),
         "cudnnSetDropoutDescriptor");
 
   const WeightLayout full(c);
@@ -135,20 +137,20 @@ CudnnRnn::CudnnRnn(const PlanContext& ctx, const CudnnBatch& batch, cudnnHandle_
     g.flat_base = full.get(first, 0, WeightKind::w_ih)->offset;
 
     g.rnn = make_rnn_descriptor();
-    check(cudnnSetRNNDescriptor_v8(g.rnn.get(), cudnn_algo(algo), cudnn_cell(c.cell),
-                                   c.bias ? CUDNN_RNN_DOUBLE_BIAS : CUDNN_RNN_NO_BIAS,
-                                   c.bidirectional ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL,
-                                   CUDNN_LINEAR_INPUT, type, precision, math,
-                                   static_cast<int32_t>(g.in_width), static_cast<int32_t>(H),
-                                   static_cast<int32_t>(P), static_cast<int32_t>(group_layers),
-                                   no_dropout_.get(), CUDNN_RNN_PADDED_IO_DISABLED),
+    check(calls().cudnnSetRNNDescriptor_v8(
+              g.rnn.get(), cudnn_algo(algo), cudnn_cell(c.cell),
+              c.bias ? CUDNN_RNN_DOUBLE_BIAS : CUDNN_RNN_NO_BIAS,
+              c.bidirectional ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT,
+              type, precision, math, static_cast<int32_t>(g.in_width), static_cast<int32_t>(H),
+              static_cast<int32_t>(P), static_cast<int32_t>(group_layers), no_dropout_.get(),
+              CUDNN_RNN_PADDED_IO_DISABLED),
           "cudnnSetRNNDescriptor_v8");
     if (c.cell_clip.enabled) {
       // _v8 is the only setter that takes the NaN option (_v9 dropped it): the contract's
       // policies are cuDNN's PROPAGATE_NAN and NOT_PROPAGATE_NAN (NaN becomes a bound).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-      check(cudnnRNNSetClip_v8(
+      check(calls().cudnnRNNSetClip_v8(
                 g.rnn.get(), CUDNN_RNN_CLIP_MINMAX,
                 c.clip_nan == NanPolicy::propagate ? CUDNN_PROPAGATE_NAN : CUDNN_NOT_PROPAGATE_NAN,
                 c.cell_clip.lo, c.cell_clip.hi),
@@ -160,30 +162,31 @@ CudnnRnn::CudnnRnn(const PlanContext& ctx, const CudnnBatch& batch, cudnnHandle_
       const auto lengths = const_cast<int*>(reinterpret_cast<const int*>(batch.lengths.data()));
       g.x = make_rnn_data_descriptor();
       g.y = make_rnn_data_descriptor();
-      check(cudnnSetRNNDataDescriptor(g.x.get(), type, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED,
-                                      static_cast<int>(batch.max_seq_len),
-                                      static_cast<int>(batch.batch), static_cast<int>(g.in_width),
-                                      lengths, nullptr),
+      check(calls().cudnnSetRNNDataDescriptor(
+                g.x.get(), type, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED,
+                static_cast<int>(batch.max_seq_len), static_cast<int>(batch.batch),
+                static_cast<int>(g.in_width), lengths, nullptr),
             "cudnnSetRNNDataDescriptor (x)");
-      check(cudnnSetRNNDataDescriptor(g.y.get(), type, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED,
-                                      static_cast<int>(batch.max_seq_len),
-                                      static_cast<int>(batch.batch), static_cast<int>(g.out_width),
-                                      lengths, nullptr),
+      check(calls().cudnnSetRNNDataDescriptor(
+                g.y.get(), type, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED,
+                static_cast<int>(batch.max_seq_len), static_cast<int>(batch.batch),
+                static_cast<int>(g.out_width), lengths, nullptr),
             "cudnnSetRNNDataDescriptor (y)");
       g.h = make_tensor_descriptor();
       g.c = make_tensor_descriptor();
       set_state_descriptor(g.h, type, group_layers * D, batch.batch, P);
       set_state_descriptor(g.c, type, group_layers * D, batch.batch, H);
       size_t no_reserve = 0;
-      check(cudnnGetRNNTempSpaceSizes(handle, g.rnn.get(), CUDNN_FWD_MODE_INFERENCE, g.x.get(),
-                                      &g.workspace_inference, &no_reserve),
+      check(calls().cudnnGetRNNTempSpaceSizes(handle, g.rnn.get(), CUDNN_FWD_MODE_INFERENCE,
+                                              g.x.get(), &g.workspace_inference, &no_reserve),
             "cudnnGetRNNTempSpaceSizes (inference)");
-      check(cudnnGetRNNTempSpaceSizes(handle, g.rnn.get(), CUDNN_FWD_MODE_TRAINING, g.x.get(),
-                                      &g.workspace_training, &g.reserve_training),
-            "cudnnGetRNNTempSpaceSizes (training)");
+      check(
+          calls().cudnnGetRNNTempSpaceSizes(handle, g.rnn.get(), CUDNN_FWD_MODE_TRAINING, g.x.get(),
+                                            &g.workspace_training, &g.reserve_training),
+          "cudnnGetRNNTempSpaceSizes (training)");
     }
 
-    check(cudnnGetRNNWeightSpaceSize(handle, g.rnn.get(), &g.weight_bytes),
+    check(calls().cudnnGetRNNWeightSpaceSize(handle, g.rnn.get(), &g.weight_bytes),
           "cudnnGetRNNWeightSpaceSize");
     const auto params = query_params(sub, g, handle, elem);
     const auto segments = cudnn_weight_segments(sub, WeightLayout(sub), params);

@@ -32,10 +32,9 @@ core::Buffer device_bytes(size_t n) {
   return device_memory().allocate(std::max<size_t>(n, 1), "algorithm search");
 }
 
-using EventOwner = Owned<cudaEvent_t, &cudaEventDestroy>;
 EventOwner make_event() {
   cudaEvent_t e = nullptr;
-  check(cudaEventCreate(&e), "cudaEventCreate");
+  check(calls().cudaEventCreate(&e), "cudaEventCreate");
   return EventOwner(e);
 }
 
@@ -70,12 +69,12 @@ class Search {
     EventOwner start = make_event(), stop = make_event();
     std::vector<float> times;
     for (int run = 0; run <= kRuns; ++run) {
-      check(cudaEventRecord(start.get(), nullptr), "cudaEventRecord");
+      check(calls().cudaEventRecord(start.get(), nullptr), "cudaEventRecord");
       step(b);
-      check(cudaEventRecord(stop.get(), nullptr), "cudaEventRecord");
-      check(cudaEventSynchronize(stop.get()), "cudaEventSynchronize");
+      check(calls().cudaEventRecord(stop.get(), nullptr), "cudaEventRecord");
+      check(calls().cudaEventSynchronize(stop.get()), "cudaEventSynchronize");
       float ms = 0;
-      check(cudaEventElapsedTime(&ms, start.get(), stop.get()), "cudaEventElapsedTime");
+      check(calls().cudaEventElapsedTime(&ms, start.get(), stop.get()), "cudaEventElapsedTime");
       if (run > 0) times.push_back(ms);
     }
     std::sort(times.begin(), times.end());
@@ -145,9 +144,10 @@ std::unique_ptr<BackendImpl> with_fastest_cudnn_algorithm(const PlanContext& ctx
   if (candidates.size() < 2 || !core::autotune_enabled()) return standard;
 
   cudaDeviceProp prop{};
-  check(cudaGetDeviceProperties(&prop, current_device()), "cudaGetDeviceProperties");
-  const std::string key = cudnn_autotune_key(ctx.config, ctx.math, batch, ctx.options.purpose,
-                                             prop.name, static_cast<int>(cudnnGetVersion()));
+  check(calls().cudaGetDeviceProperties(&prop, current_device()), "cudaGetDeviceProperties");
+  const std::string key =
+      cudnn_autotune_key(ctx.config, ctx.math, batch, ctx.options.purpose, prop.name,
+                         static_cast<int>(calls().cudnnGetVersion()));
   const double spread_limit = core::interference_spread();
   if (const auto text = core::autotune_lookup(key)) {
     if (*text == core::kDisturbedSearch) return standard;
@@ -189,7 +189,7 @@ std::unique_ptr<BackendImpl> with_fastest_cudnn_algorithm(const PlanContext& ctx
         return t;
       } catch (const Error& e) {
         if (e.code() == Status::out_of_memory || reference) throw;
-        cudaGetLastError();  // cuDNN refused the candidate: it is not one
+        calls().cudaGetLastError();  // cuDNN refused the candidate: it is not one
         return std::nullopt;
       }
     };

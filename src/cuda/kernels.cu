@@ -152,14 +152,14 @@ void by_dtype(DataType dtype, F&& f) {
 }
 
 void check_launch(const char* what) {
-  check(cudaGetLastError(), what);
+  check(calls().cudaGetLastError(), what);
 }
 
 }  // namespace
 
 void copy_rows(DataType dtype, const void* src, const int64_t* src_map, void* dst,
                const int64_t* dst_map, int64_t rows, int64_t width, cudaStream_t stream) {
-  if (rows <= 0 || width <= 0) return;
+  if (rows <= 0 || width <= 0 || calls().skip_kernel("copy_rows")) return;
   by_dtype(dtype, [&](auto* type) {
     using T = std::remove_pointer_t<decltype(type)>;
     copy_rows_kernel<T><<<blocks_for(rows * width), kThreads, 0, stream>>>(
@@ -170,7 +170,7 @@ void copy_rows(DataType dtype, const void* src, const int64_t* src_map, void* ds
 
 void fill_rows(DataType dtype, void* dst, const int64_t* dst_map, int64_t rows, int64_t width,
                double value, cudaStream_t stream) {
-  if (rows <= 0 || width <= 0) return;
+  if (rows <= 0 || width <= 0 || calls().skip_kernel("fill_rows")) return;
   by_dtype(dtype, [&](auto* type) {
     using T = std::remove_pointer_t<decltype(type)>;
     fill_rows_kernel<T><<<blocks_for(rows * width), kThreads, 0, stream>>>(
@@ -185,7 +185,7 @@ void fill(DataType dtype, void* dst, int64_t n, double value, cudaStream_t strea
 
 void fill_pattern(DataType dtype, void* dst, int64_t n, uint64_t seed, double scale,
                   cudaStream_t stream) {
-  if (n <= 0) return;
+  if (n <= 0 || calls().skip_kernel("fill_pattern")) return;
   by_dtype(dtype, [&](auto* type) {
     using T = std::remove_pointer_t<decltype(type)>;
     pattern_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<T*>(dst), n, seed, scale);
@@ -197,7 +197,7 @@ namespace {
 void weights_launch(DataType dtype, const WeightSegment* segs, int64_t count, int64_t longest,
                     const void* from, void* to, int64_t flat_base, bool to_cudnn, bool accumulate,
                     cudaStream_t stream) {
-  if (count <= 0) return;
+  if (count <= 0 || calls().skip_kernel(to_cudnn ? "weights_to_cudnn" : "weights_to_flat")) return;
   const dim3 grid(std::min(blocks_for(longest), 1024u), static_cast<unsigned>(count));
   by_dtype(dtype, [&](auto* type) {
     using T = std::remove_pointer_t<decltype(type)>;
@@ -222,7 +222,7 @@ void weights_to_flat(DataType dtype, const WeightSegment* segments, int64_t coun
 
 void add_column_sums(DataType dtype, const void* src, int64_t rows, int64_t width, void* dst,
                      void* also, cudaStream_t stream) {
-  if (width <= 0) return;
+  if (width <= 0 || calls().skip_kernel("column_sums")) return;
   if (dtype == DataType::f32) {
     column_sums_kernel<float><<<blocks_for(width), kThreads, 0, stream>>>(
         static_cast<const float*>(src), rows, width, static_cast<float*>(dst),
@@ -241,7 +241,7 @@ void add_column_sums(DataType dtype, const void* src, int64_t rows, int64_t widt
 void apply_dropout(DataType dtype, void* data, int64_t rows, int64_t width,
                    const int64_t* element_base, uint64_t seed, uint64_t counter, int64_t layer,
                    double p, cudaStream_t stream) {
-  if (rows <= 0 || width <= 0) return;
+  if (rows <= 0 || width <= 0 || calls().skip_kernel("dropout")) return;
   const double scale = p < 1.0 ? 1.0 / (1.0 - p) : 0.0;
   by_dtype(dtype, [&](auto* type) {
     using T = std::remove_pointer_t<decltype(type)>;

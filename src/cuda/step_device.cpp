@@ -80,9 +80,10 @@ class CudaStepDevice final : public core::StepDevice {
         cuda::add_column_sums(ctx_.config.dtype, ptr(s->src), s->rows, s->width, ptr(s->dst),
                               s->also ? ptr(s->also) : nullptr, stream);
       } else if (const auto* c = std::get_if<core::CopyOp>(&op)) {
-        check(cudaMemcpyAsync(ptr(c->dst), ptr(c->src), static_cast<size_t>(c->count * elem),
-                              cudaMemcpyDeviceToDevice, stream),
-              "cudaMemcpyAsync (own path)");
+        check(
+            calls().cudaMemcpyAsync(ptr(c->dst), ptr(c->src), static_cast<size_t>(c->count * elem),
+                                    cudaMemcpyDeviceToDevice, stream),
+            "cudaMemcpyAsync (own path)");
       } else if (const auto* d = std::get_if<core::DropoutOp>(&op)) {
         apply_dropout(ctx_.config.dtype, ptr(d->data), ctx_.schedule.tokens, d->width,
                       drop.element_base, drop.seed, drop.counter, d->layer, drop.p, stream);
@@ -90,7 +91,7 @@ class CudaStepDevice final : public core::StepDevice {
         cells_.launch(std::get<core::CellOp>(op), bases, stream);
       }
     }
-    check(cudaGetLastError(), "own path kernels");
+    check(calls().cudaGetLastError(), "own path kernels");
   }
 
  private:
