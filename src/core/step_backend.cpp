@@ -15,28 +15,21 @@ class StepBackend final : public BackendImpl {
         device_(std::move(device)),
         programs_(build_step_programs(ctx.config, ctx.schedule, ctx.weights)) {
     const Config& c = ctx.config;
-    const Schedule& s = ctx.schedule;
     elem_ = dtype_size(c.dtype);
     LD_ = c.num_layers * c.num_directions();
     P_ = c.output_size();
     H_ = c.hidden_size;
     DP_ = c.num_directions() * P_;
     lstm_ = c.cell == CellType::lstm;
-    in_place_ = rows_in_place(ctx.shape, s);
-    // Every layer and direction's state rows in sorted order <- the caller's rows.
-    const RowMaps maps = row_maps(ctx.shape, s, LD_, DP_, s.B, !in_place_);
-    maps_.tokens = s.tokens;
-    maps_.states = LD_ * s.B;
-    if (!maps.state_rows.empty()) state_map_ = device_->upload(maps.state_rows);
-    maps_.state_rows = static_cast<const int64_t*>(state_map_.get());
-    if (!maps.padding_rows.empty()) padding_map_ = device_->upload(maps.padding_rows);
-    maps_.padding_rows = static_cast<const int64_t*>(padding_map_.get());
-    maps_.padding = static_cast<int64_t>(maps.padding_rows.size());
-    if (s.tokens > 0) {
-      dropout_map_ = device_->upload(maps.dropout);
-      if (!in_place_) caller_map_ = device_->upload(maps.caller_rows);
-    }
-    maps_.caller_rows = static_cast<const int64_t*>(caller_map_.get());
+    bind_maps();
+  }
+
+  // The network's next batch: its programs and maps, on the same device (its handles and
+  // the kept map buffer stay).
+  bool rebind() override {
+    programs_ = build_step_programs(ctx_.config, ctx_.schedule, ctx_.weights);
+    bind_maps();
+    return true;
   }
 
   std::string name() const override { return device_->name(); }
@@ -112,16 +105,46 @@ class StepBackend final : public BackendImpl {
   }
   BatchMover mover() const { return BatchMover(device_->rows(), maps_); }
   StepDevice::Dropout dropout(uint64_t counter) const {
-    return {.element_base = static_cast<const int64_t*>(dropout_map_.get()),
+    return {.element_base = dropout_rows_,
             .seed = ctx_.config.seed,
             .counter = counter,
             .p = ctx_.config.dropout};
   }
 
+  // The batch mover's maps and the dropout rows of the bound batch, one upload into one
+  // kept buffer.
+  void bind_maps() {
+    const Schedule& s = ctx_.schedule;
+    in_place_ = rows_in_place(ctx_.shape, s);
+    const RowMaps maps = row_maps(ctx_.shape, s, LD_, DP_, s.B, !in_place_);
+    std::vector<int64_t> all;
+    const auto put = [&](const std::vector<int64_t>& v) {
+      const size_t at = all.size();
+      all.insert(all.end(), v.begin(), v.end());
+      return at;
+    };
+    const size_t state_at = put(maps.state_rows), padding_at = put(maps.padding_rows);
+    const size_t dropout_at = s.tokens > 0 ? put(maps.dropout) : all.size();
+    const size_t caller_at = s.tokens > 0 && !in_place_ ? put(maps.caller_rows) : all.size();
+    if (!all.empty()) device_->upload(all, kept_maps_, kept_capacity_);
+    const auto base = static_cast<const int64_t*>(kept_maps_.get());
+    const auto where = [&](bool present, size_t at) { return present ? base + at : nullptr; };
+    maps_ = {};
+    maps_.tokens = s.tokens;
+    maps_.states = LD_ * s.B;
+    maps_.state_rows = where(!maps.state_rows.empty(), state_at);
+    maps_.padding_rows = where(!maps.padding_rows.empty(), padding_at);
+    maps_.padding = static_cast<int64_t>(maps.padding_rows.size());
+    maps_.caller_rows = where(s.tokens > 0 && !in_place_, caller_at);
+    dropout_rows_ = where(s.tokens > 0, dropout_at);
+  }
+
   std::unique_ptr<StepDevice> device_;
   StepPrograms programs_;
-  Buffer state_map_, padding_map_, dropout_map_, caller_map_;
-  BatchMaps maps_;  // over those
+  Buffer kept_maps_;
+  size_t kept_capacity_ = 0;
+  BatchMaps maps_;                         // in kept_maps_
+  const int64_t* dropout_rows_ = nullptr;  // in kept_maps_
   int64_t elem_ = 4, LD_ = 0, P_ = 0, H_ = 0, DP_ = 0;
   bool lstm_ = false, in_place_ = false;
 };

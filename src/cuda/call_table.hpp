@@ -49,13 +49,12 @@ struct CallTable {
   cudnnStatus_t (*cudnnDestroyTensorDescriptor)(cudnnTensorDescriptor_t);
   cudnnStatus_t (*cudnnCreateDropoutDescriptor)(cudnnDropoutDescriptor_t*);
   cudnnStatus_t (*cudnnDestroyDropoutDescriptor)(cudnnDropoutDescriptor_t);
-  cudnnStatus_t (*cudnnSetDropoutDescriptor)(cudnnDropoutDescriptor_t, cudnnHandle_t, float,
-                                             void*, size_t, unsigned long long);
-  cudnnStatus_t (*cudnnSetRNNDescriptor_v8)(cudnnRNNDescriptor_t, cudnnRNNAlgo_t,
-                                            cudnnRNNMode_t, cudnnRNNBiasMode_t,
-                                            cudnnDirectionMode_t, cudnnRNNInputMode_t,
-                                            cudnnDataType_t, cudnnDataType_t, cudnnMathType_t,
-                                            int32_t, int32_t, int32_t, int32_t,
+  cudnnStatus_t (*cudnnSetDropoutDescriptor)(cudnnDropoutDescriptor_t, cudnnHandle_t, float, void*,
+                                             size_t, unsigned long long);
+  cudnnStatus_t (*cudnnSetRNNDescriptor_v8)(cudnnRNNDescriptor_t, cudnnRNNAlgo_t, cudnnRNNMode_t,
+                                            cudnnRNNBiasMode_t, cudnnDirectionMode_t,
+                                            cudnnRNNInputMode_t, cudnnDataType_t, cudnnDataType_t,
+                                            cudnnMathType_t, int32_t, int32_t, int32_t, int32_t,
                                             cudnnDropoutDescriptor_t, uint32_t);
   cudnnStatus_t (*cudnnRNNSetClip_v8)(cudnnRNNDescriptor_t, cudnnRNNClipMode_t,
                                       cudnnNanPropagation_t, double, double);
@@ -64,34 +63,31 @@ struct CallTable {
                                              void*);
   cudnnStatus_t (*cudnnSetTensorNdDescriptor)(cudnnTensorDescriptor_t, cudnnDataType_t, int,
                                               const int[], const int[]);
-  cudnnStatus_t (*cudnnGetTensorNdDescriptor)(const cudnnTensorDescriptor_t, int,
-                                              cudnnDataType_t*, int*, int[], int[]);
+  cudnnStatus_t (*cudnnGetTensorNdDescriptor)(const cudnnTensorDescriptor_t, int, cudnnDataType_t*,
+                                              int*, int[], int[]);
   cudnnStatus_t (*cudnnGetRNNTempSpaceSizes)(cudnnHandle_t, cudnnRNNDescriptor_t,
-                                             cudnnForwardMode_t, cudnnRNNDataDescriptor_t,
-                                             size_t*, size_t*);
+                                             cudnnForwardMode_t, cudnnRNNDataDescriptor_t, size_t*,
+                                             size_t*);
   cudnnStatus_t (*cudnnGetRNNWeightSpaceSize)(cudnnHandle_t, cudnnRNNDescriptor_t, size_t*);
-  cudnnStatus_t (*cudnnGetRNNWeightParams)(cudnnHandle_t, cudnnRNNDescriptor_t, int32_t,
-                                           size_t, const void*, int32_t,
-                                           cudnnTensorDescriptor_t, void**,
+  cudnnStatus_t (*cudnnGetRNNWeightParams)(cudnnHandle_t, cudnnRNNDescriptor_t, int32_t, size_t,
+                                           const void*, int32_t, cudnnTensorDescriptor_t, void**,
                                            cudnnTensorDescriptor_t, void**);
   cudnnStatus_t (*cudnnRNNForward)(cudnnHandle_t, cudnnRNNDescriptor_t, cudnnForwardMode_t,
                                    const int32_t[], cudnnRNNDataDescriptor_t, const void*,
                                    cudnnRNNDataDescriptor_t, void*, cudnnTensorDescriptor_t,
-                                   const void*, void*, cudnnTensorDescriptor_t, const void*,
-                                   void*, size_t, const void*, size_t, void*, size_t, void*);
+                                   const void*, void*, cudnnTensorDescriptor_t, const void*, void*,
+                                   size_t, const void*, size_t, void*, size_t, void*);
   cudnnStatus_t (*cudnnRNNBackwardData_v8)(cudnnHandle_t, cudnnRNNDescriptor_t, const int32_t[],
                                            cudnnRNNDataDescriptor_t, const void*, const void*,
-                                           cudnnRNNDataDescriptor_t, void*,
-                                           cudnnTensorDescriptor_t, const void*, const void*,
-                                           void*, cudnnTensorDescriptor_t, const void*,
-                                           const void*, void*, size_t, const void*, size_t,
-                                           void*, size_t, void*);
-  cudnnStatus_t (*cudnnRNNBackwardWeights_v8)(cudnnHandle_t, cudnnRNNDescriptor_t,
-                                              cudnnWgradMode_t, const int32_t[],
-                                              cudnnRNNDataDescriptor_t, const void*,
-                                              cudnnTensorDescriptor_t, const void*,
-                                              cudnnRNNDataDescriptor_t, const void*, size_t,
-                                              void*, size_t, void*, size_t, void*);
+                                           cudnnRNNDataDescriptor_t, void*, cudnnTensorDescriptor_t,
+                                           const void*, const void*, void*, cudnnTensorDescriptor_t,
+                                           const void*, const void*, void*, size_t, const void*,
+                                           size_t, void*, size_t, void*);
+  cudnnStatus_t (*cudnnRNNBackwardWeights_v8)(cudnnHandle_t, cudnnRNNDescriptor_t, cudnnWgradMode_t,
+                                              const int32_t[], cudnnRNNDataDescriptor_t,
+                                              const void*, cudnnTensorDescriptor_t, const void*,
+                                              cudnnRNNDataDescriptor_t, const void*, size_t, void*,
+                                              size_t, void*, size_t, void*);
   // cuBLAS (the own kernels' GEMMs): loaded when first needed (cublas_loader.hpp).
   const Cublas& (*cublas)();
   // Kernel launches: false runs the named kernel; true (a fake device) skips it, recorded.

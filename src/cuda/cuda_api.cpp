@@ -159,13 +159,21 @@ const core::Memory& device_memory() {
 // for it: the plan's data is on the device before the plan is returned, whatever stream its
 // calls use, and no other stream's work is waited for.
 void upload(void* dst, const void* src, size_t bytes) {
-  cudaStream_t stream = nullptr;
-  check(calls().cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
-        "cudaStreamCreateWithFlags");
-  const StreamOwner owner(stream);
+  const StreamOwner stream = make_stream();
+  upload(dst, src, bytes, stream.get());
+}
+
+void upload(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
   check(calls().cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream),
         "cudaMemcpyAsync (plan data)");
   check(calls().cudaStreamSynchronize(stream), "cudaStreamSynchronize (plan data)");
+}
+
+StreamOwner make_stream() {
+  cudaStream_t stream = nullptr;
+  check(calls().cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+        "cudaStreamCreateWithFlags");
+  return StreamOwner(stream);
 }
 
 void attach_stream(cudnnHandle_t handle, cudaStream_t stream) {

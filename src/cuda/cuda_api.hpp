@@ -98,6 +98,11 @@ const core::Memory& device_memory();
 // stream of its own and waited for): calls on any stream, non-blocking ones included, then
 // see it.
 void upload(void* dst, const void* src, size_t bytes);
+// The same on `stream`, a stream of the caller's own that nothing else uses (the backend's
+// uploads at each new batch): no stream is created.
+void upload(void* dst, const void* src, size_t bytes, cudaStream_t stream);
+// A non-blocking stream, owned.
+StreamOwner make_stream();
 
 // Library handles (cuDNN's, cuBLAS's) for the calls of one plan: a call takes one (a handle
 // must not be used by two threads at once), attached to its stream, and gives it back when it

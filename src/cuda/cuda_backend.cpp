@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "core/autotune_cache.hpp"
 #include "core/backend.hpp"
 #include "core/backend_registry.hpp"
 #include "core/batch_mover.hpp"
@@ -70,6 +71,24 @@ class CudaBackend final : public BackendImpl {
     setup_ = make_handle();
     rnn_ = std::make_unique<CudnnRnn>(ctx, batch_, setup_.get(), algo);
     upload_maps();
+  }
+
+  // The network's next batch (new lengths) on this backend: the handles, the RNN
+  // descriptors and the weight copies stay; the batch's data descriptors and cuDNN's sizes
+  // are set again and its row maps uploaded into the kept buffer (grown when too small), on
+  // the backend's own stream. STANDARD only: a batch whose lengths let a persistent algorithm
+  // in is searched for anew (a new backend), as a plan of its own would be.
+  bool rebind() override {
+    if (algo_ != CudnnAlgo::standard) return false;
+    CudnnBatch batch = cudnn_batch(ctx_.shape, ctx_.schedule, ctx_.config);
+    if (core::autotune_enabled() && cudnn_algorithm_candidates(ctx_.config, batch).size() > 1)
+      return false;
+    DeviceScope scope(device_);
+    batch_ = std::move(batch);
+    direct_states_ = batch_.states_in_order && batch_.batch == ctx_.schedule.B;
+    rnn_->bind(batch_, setup_.get());
+    upload_maps();
+    return true;
   }
 
   std::string name() const override {
@@ -222,8 +241,13 @@ class CudaBackend final : public BackendImpl {
     batch_maps_.states = LD_ * batch();
     batch_maps_.empty = LD_ * (s.B - batch());
     if (all.empty()) return;
-    maps_ = device_memory().allocate(sizeof(int64_t) * all.size(), "plan", "row maps");
-    upload(maps_.get(), all.data(), sizeof(int64_t) * all.size());
+    const size_t bytes = sizeof(int64_t) * all.size();
+    if (bytes > maps_capacity_) {  // grown, never shrunk: a network's batches reuse it
+      maps_ = device_memory().allocate(bytes, "plan", "row maps");
+      maps_capacity_ = bytes;
+    }
+    if (!upload_stream_.get()) upload_stream_ = make_stream();
+    upload(maps_.get(), all.data(), bytes, upload_stream_.get());
     const auto base = static_cast<const int64_t*>(maps_.get());
     batch_maps_.caller_rows = batch_.rows_in_place ? nullptr : base + rows_at;
     batch_maps_.padding_rows = base + padding_at;
@@ -239,6 +263,8 @@ class CudaBackend final : public BackendImpl {
   std::unique_ptr<CudnnRnn> rnn_;
   CudnnHandlePool handles_{&make_handle, &attach_stream};
   core::Buffer maps_;
+  size_t maps_capacity_ = 0;
+  StreamOwner upload_stream_;   // the plan data's copies (upload)
   core::BatchMaps batch_maps_;  // in maps_
   const int64_t* dropout_base_ = nullptr;
   DeviceRows rows_;

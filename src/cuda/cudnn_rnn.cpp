@@ -100,7 +100,8 @@ cudnnRNNAlgo_t cudnn_algo(CudnnAlgo algo) {
 }  // namespace
 
 CudnnRnn::CudnnRnn(const PlanContext& ctx, const CudnnBatch& batch, cudnnHandle_t handle,
-                   CudnnAlgo algo) {
+                   CudnnAlgo algo)
+    : config_(ctx.config) {
   const Config& c = ctx.config;
   const int64_t D = c.num_directions(), P = c.output_size(), H = c.hidden_size;
   const cudnnDataType_t type = cudnn_type(c.dtype);
@@ -158,34 +159,6 @@ CudnnRnn::CudnnRnn(const PlanContext& ctx, const CudnnBatch& batch, cudnnHandle_
 #pragma GCC diagnostic pop
     }
 
-    if (batch.batch > 0) {
-      const auto lengths = const_cast<int*>(reinterpret_cast<const int*>(batch.lengths.data()));
-      g.x = make_rnn_data_descriptor();
-      g.y = make_rnn_data_descriptor();
-      check(calls().cudnnSetRNNDataDescriptor(
-                g.x.get(), type, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED,
-                static_cast<int>(batch.max_seq_len), static_cast<int>(batch.batch),
-                static_cast<int>(g.in_width), lengths, nullptr),
-            "cudnnSetRNNDataDescriptor (x)");
-      check(calls().cudnnSetRNNDataDescriptor(
-                g.y.get(), type, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED,
-                static_cast<int>(batch.max_seq_len), static_cast<int>(batch.batch),
-                static_cast<int>(g.out_width), lengths, nullptr),
-            "cudnnSetRNNDataDescriptor (y)");
-      g.h = make_tensor_descriptor();
-      g.c = make_tensor_descriptor();
-      set_state_descriptor(g.h, type, group_layers * D, batch.batch, P);
-      set_state_descriptor(g.c, type, group_layers * D, batch.batch, H);
-      size_t no_reserve = 0;
-      check(calls().cudnnGetRNNTempSpaceSizes(handle, g.rnn.get(), CUDNN_FWD_MODE_INFERENCE,
-                                              g.x.get(), &g.workspace_inference, &no_reserve),
-            "cudnnGetRNNTempSpaceSizes (inference)");
-      check(
-          calls().cudnnGetRNNTempSpaceSizes(handle, g.rnn.get(), CUDNN_FWD_MODE_TRAINING, g.x.get(),
-                                            &g.workspace_training, &g.reserve_training),
-          "cudnnGetRNNTempSpaceSizes (training)");
-    }
-
     check(calls().cudnnGetRNNWeightSpaceSize(handle, g.rnn.get(), &g.weight_bytes),
           "cudnnGetRNNWeightSpaceSize");
     const auto params = query_params(sub, g, handle, elem);
@@ -200,6 +173,42 @@ CudnnRnn::CudnnRnn(const PlanContext& ctx, const CudnnBatch& batch, cudnnHandle_
     g.segments = device_memory().allocate(bytes, "plan", "weight copies");
     upload(g.segments.get(), segments.data(), bytes);
     groups_.push_back(std::move(g));
+  }
+  bind(batch, handle);
+}
+
+void CudnnRnn::bind(const CudnnBatch& batch, cudnnHandle_t handle) {
+  if (batch.batch == 0) return;  // nothing reaches cuDNN; the descriptors wait for a batch
+  const int64_t D = config_.num_directions(), P = config_.output_size(), H = config_.hidden_size;
+  const cudnnDataType_t type = cudnn_type(config_.dtype);
+  const auto lengths = const_cast<int*>(reinterpret_cast<const int*>(batch.lengths.data()));
+  for (CudnnGroup& g : groups_) {
+    // Made once, set again for every batch (cuDNN copies the lengths).
+    if (!g.x.get()) {
+      g.x = make_rnn_data_descriptor();
+      g.y = make_rnn_data_descriptor();
+      g.h = make_tensor_descriptor();
+      g.c = make_tensor_descriptor();
+    }
+    check(calls().cudnnSetRNNDataDescriptor(g.x.get(), type, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED,
+                                            static_cast<int>(batch.max_seq_len),
+                                            static_cast<int>(batch.batch),
+                                            static_cast<int>(g.in_width), lengths, nullptr),
+          "cudnnSetRNNDataDescriptor (x)");
+    check(calls().cudnnSetRNNDataDescriptor(g.y.get(), type, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED,
+                                            static_cast<int>(batch.max_seq_len),
+                                            static_cast<int>(batch.batch),
+                                            static_cast<int>(g.out_width), lengths, nullptr),
+          "cudnnSetRNNDataDescriptor (y)");
+    set_state_descriptor(g.h, type, g.layers * D, batch.batch, P);
+    set_state_descriptor(g.c, type, g.layers * D, batch.batch, H);
+    size_t no_reserve = 0;
+    check(calls().cudnnGetRNNTempSpaceSizes(handle, g.rnn.get(), CUDNN_FWD_MODE_INFERENCE,
+                                            g.x.get(), &g.workspace_inference, &no_reserve),
+          "cudnnGetRNNTempSpaceSizes (inference)");
+    check(calls().cudnnGetRNNTempSpaceSizes(handle, g.rnn.get(), CUDNN_FWD_MODE_TRAINING, g.x.get(),
+                                            &g.workspace_training, &g.reserve_training),
+          "cudnnGetRNNTempSpaceSizes (training)");
   }
 }
 

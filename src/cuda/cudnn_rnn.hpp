@@ -2,7 +2,8 @@
 // when dropout sits between layers, because rnnx applies its own masks there), the data and
 // state descriptors of the batch cuDNN sees (CudnnBatch), the buffer sizes cuDNN asks
 // for, and where cuDNN keeps each weight (the copies from and to the flat buffer). Built
-// once per plan; calls only read it, so several threads may share it.
+// once per network (its slot); a new batch sets only the data descriptors and sizes again
+// (bind). Calls only read it, so several threads may share it.
 #pragma once
 
 #include <string>
@@ -43,6 +44,9 @@ class CudnnRnn {
  public:
   // `handle` for the set-up queries. Throws Error(unsupported) for what cuDNN refuses.
   CudnnRnn(const PlanContext& ctx, const CudnnBatch& batch, cudnnHandle_t handle, CudnnAlgo algo);
+  // A new batch (a network's next lengths): the data and state descriptors set again and
+  // cuDNN's sizes asked again; the RNN descriptors and the weight copies stay.
+  void bind(const CudnnBatch& batch, cudnnHandle_t handle);
 
   const std::vector<CudnnGroup>& groups() const { return groups_; }
   // One group per layer (dropout between layers) or one for all.
@@ -54,6 +58,7 @@ class CudnnRnn {
   const std::string& math_name() const { return math_name_; }
 
  private:
+  Config config_;
   std::vector<CudnnGroup> groups_;
   DropoutDescriptor no_dropout_;
   std::string math_name_;

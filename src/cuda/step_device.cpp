@@ -47,12 +47,14 @@ class CudaStepDevice final : public core::StepDevice {
   const core::Memory& memory() const override { return device_memory(); }
   bool takes_stream() const override { return true; }
 
-  core::Buffer upload(const std::vector<int64_t>& map) override {
+  void upload(const std::vector<int64_t>& map, core::Buffer& kept, size_t& capacity) override {
     DeviceScope scope(device_);
-    const size_t bytes = map.size() * sizeof(int64_t);
-    core::Buffer b = device_memory().allocate(bytes, "plan", "row maps");
-    cuda::upload(b.get(), map.data(), bytes);
-    return b;
+    if (map.size() > capacity) {
+      kept = device_memory().allocate(map.size() * sizeof(int64_t), "plan", "row maps");
+      capacity = map.size();
+    }
+    if (!upload_stream_.get()) upload_stream_ = make_stream();  // once per network slot
+    cuda::upload(kept.get(), map.data(), map.size() * sizeof(int64_t), upload_stream_.get());
   }
   const core::RowCopier& rows() const override { return rows_; }
 
@@ -128,6 +130,7 @@ class CudaStepDevice final : public core::StepDevice {
   HandlePool<CublasHandle> blas_{&make_cublas, &attach_cublas};
   std::string math_;
   bool fast_bf16_ = false;
+  StreamOwner upload_stream_;  // the batches' maps (upload)
 };
 
 }  // namespace

@@ -12,8 +12,8 @@
 namespace rnnx_test {
 namespace {
 
-using rnnx::Config;
 using rnnx::CellType;
+using rnnx::Config;
 using rnnx::DataType;
 
 // What a cuDNN RNN descriptor was set to: enough for its weight space and sizes.
@@ -238,23 +238,21 @@ cudnnStatus_t create_data(cudnnRNNDataDescriptor_t* d) {
   return create_descriptor<cudnnRNNDataDescriptor_t, FakeData>(d, "cudnnCreateRNNDataDescriptor");
 }
 cudnnStatus_t destroy_data(cudnnRNNDataDescriptor_t d) {
-  return destroy_descriptor<cudnnRNNDataDescriptor_t, FakeData>(d,
-                                                                "cudnnDestroyRNNDataDescriptor");
+  return destroy_descriptor<cudnnRNNDataDescriptor_t, FakeData>(d, "cudnnDestroyRNNDataDescriptor");
 }
 cudnnStatus_t create_tensor(cudnnTensorDescriptor_t* d) {
   return create_descriptor<cudnnTensorDescriptor_t, FakeTensor>(d, "cudnnCreateTensorDescriptor");
 }
 cudnnStatus_t destroy_tensor(cudnnTensorDescriptor_t d) {
-  return destroy_descriptor<cudnnTensorDescriptor_t, FakeTensor>(d,
-                                                                 "cudnnDestroyTensorDescriptor");
+  return destroy_descriptor<cudnnTensorDescriptor_t, FakeTensor>(d, "cudnnDestroyTensorDescriptor");
 }
 cudnnStatus_t create_dropout(cudnnDropoutDescriptor_t* d) {
   return create_descriptor<cudnnDropoutDescriptor_t, FakeDropout>(d,
                                                                   "cudnnCreateDropoutDescriptor");
 }
 cudnnStatus_t destroy_dropout(cudnnDropoutDescriptor_t d) {
-  return destroy_descriptor<cudnnDropoutDescriptor_t, FakeDropout>(
-      d, "cudnnDestroyDropoutDescriptor");
+  return destroy_descriptor<cudnnDropoutDescriptor_t, FakeDropout>(d,
+                                                                   "cudnnDestroyDropoutDescriptor");
 }
 cudnnStatus_t set_dropout(cudnnDropoutDescriptor_t, cudnnHandle_t, float, void*, size_t,
                           unsigned long long) {
@@ -277,8 +275,8 @@ cudnnStatus_t set_rnn(cudnnRNNDescriptor_t d, cudnnRNNAlgo_t, cudnnRNNMode_t mod
   c.hidden_size = hidden;
   c.proj_size = proj == hidden ? 0 : proj;
   c.num_layers = layers;
-  c.dtype = type == CUDNN_DATA_DOUBLE ? DataType::f64
-            : type == CUDNN_DATA_HALF ? DataType::f16
+  c.dtype = type == CUDNN_DATA_DOUBLE     ? DataType::f64
+            : type == CUDNN_DATA_HALF     ? DataType::f16
             : type == CUDNN_DATA_BFLOAT16 ? DataType::bf16
                                           : DataType::f32;
   return CUDNN_STATUS_SUCCESS;
@@ -321,8 +319,8 @@ cudnnStatus_t temp_sizes(cudnnHandle_t, cudnnRNNDescriptor_t d, cudnnForwardMode
                                                rnnx::gates_per_cell(c.cell) * c.hidden_size) *
                            rnnx::dtype_size(c.dtype);
   *workspace = 4096 + static_cast<size_t>(data.tokens) * per_token;
-  *reserve = mode == CUDNN_FWD_MODE_TRAINING ? 1024 + static_cast<size_t>(data.tokens) * per_token
-                                             : 0;
+  *reserve =
+      mode == CUDNN_FWD_MODE_TRAINING ? 1024 + static_cast<size_t>(data.tokens) * per_token : 0;
   return CUDNN_STATUS_SUCCESS;
 }
 // The documented layout of the descriptor's weight space (rules/cudnn_layout.hpp).
@@ -362,16 +360,15 @@ cudnnStatus_t rnn_backward_data(cudnnHandle_t, cudnnRNNDescriptor_t, const int32
                                 cudnnRNNDataDescriptor_t, const void*, const void*,
                                 cudnnRNNDataDescriptor_t, void*, cudnnTensorDescriptor_t,
                                 const void*, const void*, void*, cudnnTensorDescriptor_t,
-                                const void*, const void*, void*, size_t, const void*, size_t,
-                                void*, size_t, void*) {
+                                const void*, const void*, void*, size_t, const void*, size_t, void*,
+                                size_t, void*) {
   return enter("cudnnRNNBackwardData_v8") ? CUDNN_STATUS_INTERNAL_ERROR : CUDNN_STATUS_SUCCESS;
 }
 cudnnStatus_t rnn_backward_weights(cudnnHandle_t, cudnnRNNDescriptor_t, cudnnWgradMode_t,
                                    const int32_t[], cudnnRNNDataDescriptor_t, const void*,
                                    cudnnTensorDescriptor_t, const void*, cudnnRNNDataDescriptor_t,
                                    const void*, size_t, void*, size_t, void*, size_t, void*) {
-  return enter("cudnnRNNBackwardWeights_v8") ? CUDNN_STATUS_INTERNAL_ERROR
-                                             : CUDNN_STATUS_SUCCESS;
+  return enter("cudnnRNNBackwardWeights_v8") ? CUDNN_STATUS_INTERNAL_ERROR : CUDNN_STATUS_SUCCESS;
 }
 
 // ---- cuBLAS and kernels --------------------------------------------------------------------
@@ -391,8 +388,8 @@ cublasStatus_t blas_stream(cublasHandle_t, cudaStream_t) {
   return enter("cublasSetStream") ? CUBLAS_STATUS_INTERNAL_ERROR : CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t blas_sgemm(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
-                          const float*, const float*, int, const float*, int, const float*,
-                          float*, int) {
+                          const float*, const float*, int, const float*, int, const float*, float*,
+                          int) {
   return enter("cublasSgemm") ? CUBLAS_STATUS_INTERNAL_ERROR : CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t blas_dgemm(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
@@ -418,23 +415,61 @@ bool skip_kernel(const char* name) {
 }
 
 const rnnx::cuda::CallTable kFake = {
-    &get_device_count, &get_device, &set_device, &get_properties, &malloc_, &free_,
-    &memcpy_async, &memset_async, &stream_create, &stream_destroy, &stream_sync, &event_create,
-    &event_destroy, &event_record, &event_sync, &event_elapsed, &get_last_error, &error_name,
-    &error_string, &version, &create, &destroy, &set_stream, &cudnn_error, &last_error,
-    &create_rnn, &destroy_rnn, &create_data, &destroy_data, &create_tensor, &destroy_tensor,
-    &create_dropout, &destroy_dropout, &set_dropout, &set_rnn, &set_clip, &set_data, &set_tensor,
-    &get_tensor, &temp_sizes, &weight_space_size, &weight_params, &rnn_forward,
-    &rnn_backward_data, &rnn_backward_weights, &blas, &skip_kernel,
+    &get_device_count,
+    &get_device,
+    &set_device,
+    &get_properties,
+    &malloc_,
+    &free_,
+    &memcpy_async,
+    &memset_async,
+    &stream_create,
+    &stream_destroy,
+    &stream_sync,
+    &event_create,
+    &event_destroy,
+    &event_record,
+    &event_sync,
+    &event_elapsed,
+    &get_last_error,
+    &error_name,
+    &error_string,
+    &version,
+    &create,
+    &destroy,
+    &set_stream,
+    &cudnn_error,
+    &last_error,
+    &create_rnn,
+    &destroy_rnn,
+    &create_data,
+    &destroy_data,
+    &create_tensor,
+    &destroy_tensor,
+    &create_dropout,
+    &destroy_dropout,
+    &set_dropout,
+    &set_rnn,
+    &set_clip,
+    &set_data,
+    &set_tensor,
+    &get_tensor,
+    &temp_sizes,
+    &weight_space_size,
+    &weight_params,
+    &rnn_forward,
+    &rnn_backward_data,
+    &rnn_backward_weights,
+    &blas,
+    &skip_kernel,
 };
 
 }  // namespace
 
 bool returns_checked_status(const std::string& name) {
   if (name.rfind("kernel:", 0) == 0) return false;  // a launch's status: cudaGetLastError's
-  for (const char* unchecked :
-       {"cudaFree", "cudaStreamDestroy", "cudaEventDestroy", "cudnnDestroy", "cublasDestroy",
-        "cudaGetLastError", "cudaSetDevice"}) {
+  for (const char* unchecked : {"cudaFree", "cudaStreamDestroy", "cudaEventDestroy", "cudnnDestroy",
+                                "cublasDestroy", "cudaGetLastError", "cudaSetDevice"}) {
     if (name == unchecked) return false;
   }
   return name.find("Destroy") == std::string::npos;
@@ -443,7 +478,7 @@ bool returns_checked_status(const std::string& name) {
 FakeDevice::FakeDevice() {
   if (g_state != nullptr) throw std::logic_error("one FakeDevice at a time");
   g_state = new State();
-  g_state->cublas = {&blas_create, &blas_destroy, &blas_stream,  &blas_sgemm,
+  g_state->cublas = {&blas_create, &blas_destroy, &blas_stream, &blas_sgemm,
                      &blas_dgemm,  &blas_gemm_ex, &blas_status, &blas_status};
   rnnx::cuda::install_calls(&kFake);
 }

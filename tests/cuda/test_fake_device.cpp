@@ -98,11 +98,19 @@ Step make_step(Buffers& bufs, const Config& c, const std::vector<SequenceShape>&
   return st;
 }
 
-const char* const kWatched[] = {
-    "cudaMalloc", "cudaFree", "cudnnCreate", "cudnnCreateRNNDescriptor",
-    "cudnnCreateRNNDataDescriptor", "cudnnCreateTensorDescriptor", "cublasCreate",
-    "cudaStreamCreateWithFlags", "cudaEventCreate", "cudaStreamSynchronize",
-    "cudaMemcpyAsync", "cudnnRNNForward", "kernel:cell"};
+const char* const kWatched[] = {"cudaMalloc",
+                                "cudaFree",
+                                "cudnnCreate",
+                                "cudnnCreateRNNDescriptor",
+                                "cudnnCreateRNNDataDescriptor",
+                                "cudnnCreateTensorDescriptor",
+                                "cublasCreate",
+                                "cudaStreamCreateWithFlags",
+                                "cudaEventCreate",
+                                "cudaStreamSynchronize",
+                                "cudaMemcpyAsync",
+                                "cudnnRNNForward",
+                                "kernel:cell"};
 
 class FakeDevicePath : public ::testing::TestWithParam<std::string> {};
 
@@ -128,8 +136,8 @@ TEST_P(FakeDevicePath, RaggedTrainingStepsCountedAndLeakFree) {
     std::printf("[   NOTE   ] %s, %s: calls in the first step / per later step (mean of 99)\n",
                 GetParam().c_str(), net.impl_name(shapes[0]).c_str());
     for (const char* name : kWatched) {
-      std::printf("[   NOTE   ]   %-30s %6lld / %8.2f\n", name,
-                  static_cast<long long>(first[name]), static_cast<double>(rest[name]) / 99.0);
+      std::printf("[   NOTE   ]   %-30s %6lld / %8.2f\n", name, static_cast<long long>(first[name]),
+                  static_cast<double>(rest[name]) / 99.0);
     }
     // The same shape again: its batch is bound, so nothing is allocated, created or waited
     // for (the caller gives workspace and reserve).
@@ -176,17 +184,19 @@ TEST_P(FakeDevicePath, EveryFailingCallIsReportedByName) {
       ADD_FAILURE() << "call " << k << " (" << calls[k] << ") failed and nothing was reported";
     } catch (const Error& e) {
       const std::string what = e.what();
-      const bool named = what.find(calls[k]) != std::string::npos ||
-                         (calls[k] == "cudaGetDeviceCount" &&
-                          what.find("no CUDA device") != std::string::npos);
+      const bool named =
+          what.find(calls[k]) != std::string::npos ||
+          (calls[k] == "cudaGetDeviceCount" && what.find("no CUDA device") != std::string::npos);
       EXPECT_TRUE(named) << "call " << k << " (" << calls[k] << "): " << what;
     }
     fake.fail_at(-1);
     ASSERT_EQ(fake.log().size() > k ? fake.log()[k] : "", calls[k])
         << "the calls' order changed between runs";
   }
-  std::printf("[   NOTE   ] %s: %zu calls in a first training step, %lld with a status, each "
-              "made to fail\n", GetParam().c_str(), calls.size(), static_cast<long long>(tried));
+  std::printf(
+      "[   NOTE   ] %s: %zu calls in a first training step, %lld with a status, each "
+      "made to fail\n",
+      GetParam().c_str(), calls.size(), static_cast<long long>(tried));
   EXPECT_GT(tried, 20);
   EXPECT_EQ(fake.live_allocations(), caller_allocations) << "device memory leaked on a failure";
   EXPECT_EQ(fake.live_objects(), 0) << "handles or descriptors leaked on a failure";
