@@ -112,6 +112,12 @@ class _RnnxCell:
         """torch.nn's cell call: input (B, input_size) or (input_size,), hx likewise (an
         (h, c) tuple for LSTMCell, zeros when None); returns h' (LSTMCell: (h', c'))."""
         seq = self._rnnx_seq
+        fast = seq.__dict__.get("_rnnx_fast")
+        if (fast is not None and type(input) is torch.Tensor and input.dim() == 2
+                and not _compiling()):
+            out = self._rnnx_fast_step(seq, fast, input, hx)
+            if out is not None:
+                return out
         if not _compiling():  # a compiled graph reads the tensors it was traced with
             self._rnnx_share()
         if not isinstance(input, torch.Tensor) or input.dim() not in (1, 2):
@@ -127,6 +133,31 @@ class _RnnxCell:
         if lstm:
             return (state[0].reshape(shape), state[1].reshape(shape))
         return state.reshape(shape)
+
+    def _rnnx_fast_step(self, seq, fast, input, hx):
+        """A batched step like the sequence module's last cached call (its _rnnx_fast_call,
+        which checks the rest), when the part still holds this cell's parameters and the
+        states are 2-D tensors: the checks of the full call and two Module calls skipped.
+        None when it does not apply."""
+        mine, its = self._parameters, seq._parameters
+        for c, q in zip(_CELL_NAMES if self.bias else _CELL_NAMES[:2], _SEQ_NAMES):
+            if mine.get(c) is not its.get(q):
+                return None
+        lstm = isinstance(self, torch.nn.LSTMCell)
+        state = None
+        if hx is not None:
+            parts = hx if lstm else (hx,)
+            if (lstm and (type(hx) is not tuple or len(hx) != 2)) or any(
+                    type(t) is not torch.Tensor or t.dim() != 2 for t in parts):
+                return None
+            state = tuple(t.unsqueeze(0) for t in parts) if lstm else hx.unsqueeze(0)
+        out = seq._rnnx_fast_call(fast, input.unsqueeze(0), state)
+        if out is None:
+            return None
+        if lstm:
+            hy, cy = out[1]
+            return hy[0], cy[0]
+        return out[1][0]
 
     def steps(self, input, hx=None, lengths=None):
         """Several steps at once: input (T, B, input_size) time-major (or (T, input_size)),

@@ -263,7 +263,9 @@ class _RnnxModule:
 
     def flatten_parameters(self):
         """Make the parameters views into one flat tensor in rnnx's layout, so that a call
-        hands rnnx the weights without copying them (torch.nn's method, for CPU here)."""
+        hands rnnx the weights without copying them (torch.nn's method): on the CPU and on
+        CUDA (where the cuda backend then reads the buffer itself, not a copy gathered from
+        L*D*4 tensors at every call)."""
         if not getattr(self, "_rnnx_ready", False):
             return  # called by torch.nn.RNNBase.__init__ before rnnx's setup
         weights = self._flat_weights
@@ -272,20 +274,23 @@ class _RnnxModule:
             self._rnnx_flat = None
             return
         dtype, device = weights[0].dtype, weights[0].device
-        # The CPU, where rnnx runs on the flat buffer, and the meta device, so that a module
-        # built there (then to_empty, or load_state_dict(assign=True)) has the same
+        # The CPU and CUDA, where rnnx runs on the flat buffer, and the meta device, so that a
+        # module built there (then to_empty, or load_state_dict(assign=True)) has the same
         # parameters, views of one buffer at the same offsets, as one built on the CPU.
-        if (dtype not in _DTYPES or device.type not in ("cpu", "meta")
-                or any(w.dtype != dtype or w.device != device or w.is_shared() for w in weights)):
+        # (CUDA tensors always say is_shared(); CPU tensors in shared memory are left alone.)
+        real = device.type in ("cpu", "cuda")
+        if (dtype not in _DTYPES or device.type not in ("cpu", "cuda", "meta")
+                or any(w.dtype != dtype or w.device != device
+                       or (device.type == "cpu" and w.is_shared()) for w in weights)):
             self._rnnx_flat = None
             return
         _, _, params = self._rnnx_config(dtype, 0.0)
-        if device.type == "cpu" and self._rnnx_aliased(weights, params):
+        if real and self._rnnx_aliased(weights, params):
             return
         total = sum(p.numel for p in params)
         # Parameters that already are views of one buffer in the layout (taken by
         # load_state_dict(assign=True) from a saved module) keep it: nothing is copied.
-        flat = _torch_ops.flat_view(weights, params, total) if device.type == "cpu" else None
+        flat = _torch_ops.flat_view(weights, params, total) if real else None
         if flat is None:
             flat = torch.empty(total, dtype=dtype, device=device)
             with torch.no_grad():

@@ -148,3 +148,20 @@ def test_non_contiguous_output_gradients_stay_alive():
                          dtype="float64"), 6, 3, backward=True)
     for k in grads[0]:
         assert_near(grads[1][k], grads[0][k], tol, f"d{k}")
+
+
+def test_cuda_modules_are_flattened_once():
+    """On CUDA the parameters are views of one flat buffer in rnnx's layout, as on the CPU:
+    a call hands the cuda backend that buffer, not a copy gathered from every tensor, and the
+    gradients (read through the views) match the CPU's."""
+    torch.manual_seed(0)
+    cpu = rt.LSTM(4, 6, num_layers=2, bidirectional=True)
+    gpu = copy.deepcopy(cpu).cuda()
+    params = gpu._rnnx_config(torch.float32, 0.0)[2]
+    assert gpu._rnnx_flat is not None and gpu._rnnx_flat.device.type == "cuda"
+    assert gpu._rnnx_aliased(list(gpu._flat_weights), params)
+    x = torch.randn(5, 3, 4)
+    got = run(gpu, x.cuda(), [5, 2, 4])
+    want = run(cpu, x, [5, 2, 4])
+    for k in want:
+        assert_near(got[k], want[k], 1e-4, f"flattened CUDA module: {k}")
