@@ -92,12 +92,9 @@ class _Layout:
             attrs["direction"] = "reverse"
         names = kw.get("activations")
         if names:
-            # rnnx's one list applies to each direction; ONNX lists every direction's, and
-            # its alphas and betas only for the functions that take one (as rnnx reads them).
-            names = [(n, float(a), float(b)) for n, a, b in names] * self.D
-            attrs["activations"] = [n for n, _, _ in names]
-            alphas = [a for n, a, _ in names if n in _onnx.TAKES_ALPHA]
-            betas = [b for n, _, b in names if n in _onnx.TAKES_BETA]
+            # rnnx's one list applies to each direction; ONNX lists every direction's.
+            acts, alphas, betas = _onnx.activation_attributes(list(names) * self.D)
+            attrs["activations"] = acts
             if alphas:
                 attrs["activation_alpha"] = alphas
             if betas:

@@ -251,9 +251,8 @@ class _Recurrent:
         if c.activations:
             # ONNX lists every direction's functions (LSTM: 3, or 6 if bidirectional).
             flat = [x for d in range(c.num_directions) for x in c.direction_activations(d)]
-            a["activations"] = [name for name, _, _ in flat]
-            alpha = [al for name, al, _ in flat if name in _onnx.TAKES_ALPHA]
-            beta = [be for name, _, be in flat if name in _onnx.TAKES_BETA]
+            names, alpha, beta = _onnx.activation_attributes(flat)
+            a["activations"] = names
             if alpha:
                 a["activation_alpha"] = alpha
             if beta:

@@ -25,6 +25,17 @@ TAKES_BETA = _rnnx.ONNX_TAKES_BETA
 DIRECTIONS = ("forward", "reverse", "bidirectional")
 
 
+def activation_attributes(functions):
+    """ONNX's `activations`, `activation_alpha` and `activation_beta` attributes for every
+    direction's functions, as (name, alpha, beta) in ONNX's order: the alphas and betas of
+    the functions that take one only (as onnx_activations reads them back), each list left
+    out (None) when empty."""
+    names = [n for n, _, _ in functions]
+    alpha = [float(a) for n, a, _ in functions if n in TAKES_ALPHA]
+    beta = [float(b) for n, _, b in functions if n in TAKES_BETA]
+    return names, alpha or None, beta or None
+
+
 def _cell_family(cell):
     if cell in ("rnn", "rnn_tanh", "rnn_relu"):
         return "rnn"
