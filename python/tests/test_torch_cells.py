@@ -80,7 +80,8 @@ def test_a_decoder_loop_matches_torch_nn_step_after_step(name, grad):
     want = loop(ref)
     torch.manual_seed(2)
     got = loop(ours)
-    assert "_rnnx_fast" in ours._rnnx_seq.__dict__, "the part remembered the step"
+    if _torch_ops.AVAILABLE:  # the cached calls live on the operators' path (PyTorch 2.4+)
+        assert "_rnnx_fast" in ours._rnnx_seq.__dict__, "the part remembered the step"
     for w, g in zip(want, got):
         torch.testing.assert_close(g, w, rtol=0, atol=1e-12)
     if grad:
