@@ -71,6 +71,11 @@ def ptr(t):
     return 0 if t is None else t.data_ptr()
 
 
+def _address(flat):
+    """The flat weights' address: a tensor's, or one already known (an int)."""
+    return flat if isinstance(flat, int) else flat.data_ptr()
+
+
 def stream(device):
     return torch.cuda.current_stream(device).cuda_stream
 
@@ -268,19 +273,32 @@ def _flat_weights(plan, info, weights, dtype, device):
 
 # ---- kernels ------------------------------------------------------------------------------
 
+def _resolve(engine, backend, num_threads, config, x, weights, lengths, batch_sizes,
+             sorted_indices, batch_first, purpose, prepared):
+    """(engine, plan, batch, the flat weights as a tensor or, prepared, their address) of a
+    call: looked up, or as a module's cached call remembered them (Prepared), whose
+    operands that call has checked."""
+    if prepared is not None:
+        return prepared.engine, prepared.plan, prepared.h_shape[1], prepared.flat_address
+    engines = EngineSet.get(engine, backend, num_threads)
+    eng, _, plan, batch = _plan_and_config(engines, x.device, config, x, lengths, batch_sizes,
+                                           sorted_indices, batch_first, purpose)
+    return eng, plan, batch, _flat_weights(plan, config_info(config), weights, x.dtype,
+                                           x.device)
+
+
 def forward_kernel(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, config, engine,
                    backend, num_threads, batch_first, training, dropout_counter,
-                   static_reserve, eager_inference=False):
+                   static_reserve, eager_inference=False, prepared=None):
     """The operator's CPU and CUDA kernel. eager_inference (never from the dispatcher): the
     module's own eager inference call, which discards the reserve and a non-LSTM's cy, so
-    they are not allocated (None in their place)."""
-    engines = EngineSet.get(engine, backend, num_threads)
+    they are not allocated (None in their place). prepared (a module's cached eager CPU call,
+    Prepared): the plan and the weights' address without looking them up."""
     info = config_info(config)
     device = x.device
-    eng, cfg, plan, batch = _plan_and_config(engines, device, config, x, lengths, batch_sizes,
-                                             sorted_indices, batch_first,
-                                             "training" if training else "inference")
-    flat = _flat_weights(plan, info, weights, x.dtype, device)
+    eng, plan, batch, flat = _resolve(engine, backend, num_threads, config, x, weights, lengths,
+                                      batch_sizes, sorted_indices, batch_first,
+                                      "training" if training else "inference", prepared)
     y_shape = ((x.shape[0], info.D * info.P) if batch_sizes is not None
                else (x.shape[0], x.shape[1], info.D * info.P))
     y = torch.empty(y_shape, dtype=x.dtype, device=device)
@@ -292,8 +310,8 @@ def forward_kernel(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, con
         training = static_reserve = False
     reserve_size = plan.reserve_size if training else 0
     if training and static_reserve:
-        reserve_size = _static_reserve_size(engines, device, config, x, batch_sizes,
-                                            sorted_indices, batch_first)
+        reserve_size = _static_reserve_size(EngineSet.get(engine, backend, num_threads), device,
+                                            config, x, batch_sizes, sorted_indices, batch_first)
         if reserve_size < plan.reserve_size:
             raise _rnnx.InternalError(
                 f"rnnx.torch: the reserve bound from the shapes ({reserve_size} bytes) is "
@@ -309,10 +327,11 @@ def forward_kernel(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, con
         # By address (NumPy views of seven tensors cost more than rnnx's own call on small
         # problems), each operand checked against the plan first, as the NumPy entry would.
         hx, cx = dense(hx), dense(cx)
-        _require_operand(x, plan.x_numel, info.dtype, device, "x")
-        _require_operand(hx, plan.h_numel, info.dtype, device, "hx")
-        _require_operand(cx, plan.c_numel, info.dtype, device, "cx")
-        eng.forward_ptr(plan, x.data_ptr(), flat.data_ptr(), y.data_ptr(), ptr(hx), ptr(cx),
+        if prepared is None:
+            _require_operand(x, plan.x_numel, info.dtype, device, "x")
+            _require_operand(hx, plan.h_numel, info.dtype, device, "hx")
+            _require_operand(cx, plan.c_numel, info.dtype, device, "cx")
+        eng.forward_ptr(plan, x.data_ptr(), _address(flat), y.data_ptr(), ptr(hx), ptr(cx),
                         hy.data_ptr(), cy.data_ptr() if info.lstm else 0, training,
                         dropout_counter, reserve.data_ptr() if training else 0,
                         reserve.numel() if training else 0)
@@ -373,16 +392,15 @@ def _require_operand(t, numel, dtype, device, name):
 
 
 def _backward(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, config, engine,
-              backend, num_threads, batch_first, reserve, dy, dhy, dcy, output_mask):
-    engines = EngineSet.get(engine, backend, num_threads)
+              backend, num_threads, batch_first, reserve, dy, dhy, dcy, output_mask,
+              prepared=None):
     info = config_info(config)
     device = x.device
-    eng, cfg, plan, _ = _plan_and_config(engines, device, config, x, lengths, batch_sizes,
-                                         sorted_indices, batch_first)
+    eng, plan, _, flat = _resolve(engine, backend, num_threads, config, x, weights, lengths,
+                                  batch_sizes, sorted_indices, batch_first, "training", prepared)
     if reserve.numel() < plan.reserve_size:
         raise _runtime.invalid(f"rnnx backward: reserve has {reserve.numel()} bytes, the plan "
                                f"needs {plan.reserve_size} (not the forward's reserve)")
-    flat = _flat_weights(plan, info, weights, x.dtype, device)
     need_x, need_h, need_c, need_w = output_mask
 
     def out(shape, wanted):
@@ -402,11 +420,12 @@ def _backward(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, config, 
         # By address, each operand checked against the plan first (as forward_kernel does):
         # NumPy views of eleven tensors cost more than rnnx's own call on small problems.
         hx, cx = dense(hx), dense(cx)
-        for t, numel, name in ((x, plan.x_numel, "x"), (hx, plan.h_numel, "hx"),
-                               (cx, plan.c_numel, "cx"), (dy, plan.y_numel, "dy"),
-                               (dhy, plan.h_numel, "dhy"), (dcy, plan.c_numel, "dcy")):
+        for t, numel, name in (() if prepared is not None else (
+                (x, plan.x_numel, "x"), (hx, plan.h_numel, "hx"), (cx, plan.c_numel, "cx"),
+                (dy, plan.y_numel, "dy"), (dhy, plan.h_numel, "dhy"),
+                (dcy, plan.c_numel, "dcy"))):
             _require_operand(t, numel, info.dtype, device, name)
-        eng.backward_ptr(plan, x.data_ptr(), flat.data_ptr(), reserve.data_ptr(),
+        eng.backward_ptr(plan, x.data_ptr(), _address(flat), reserve.data_ptr(),
                          reserve.numel(), h0=ptr(hx), c0=ptr(cx), dy=ptr(dy), dhy=ptr(dhy),
                          dcy=ptr(dcy), dx=ptr(some(dx, need_x)),
                          dh0=ptr(some(dhx, dhx.numel() > 0)),
@@ -555,7 +574,7 @@ def _setup_context(ctx, inputs, output):
 def _autograd_backward(ctx, dy, dhy, dcy, dreserve, direct=False):
     """The gradients of forward's inputs. direct (the module's eager Functions, nothing
     watching the dispatcher): the backward kernel itself rather than through the
-    dispatcher."""
+    dispatcher, with the forward's Prepared where it had one (ctx.rnnx_prepared)."""
     if not ctx.rnnx_training:
         raise _rnnx.UnsupportedError(
             "rnnx::forward ran with training=False, which keeps no reserve: its outputs "
@@ -588,11 +607,12 @@ def _autograd_backward(ctx, dy, dhy, dcy, dreserve, direct=False):
             x, hx, cx, flat, lengths, batch_sizes, sorted_indices, config, engine, backend,
             num_threads, batch_first, reserve, dy, dhy, dcy, mask)
     else:
-        op = (_backward if direct and not dispatch_modes_active() and not compiling()
-              else torch.ops.rnnx.backward)
-        dx, dhx, dcx, dw = op(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, config,
-                              engine, backend, num_threads, batch_first, reserve, dy, dhy, dcy,
-                              mask)
+        args = (x, hx, cx, weights, lengths, batch_sizes, sorted_indices, config, engine,
+                backend, num_threads, batch_first, reserve, dy, dhy, dcy, mask)
+        if direct and not dispatch_modes_active() and not compiling():
+            dx, dhx, dcx, dw = _backward(*args, prepared=getattr(ctx, "rnnx_prepared", None))
+        else:
+            dx, dhx, dcx, dw = torch.ops.rnnx.backward(*args)
     wgrads = [None] * len(weights)
     if mask[3]:
         wgrads, offset = [], 0
@@ -661,58 +681,22 @@ class _EagerForward(torch.autograd.Function):
 
 
 class _PreparedForward(torch.autograd.Function):
-    """The same for a module's cached eager CPU training call: the plan and the weights'
-    address are known (Prepared), so the forward only makes the outputs and the reserve and
-    runs the plan."""
+    """The same for a module's cached eager CPU training call: the kernels run the plan at
+    the weights' address it remembered (Prepared), looking nothing up, forward and
+    backward."""
 
     @staticmethod
     def forward(ctx, prepared, *tensors):
         x, hx, cx, lengths, batch_sizes, sorted_indices, *weights = tensors
-        y, hy, cy = prepared.outputs(x.dtype)
-        if cy is None:
-            cy = torch.empty((0,), dtype=x.dtype)
-        plan = prepared.plan
-        reserve = _reserve_tensor(prepared.engine, plan.reserve_size, x.device)
-        prepared.engine.forward_ptr(plan, x.data_ptr(), prepared.flat_address, y.data_ptr(),
-                                    ptr(hx), ptr(cx), hy.data_ptr(),
-                                    cy.data_ptr() if prepared.lstm else 0, True, 0,
-                                    reserve.data_ptr(), reserve.numel())
-        output = (y, hy, cy, reserve)
+        output = forward_kernel(x, hx, cx, weights, lengths, batch_sizes, sorted_indices,
+                                *prepared.options, prepared=prepared)
         _setup_context(ctx, (x, hx, cx, weights, lengths, batch_sizes, sorted_indices,
                              *prepared.options), output)
-        ctx.mark_non_differentiable(reserve)
+        ctx.mark_non_differentiable(output[3])
         ctx.rnnx_prepared = prepared
         return output
 
-    @staticmethod
-    def backward(ctx, dy, dhy, dcy, dreserve):
-        if (double_backward_wanted() or dispatch_modes_active() or compiling()
-                or any(_legacy_batched(t) for t in (dy, dhy, dcy))):
-            return _EagerForward.backward(ctx, dy, dhy, dcy, dreserve)
-        # The plan and the weights' address are known: the backward kernel by address.
-        prepared = ctx.rnnx_prepared
-        x, hx, cx, _, _, _, reserve, *weights = ctx.saved_tensors
-        needs = ctx.needs_input_grad
-        need_x, need_w = needs[1], any(needs[7:])
-        need_h, need_c = needs[2] and hx is not None, needs[3] and cx is not None
-        dtype = x.dtype
-        dx = torch.empty(x.shape, dtype=dtype) if need_x else None
-        dhx = torch.empty(hx.shape, dtype=dtype) if need_h else None
-        dcx = torch.empty(cx.shape, dtype=dtype) if need_c else None
-        dw = torch.empty((prepared.plan.weights_numel,), dtype=dtype) if need_w else None
-        dy, dhy = dense(dy), dense(dhy)
-        dcy = dense(dcy) if prepared.lstm else None
-        prepared.engine.backward_ptr(
-            prepared.plan, x.data_ptr(), prepared.flat_address, reserve.data_ptr(),
-            reserve.numel(), h0=ptr(hx), c0=ptr(cx), dy=ptr(dy), dhy=ptr(dhy), dcy=ptr(dcy),
-            dx=ptr(dx), dh0=ptr(dhx), dc0=ptr(dcx), dweights=ptr(dw))
-        wgrads = [None] * len(weights)
-        if need_w:
-            wgrads, offset = [], 0
-            for w in weights:
-                wgrads.append(dw[offset:offset + w.numel()].view(w.shape))
-                offset += w.numel()
-        return (None, dx, dhx, dcx, None, None, None, *wgrads)
+    backward = _EagerForward.backward
 
 
 # Function.apply binds its arguments to forward's signature at every call where there is a

@@ -604,10 +604,12 @@ class _RnnxModule:
         # this remembering alone, so that (address, version) pairs never repeat for other
         # values (the tensors kept here hold the buffer: its address is not reused meanwhile).
         token = next(_weights_tokens)
-        prepared = _torch_ops.Prepared(
-            engine, plan, flat_address, tuple(y_shape), h_shape, c_shape, lstm,
-            purpose == "training", (op_config, self._rnnx_engines.id, self._rnnx_backend, self._rnnx_num_threads,
-             batch_first, True, 0, False))
+        # The operator's options of a training call (forward_kernel's arguments after the
+        # tensors): training, dropout counter 0, no static reserve.
+        options = (op_config, self._rnnx_engines.id, self._rnnx_backend,
+                   self._rnnx_num_threads, batch_first, True, 0, False)
+        prepared = _torch_ops.Prepared(engine, plan, flat_address, tuple(y_shape), h_shape,
+                                       c_shape, lstm, purpose == "training", options)
         fast = dict(self.__dict__.get("_rnnx_fast") or {})
         fast[purpose] = (
             self.__dict__.get("_rnnx_config_memo"), self._rnnx_engines, tuple(x.shape),

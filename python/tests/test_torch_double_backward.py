@@ -2,8 +2,9 @@
 float64: a gradient penalty's gradients for every option torch.nn has (cells, layers,
 directions, projection, no bias, batch_first, lengths, packed input with states),
 gradgradcheck; rnnx's own options (clips, peepholes, ONNX's activations, ...) against the
-kernels' first derivative and by gradgradcheck; training dropout refused by name. The operators' path (PyTorch 2.4+);
-before it, and inside torch.func's transforms, a second derivative is refused by name."""
+kernels' first derivative and by gradgradcheck; training dropout refused by name. The
+operators' path (PyTorch 2.4+); before it, and inside torch.func's transforms, a second
+derivative is refused by name."""
 
 import pytest
 

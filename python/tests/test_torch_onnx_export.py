@@ -88,7 +88,8 @@ def test_exports_standard_nodes_that_onnx_runtime_runs(cell, layers, bidirection
     dict(cls="LSTM", bias=False), dict(cls="GRU", activations=["HardSigmoid", "Softsign"],
                                        bidirectional=True),
     dict(cls="LSTM", activations=[("LeakyRelu", 0.1), "Tanh", ("ScaledTanh", 0.8, 1.2)]),
-    dict(cls="LSTM", padding_fill=-1.0, bidirectional=True)], ids=lambda kw: "-".join(f"{k}={v}" for k, v in kw.items()))
+    dict(cls="LSTM", padding_fill=-1.0, bidirectional=True)],
+    ids=lambda kw: "-".join(f"{k}={v}" for k, v in kw.items()))
 def test_onnx_cell_options_are_exported(kw, tmp_path):
     torch.manual_seed(0)
     kw = dict(kw)
