@@ -36,9 +36,17 @@ enum class NanPolicy { propagate, replace };
 //   from_environment: the environment variable RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION, read
 //                     when a plan is built: "1" = allow_conversion, "0" or unset = fp32,
 //                     anything else is refused (Error invalid_argument).
-// float64 problems always run in float64 and ignore the mode (as cuDNN ignores conversion
-// for double); the reference backend, the oracle, ignores it too.
-enum class MathMode { from_environment, fp32, allow_conversion };
+//   int8:             inference in int8 dynamic quantisation (docs/int8.md): the weights
+//                     quantised once per weights version (per output channel, symmetric),
+//                     each product's rows of input or state quantised per row as it runs,
+//                     int32 sums dequantised into float32; element-wise work stays float32.
+//                     A demand, not a permission: refused (Error unsupported, naming what is
+//                     missing) where it cannot run as asked: dtype other than f32, a
+//                     training plan (PlanOptions::purpose), a backend other than cpu, a CPU
+//                     without AVX512-VNNI or a plan capped below avx512.
+// float64 problems always run in float64 and ignore the modes fp32 and allow_conversion (as
+// cuDNN ignores conversion for double); the reference backend, the oracle, ignores them too.
+enum class MathMode { from_environment, fp32, allow_conversion, int8 };
 
 // ONNX's activation functions (the `activations` attribute of ONNX's LSTM/GRU/RNN), with
 // their alpha and beta: Affine a*x+b, LeakyRelu (alpha), ThresholdedRelu (alpha),
@@ -142,11 +150,11 @@ DataType dtype_from_string(const std::string& name);
 const char* to_string(NanPolicy policy);
 NanPolicy nan_policy_from_string(const std::string& name);
 int64_t dtype_size(DataType dtype);
-// "from_environment", "fp32", "allow_conversion"; math_mode_from_string also takes
+// "from_environment", "fp32", "allow_conversion", "int8"; math_mode_from_string also takes
 // "environment" and "default" for from_environment and throws invalid_argument for others.
 const char* to_string(MathMode math);
 MathMode math_mode_from_string(const std::string& name);
-// The mode a plan of this config runs in: fp32 or allow_conversion (from_environment
+// The mode a plan of this config runs in: fp32, allow_conversion or int8 (from_environment
 // resolved from RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION; throws Error(invalid_argument)
 // naming the variable and its value when it is neither "0" nor "1"). float64 configs give
 // fp32 whatever the mode, bfloat16 ones allow_conversion (their operands are bf16 already),

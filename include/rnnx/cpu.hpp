@@ -44,5 +44,11 @@ std::string autotune_cache_file();
 // float32). Throws Error (invalid_argument) for a bad RNNX_CPU_ISA or RNNX_CPU_BF16_KERNEL.
 const char* cpu_bf16_gemm();
 
+// What the cpu backend runs plans of math mode int8 on, for a plan built now: under the
+// current ISA cap and RNNX_CPU_INT8_KERNEL: "avx512-vnni" (vpdpbusd), "scalar" (the
+// definition, RNNX_CPU_INT8_KERNEL=scalar), or "none" (such a plan is refused). Throws Error
+// (invalid_argument) for a bad RNNX_CPU_ISA or RNNX_CPU_INT8_KERNEL.
+const char* cpu_int8_gemm();
+
 }  // namespace rnnx
 RNNX_EXPORT_END

@@ -94,7 +94,8 @@ typedef enum rnnx_nan_policy {
 typedef enum rnnx_math_mode {
   RNNX_MATH_MODE_FROM_ENVIRONMENT = 0,
   RNNX_MATH_MODE_FP32 = 1,
-  RNNX_MATH_MODE_ALLOW_CONVERSION = 2
+  RNNX_MATH_MODE_ALLOW_CONVERSION = 2,
+  RNNX_MATH_MODE_INT8 = 3 /* inference in int8 dynamic quantisation (rnnx::MathMode::int8) */
 } rnnx_math_mode_t;
 
 typedef enum rnnx_layout {

@@ -111,10 +111,13 @@ def resolve_backend(config, backend):
             raise TypeError(f"backend must be a string or None, got {backend!r}")
         # A misspelt name, or a backend that cannot run the config, is refused now rather
         # than at the first call; a plan for one step of one sequence costs next to nothing.
-        _rnnx.Plan.padded(config, 1, 1, backend=backend)
+        _rnnx.Plan.padded(config, 1, 1, backend=backend,
+                          purpose="inference" if config.resolved_math == "int8" else "training")
         return backend
     if not config.uses_onnx_options:
         return "cpu"
+    if config.resolved_math == "int8":
+        return "cpu"  # a demand: the cpu backend runs it or refuses it, no fallback
     try:
         _rnnx.Plan.padded(config, 1, 1, backend="cpu")
     except _rnnx.UnsupportedError:

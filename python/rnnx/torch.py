@@ -462,6 +462,16 @@ class _RnnxModule:
         needs_grad = torch.is_grad_enabled() and (
             x.requires_grad or any(t is not None and t.requires_grad for t in (h0, c0))
             or any(w.requires_grad for w in weights))
+        int8_graph = False
+        if self.math == "int8":
+            if self.training and (needs_grad or apply_dropout):
+                # A demand (docs/int8.md): never a float32 training call in its place.
+                raise invalid(f"rnnx.torch.{type(self).__name__}(math='int8') runs inference "
+                              "only: call eval() first, or run it under torch.no_grad()")
+            # In eval mode an int8 module is an inference operator inside a larger graph (as
+            # torch.ao's quantized modules are): its outputs join the graph, and a backward
+            # through them is refused by name (_torch_quantize.no_backward).
+            int8_graph, needs_grad = needs_grad, False
         if apply_dropout and self.seed is None:
             self.seed = int(torch.empty((), dtype=torch.int64).random_().item())
         dropout = self.dropout if apply_dropout else 0.0
@@ -525,6 +535,8 @@ class _RnnxModule:
                 x, h0, c0, weights, cfg, cfg_key, params, shape_key, device, apply_dropout,
                 needs_grad, lstm, y_shape, D, P, h_shape, c_shape, dtype)
 
+        if int8_graph:
+            y, hy, cy = _torch_quantize.no_backward(type(self).__name__, x, y, hy, cy)
         if packed:
             output = PackedSequence(y, batch_sizes, sorted_indices, unsorted_indices)
         elif unbatched:
@@ -825,5 +837,13 @@ class RNN(_RnnxModule, torch.nn.RNN):
 
 # The cells, one step of the modules above (_torch_cells.py).
 from ._torch_cells import _make_cells  # noqa: E402
+from . import _torch_quantize  # noqa: E402
 
 LSTMCell, GRUCell, RNNCell = _make_cells(LSTM, GRU, RNN)
+
+
+def quantize_dynamic(model, inplace=False):
+    """`model` with its LSTM/GRU/RNN modules (torch.nn's or rnnx.torch's) as rnnx.torch
+    modules of math='int8' (docs/int8.md): inference in int8 dynamic quantisation, the float
+    parameters kept as the state_dict and frozen. The module itself when `model` is one."""
+    return _torch_quantize.quantize_dynamic(model, (LSTM, GRU, RNN), inplace=inplace)

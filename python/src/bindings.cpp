@@ -736,6 +736,7 @@ PYBIND11_MODULE(_rnnx, m) {
     d["cpu_isa_used"] = rnnx::cpu_isa_used();
     d["cpu_features"] = rnnx::cpu_features_detected();
     d["bf16_gemm"] = rnnx::cpu_bf16_gemm();
+    d["int8_gemm"] = rnnx::cpu_int8_gemm();
     d["max_threads"] = rnnx::max_threads();
     return d;
   });
@@ -768,8 +769,10 @@ PYBIND11_MODULE(_rnnx, m) {
            "raises rnnx.InvalidArgumentError naming the field. The fields and their defaults are "
            "rnnx.Config.fields and Config.defaults(); Config(**c.to_dict()) == c.\n"
            "math: 'from_environment' (RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION, read when a plan is "
-           "built), 'fp32', or 'allow_conversion' (float32 GEMMs in bf16 with float32 "
-           "accumulation where the CPU has AVX512-BF16; float64 ignores it).\n"
+           "built), 'fp32', 'allow_conversion' (float32 GEMMs in bf16 with float32 "
+           "accumulation where the CPU has AVX512-BF16; float64 ignores it), or 'int8' "
+           "(inference in int8 dynamic quantisation on AVX512-VNNI, refused elsewhere; "
+           "docs/int8.md).\n"
            "cell_clip, proj_clip: None or (lo, hi); clip_nan: 'propagate' or 'replace'.\n"
            "ONNX's cell options (docs/math.md): reverse, peephole (LSTM), gate_clip (ONNX clip), "
            "input_forget (LSTM) and activations, a list of ONNX names or (name, alpha, beta) "

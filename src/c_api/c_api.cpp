@@ -246,6 +246,8 @@ rnnx::MathMode to_cpp_math_mode(int v, const char* fn) {
       return rnnx::MathMode::fp32;
     case RNNX_MATH_MODE_ALLOW_CONVERSION:
       return rnnx::MathMode::allow_conversion;
+    case RNNX_MATH_MODE_INT8:
+      return rnnx::MathMode::int8;
     default:
       break;
   }
@@ -257,6 +259,8 @@ rnnx_math_mode_t to_c(rnnx::MathMode v) {
       return RNNX_MATH_MODE_FP32;
     case rnnx::MathMode::allow_conversion:
       return RNNX_MATH_MODE_ALLOW_CONVERSION;
+    case rnnx::MathMode::int8:
+      return RNNX_MATH_MODE_INT8;
     case rnnx::MathMode::from_environment:
       break;
   }

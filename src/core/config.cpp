@@ -193,6 +193,8 @@ const char* to_string(MathMode math) {
       return "fp32";
     case MathMode::allow_conversion:
       return "allow_conversion";
+    case MathMode::int8:
+      return "int8";
   }
   return "unknown";
 }
@@ -204,7 +206,9 @@ MathMode math_mode_from_string(const std::string& name) {
   }
   if (n == "fp32") return MathMode::fp32;
   if (n == "allow_conversion") return MathMode::allow_conversion;
-  invalid("math (= \"" + name + "\") must be one of: from_environment, fp32, allow_conversion");
+  if (n == "int8") return MathMode::int8;
+  invalid("math (= \"" + name +
+          "\") must be one of: from_environment, fp32, allow_conversion, int8");
 }
 
 MathMode resolved_math_mode(const Config& c) {
@@ -340,12 +344,16 @@ void validate(const Config& c) {
     invalid("cell (= " + std::to_string(static_cast<int>(c.cell)) + ") is not a known cell");
   }
   if (c.math != MathMode::from_environment && c.math != MathMode::fp32 &&
-      c.math != MathMode::allow_conversion) {
+      c.math != MathMode::allow_conversion && c.math != MathMode::int8) {
     invalid("math (= " + std::to_string(static_cast<int>(c.math)) + ") is not a known math mode");
   }
   if (c.dtype != DataType::f32 && c.dtype != DataType::f64 && c.dtype != DataType::bf16 &&
       c.dtype != DataType::f16) {
     invalid("dtype (= " + std::to_string(static_cast<int>(c.dtype)) + ") is not a known type");
+  }
+  if (c.math == MathMode::int8 && c.dtype != DataType::f32) {
+    invalid(std::string("math (= int8) quantises float32 models: dtype must be f32, not ") +
+            to_string(c.dtype));
   }
   if (c.input_size < 1) invalid("input_size (= " + std::to_string(c.input_size) + ") must be >= 1");
   if (c.hidden_size < 1) {

@@ -40,9 +40,15 @@ std::vector<V> allowed(bool forced, V forced_to, std::vector<V> all) {
   return all;
 }
 
+bool is_int8(GemmEngine engine) {
+  return engine == GemmEngine::packed_int8 || engine == GemmEngine::packed_int8_scalar;
+}
+
 // The packed engines project the rows of large steps in the loop; the others (which repack
-// the weights at every call) all before it.
+// the weights at every call) all before it. int8 projects every step in the loop: its rows
+// are quantised per product, by the weights quantised once (no all-token product).
 InputProjection default_input(GemmEngine engine) {
+  if (is_int8(engine)) return InputProjection::steps;
   return is_packed(engine) ? InputProjection::split : InputProjection::bulk;
 }
 
@@ -64,8 +70,10 @@ GemmForce gemm_force(const CpuChoices& choices) {
                         : GemmForce::none;
 }
 
+// int8 quantises each row of a product's left operand with one scale, which needs the whole
+// row: no team loops (their members pack a share of each row's columns).
 bool team_capable(bool team_rows, GemmEngine engine) {
-  return is_packed(engine) && team_rows;
+  return is_packed(engine) && !is_int8(engine) && team_rows;
 }
 
 }  // namespace
@@ -97,8 +105,14 @@ AlgoSpace algo_space(const PlanContext& ctx, bool team_rows, bool threads) {
   // no such alternative). The search never changes the math mode: a bf16 engine has no
   // float32 alternative.
   const Isa isa = isa_for_plan(choices.isa);
-  const GemmEngine best_engine =
-      gemm_engine_for(f32, ctx.math == MathMode::allow_conversion, gemm, isa);
+  const GemmEngine best_engine = gemm_engine_for(f32, ctx.math, gemm, isa);
+  if (is_int8(best_engine) && (loop == "team" || input == "bulk" || input == "split")) {
+    throw Error(Status::unsupported,
+                std::string("math (= int8) runs per-step loops that project every step's input "
+                            "in the loop; the plan forces ") +
+                    (loop == "team" ? "time_loop team" : "input_projection " + input) +
+                    " (PlanOptions cpu choices or RNNX_CPU_TIME_LOOP / RNNX_CPU_INPUT_PROJECTION)");
+  }
   std::vector<GemmEngine> engines = {best_engine};
   if (gemm == GemmForce::none && best_engine == GemmEngine::packed && have_onednn()) {
     engines.push_back(GemmEngine::library);
@@ -133,7 +147,7 @@ AlgoSpace algo_space(const PlanContext& ctx, bool team_rows, bool threads) {
     std::vector<InputProjection> inputs = {default_input(engine)};
     if (input == "bulk") inputs = {InputProjection::bulk};
     if (input == "steps") inputs = {InputProjection::steps};
-    if (input.empty() && is_packed(engine)) {
+    if (input.empty() && is_packed(engine) && !is_int8(engine)) {
       inputs = {InputProjection::split, InputProjection::bulk};
     }
     for (bool team : teams) {
@@ -190,8 +204,9 @@ bool parse_algo(const std::string& text, Algo* out) {
         a.engine = GemmEngine::library;
       } else {
         bool known = false;
-        for (GemmEngine e : {GemmEngine::plain, GemmEngine::packed, GemmEngine::packed_bf16,
-                             GemmEngine::packed_amx}) {
+        for (GemmEngine e :
+             {GemmEngine::plain, GemmEngine::packed, GemmEngine::packed_bf16,
+              GemmEngine::packed_amx, GemmEngine::packed_int8, GemmEngine::packed_int8_scalar}) {
           for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
             if (part == gemm_engine_name(e, true, isa)) {
               a.engine = e;

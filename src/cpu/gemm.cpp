@@ -9,6 +9,7 @@
 #include <string>
 #include <type_traits>
 
+#include "cpu/cpu_features.hpp"
 #include "cpu/library_gemm.hpp"
 #include "cpu/packed_gemm.hpp"
 #include "cpu/plain_gemm.hpp"
@@ -61,12 +62,39 @@ void gemm(GemmRoute route, Op trans_a, Op trans_b, int64_t M, int64_t N, int64_t
   plain_gemm<T>(route.isa, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-GemmEngine gemm_engine_for(bool float32, bool allow_conversion, GemmForce force, Isa isa) {
+GemmEngine int8_engine(Isa isa) {
+  const char* env = std::getenv("RNNX_CPU_INT8_KERNEL");
+  const std::string v = env ? env : "";
+  if (v != "" && v != "auto" && v != "vnni" && v != "scalar") {
+    throw Error(Status::invalid_argument,
+                "RNNX_CPU_INT8_KERNEL (= \"" + v + "\") must be vnni, scalar, auto, or unset");
+  }
+  if (v == "scalar") return GemmEngine::packed_int8_scalar;
+  if (packed_gemm_available(PackedType::s8_vnni, isa)) return GemmEngine::packed_int8;
+  const std::string features = cpu_feature_names(cpu_features());
+  throw Error(Status::unsupported,
+              std::string("math (= int8) needs AVX512-VNNI (vpdpbusd) at ISA level avx512 or "
+                          "above; the plan's level is ") +
+                  isa_name(isa) + " and this CPU has: " + (features.empty() ? "none" : features) +
+                  " (RNNX_CPU_INT8_KERNEL=scalar runs int8's scalar definition, slowly)");
+}
+
+GemmEngine gemm_engine_for(bool float32, MathMode math, GemmForce force, Isa isa) {
   if (!float32) return have_blas() ? GemmEngine::library : GemmEngine::plain;
+  if (math == MathMode::int8) {
+    if (force == GemmForce::library || force == GemmForce::plain) {
+      throw Error(Status::unsupported,
+                  std::string("math (= int8) runs on rnnx's int8 packed engine only; the GEMM "
+                              "engine is forced to ") +
+                      (force == GemmForce::library ? "sgemm" : "plain") +
+                      " (PlanOptions cpu gemm or RNNX_CPU_GEMM)");
+    }
+    return int8_engine(isa);
+  }
   if (force == GemmForce::library) return GemmEngine::library;
   if (force == GemmForce::plain) return GemmEngine::plain;
   bf16_kernel_env();  // refused even when unused, like RNNX_CPU_GEMM
-  if (allow_conversion) {
+  if (math == MathMode::allow_conversion) {
     const GemmEngine bf16 = bf16_engine(isa);
     if (bf16 != GemmEngine::plain) return bf16;
   }
@@ -75,7 +103,8 @@ GemmEngine gemm_engine_for(bool float32, bool allow_conversion, GemmForce force,
 
 bool is_packed(GemmEngine engine) {
   return engine == GemmEngine::packed || engine == GemmEngine::packed_bf16 ||
-         engine == GemmEngine::packed_amx;
+         engine == GemmEngine::packed_amx || engine == GemmEngine::packed_int8 ||
+         engine == GemmEngine::packed_int8_scalar;
 }
 
 const char* gemm_engine_name(GemmEngine engine, bool float32, Isa isa) {
@@ -88,6 +117,10 @@ const char* gemm_engine_name(GemmEngine engine, bool float32, Isa isa) {
       return "packed-avx512-bf16";
     case GemmEngine::packed_amx:
       return "packed-amx-bf16";
+    case GemmEngine::packed_int8:
+      return "packed-avx512-vnni-int8";
+    case GemmEngine::packed_int8_scalar:
+      return "packed-scalar-int8";
     case GemmEngine::library:
       return library_gemm_name(float32);
     case GemmEngine::plain:
@@ -189,6 +222,16 @@ const char* cpu_bf16_gemm() {
       return "avx512-bf16";
     default:
       break;
+  }
+  return "none";
+}
+
+const char* cpu_int8_gemm() {
+  try {
+    return cpu::int8_engine(cpu::isa_for_plan()) == cpu::GemmEngine::packed_int8 ? "avx512-vnni"
+                                                                                 : "scalar";
+  } catch (const Error& e) {
+    if (e.code() != Status::unsupported) throw;
   }
   return "none";
 }

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "cpu/isa.hpp"
+#include "rnnx/config.hpp"
 #include "rnnx/version.hpp"
 
 namespace rnnx::cpu {
@@ -18,11 +19,18 @@ enum class Op : char { N = 'N', T = 'T' };
 // What the packed engine multiplies in, and on which kernels: float32 on AVX-512 (f32),
 // AVX2 + FMA (f32_avx2) or baseline vectors (f32_scalar), all with one packed layout; or
 // bf16 operands with float32 accumulation (math mode allow_conversion; packed_gemm.hpp) on
-// vdpbf16ps (bf16) or on AMX tiles (bf16_amx), both with the bf16 layout.
-enum class PackedType : char { f32, f32_avx2, f32_scalar, bf16, bf16_amx };
+// vdpbf16ps (bf16) or on AMX tiles (bf16_amx), both with the bf16 layout; or int8 (math mode
+// int8: weights per column and rows of A per product quantised symmetrically, int32 sums,
+// dequantised in the store) on vpdpbusd (s8_vnni) or in the scalar definition (s8_scalar),
+// both with the int8 layout (kernels/packed_gemm_s8.inl).
+enum class PackedType : char { f32, f32_avx2, f32_scalar, bf16, bf16_amx, s8_scalar, s8_vnni };
 inline bool packs_bf16(PackedType type) {
   return type == PackedType::bf16 || type == PackedType::bf16_amx;
 }
+inline bool packs_s8(PackedType type) {
+  return type == PackedType::s8_scalar || type == PackedType::s8_vnni;
+}
+
 // The float32 packed kernels of ISA level `isa` (f32_scalar on every architecture but
 // x86-64: an aarch64 level would add its own type to PackedType and be mapped here).
 inline PackedType packed_f32_type(Isa isa) {
@@ -39,7 +47,18 @@ inline PackedType packed_f32_type(Isa isa) {
 //   FMA or baseline vectors, the plan's ISA level's), `packed_bf16` / `packed_amx` (the same in
 //   bf16 with float32 accumulation, on vdpbf16ps or on AMX tiles: float32 with math mode
 //   allow_conversion on AVX512-BF16 within the level).
-enum class GemmEngine { library, plain, packed, packed_bf16, packed_amx };
+// * `packed_int8` / `packed_int8_scalar`: int8 with int32 sums (math mode int8, inference
+//   only), on vpdpbusd where the CPU has AVX512-VNNI and the level is avx512 or above, or in
+//   the scalar definition where RNNX_CPU_INT8_KERNEL=scalar asks for it.
+enum class GemmEngine {
+  library,
+  plain,
+  packed,
+  packed_bf16,
+  packed_amx,
+  packed_int8,
+  packed_int8_scalar
+};
 
 // What RNNX_CPU_GEMM forces (read by algo_space): nothing, the packed engine where the level
 // has it, the library (`sgemm`: oneDNN's) or the plain loops; the last two turn bf16
@@ -48,11 +67,18 @@ enum class GemmForce { none, packed, library, plain };
 
 // The engine a new plan of this kind takes by default: float64 the library where the build
 // has a BLAS, else plain; float32 per `force`, else the packed engines where `isa` has them
-// (bf16 with `allow_conversion`, after RNNX_CPU_BF16_KERNEL: "amx", "avx512", or unset/"auto"
+// (bf16 with allow_conversion, after RNNX_CPU_BF16_KERNEL: "amx", "avx512", or unset/"auto"
 // = amx where the machine and OS allow it; throws Error(invalid_argument) for other values),
 // else the float32 packed engine, which every level has. `isa` is the plan's ISA level
-// (fixed when it is built).
-GemmEngine gemm_engine_for(bool float32, bool allow_conversion, GemmForce force, Isa isa);
+// (fixed when it is built). `math` is the resolved mode: int8 is a demand, so it gets an
+// int8 engine or Error(unsupported) naming what is missing (int8_engine()).
+GemmEngine gemm_engine_for(bool float32, MathMode math, GemmForce force, Isa isa);
+// The int8 engine of a plan of level `isa`: packed_int8 where the CPU has AVX512-VNNI and
+// the level is avx512 or above, packed_int8_scalar where RNNX_CPU_INT8_KERNEL=scalar;
+// RNNX_CPU_INT8_KERNEL "vnni" or unset/"auto" takes VNNI. Throws Error(unsupported) where
+// neither can run (naming the CPU's features and the level), Error(invalid_argument) for
+// another value of the variable.
+GemmEngine int8_engine(Isa isa);
 // The engine's name in impl_name() for a plan of level `isa`: "packed-avx512",
 // "packed-avx2", "packed-scalar", "onednn-sgemm", "openblas-dgemm", "plain", ...
 const char* gemm_engine_name(GemmEngine engine, bool float32, Isa isa);
@@ -70,9 +96,11 @@ struct GemmRoute {
   // What the packed engines multiply in: bf16 for packed_bf16 and packed_amx, else float32
   // on the level's kernels.
   PackedType packed_type() const {
-    return engine == GemmEngine::packed_bf16  ? PackedType::bf16
-           : engine == GemmEngine::packed_amx ? PackedType::bf16_amx
-                                              : packed_f32_type(isa);
+    return engine == GemmEngine::packed_bf16          ? PackedType::bf16
+           : engine == GemmEngine::packed_amx         ? PackedType::bf16_amx
+           : engine == GemmEngine::packed_int8        ? PackedType::s8_vnni
+           : engine == GemmEngine::packed_int8_scalar ? PackedType::s8_scalar
+                                                      : packed_f32_type(isa);
   }
 };
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "cpu/cpu_features.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/packed_gemm_kernels.hpp"
 #include "cpu/team_barrier.hpp"
@@ -37,11 +38,14 @@ void run_on_team(int nt, const Body& body) {
   parallel_region(nt, body);
 }
 
-// The k extent of the packed layouts in 32-bit slots: K, or for bf16 its pairs rounded
-// up to whole chunks (zero padding, so that AMX tiles need no partial chunk).
+// The k extent of the packed layouts in 32-bit slots: K, or for bf16 its pairs and for int8
+// its quads, rounded up to whole chunks (zero padding, so that AMX tiles need no partial
+// chunk).
 int64_t slots_of(int64_t K, PackedType type) {
-  if (!packs_bf16(type)) return K;  // bf16 and bf16_amx share their layout
-  return ((K + 1) / 2 + kPackedDepthChunk - 1) / kPackedDepthChunk * kPackedDepthChunk;
+  const int64_t per_slot = packs_bf16(type) ? 2 : packs_s8(type) ? 4 : 1;
+  if (per_slot == 1) return K;
+  return ((K + per_slot - 1) / per_slot + kPackedDepthChunk - 1) / kPackedDepthChunk *
+         kPackedDepthChunk;
 }
 
 // K (in slots) rounded up to whole chunks of packed A.
@@ -61,6 +65,8 @@ int64_t full_depth(PackedType type) {
 #if RNNX_CPU_X86_KERNELS
 const PackedKernels& kernels(PackedType type) {
   if (type == PackedType::f32_scalar) return packed_scalar::kPackedKernels;
+  if (type == PackedType::s8_scalar) return packed_s8_scalar::kPackedKernels;
+  if (type == PackedType::s8_vnni) return packed_avx512_vnni::kPackedKernels;
   if (type == PackedType::f32_avx2) return packed_avx2::kPackedKernels;
 #if RNNX_CPU_AMX_KERNELS
   // AMX multiplies the bf16 layouts; the bf16 table packs them.
@@ -88,6 +94,7 @@ const PackedKernels& kernels(PackedType type) {
 // (gemm.hpp) would be mapped here and in packed_gemm_available().
 const PackedKernels& kernels(PackedType type) {
   if (type == PackedType::f32_scalar) return packed_scalar::kPackedKernels;
+  if (type == PackedType::s8_scalar) return packed_s8_scalar::kPackedKernels;
   throw std::logic_error("packed GEMM kernels called on a machine without them");
 }
 #endif
@@ -118,12 +125,15 @@ void multiply_global(int64_t M, const float* a_packed, const PackedB& B, int64_t
 }  // namespace
 
 bool packed_gemm_available(PackedType type, Isa isa) {
-  if (type == PackedType::f32_scalar) return true;
+  if (type == PackedType::f32_scalar || type == PackedType::s8_scalar) return true;
 #if RNNX_CPU_X86_KERNELS
   isa = std::min(isa, isa_detected());
   switch (type) {
     case PackedType::f32_scalar:
+    case PackedType::s8_scalar:
       return true;
+    case PackedType::s8_vnni:
+      return isa >= Isa::avx512 && cpu_features().avx512_vnni;
     case PackedType::f32_avx2:
       return isa >= Isa::avx2;
     case PackedType::f32:
@@ -145,11 +155,14 @@ bool packed_gemm_available(PackedType type, Isa isa) {
 }
 
 int64_t packed_b_floats(int64_t K, int64_t N, int64_t blocks, PackedType type) {
-  return blocks * panels_of(N / blocks) * kPackedPanel * slots_of(K, type);
+  // int8 panels end in their columns' scales and compensations (kernels/packed_gemm_s8.inl).
+  const int64_t trailer = packs_s8(type) ? 2 * kPackedPanel : 0;
+  return blocks * panels_of(N / blocks) * (kPackedPanel * slots_of(K, type) + trailer);
 }
 
 int64_t packed_a_floats(int64_t max_m, int64_t K, PackedType type) {
-  return std::min(max_m, kPackedChunkRows) * depth_of(K, type);
+  const int64_t rows = std::min(max_m, kPackedChunkRows);
+  return rows * depth_of(K, type) + (packs_s8(type) ? rows : 0);  // int8: the rows' scales
 }
 
 PackedB pack_b(Op op_w, int64_t K, int64_t N, const float* W, int64_t ldw, float* out,
@@ -227,6 +240,10 @@ void packed_gemm_full(Op op_a, Op op_b, int64_t M, int64_t N, int64_t K, const f
                       int64_t ldc, float* scratch, PackedType type, const int64_t* a_rows,
                       const int64_t* b_rows) {
   if (M == 0 || N == 0) return;
+  if (packs_s8(type)) {
+    // int8 plans multiply by weights quantised once and project every step in the loop.
+    throw std::logic_error("packed_gemm_full: no all-token products in int8");
+  }
   if (K == 0) {
     if (!accumulate) zero_rows(M, N, C, ldc);
     return;

@@ -1,9 +1,9 @@
 // The packed GEMM's per-ISA kernels as one table per translation unit
-// (src/cpu/kernels/packed_gemm_{scalar,avx2,avx512,avx512_bf16,amx}.cpp, each built with its ISA's
-// flags by CMake like the step kernels, each exporting only its table), used by packed_gemm.cpp
-// only. Each entry works serially on the part it is given; packed_gemm.cpp does the
-// threading. Layouts as in packed_gemm.hpp; a packed A of M rows and K columns is
-// [blocks of kPackedTileRows rows][K / 16 (rounded up)][rows of the block][16].
+// (src/cpu/kernels/packed_gemm_{scalar,avx2,avx512,avx512_bf16,amx,s8_scalar,avx512_vnni}.cpp, each
+// built with its ISA's flags by CMake like the step kernels, each exporting only its table), used
+// by packed_gemm.cpp only. Each entry works serially on the part it is given; packed_gemm.cpp does
+// the threading. Layouts as in packed_gemm.hpp; a packed A of M rows and K columns is [blocks of
+// kPackedTileRows rows][K / 16 (rounded up)][rows of the block][16].
 #pragma once
 
 #include <cstdint>
@@ -50,6 +50,16 @@ extern const PackedKernels kPackedKernels;
 // The AMX multiply of the bf16 layouts (level avx512-bf16 and usable()); it has no packers
 // of its own: the bf16 table's pack for it.
 namespace packed_amx {
+extern const PackedKernels kPackedKernels;
+}
+
+// int8 (math mode int8; kernels/packed_gemm_s8.inl): K, k0, k1 count float32 elements of A
+// and B, the packed layouts hold quads of int8 and the scales. The scalar definition (every
+// build, every level) and vpdpbusd (level avx512 with AVX512-VNNI).
+namespace packed_s8_scalar {
+extern const PackedKernels kPackedKernels;
+}
+namespace packed_avx512_vnni {
 extern const PackedKernels kPackedKernels;
 }
 

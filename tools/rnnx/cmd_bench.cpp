@@ -60,6 +60,7 @@ struct BenchOptions {
   int repeat = 10;
   int warmup = 2;
   bool json = false;
+  bool keep_weights = false;
 };
 
 std::vector<MathMode> parse_maths(const std::string& s) {
@@ -69,10 +70,12 @@ std::vector<MathMode> parse_maths(const std::string& s) {
       maths.push_back(MathMode::fp32);
     } else if (m == "allow_conversion") {
       maths.push_back(MathMode::allow_conversion);
+    } else if (m == "int8") {
+      maths.push_back(MathMode::int8);
     } else if (m == "from_environment") {
       maths.push_back(MathMode::from_environment);
     } else {
-      invalid("--math '" + m + "' is not one of fp32, allow_conversion, from_environment");
+      invalid("--math '" + m + "' is not one of fp32, allow_conversion, int8, from_environment");
     }
   }
   if (maths.empty()) invalid("--math is empty");
@@ -316,7 +319,17 @@ void time_case(const bench::BenchCase& bc, const BenchOptions& o, const RunLists
     for (MathMode m : maths) {
       Config c = config;
       c.math = m;
-      plans.emplace_back(c, shape, PlanOptions{backend_from_string(o.backend), t});
+      // int8 runs inference only (its plan is built for it); training modes are refused.
+      PlanOptions options{backend_from_string(o.backend), t};
+      if (m == MathMode::int8) {
+        for (Mode mode : modes) {
+          if (mode != Mode::infer) {
+            invalid(std::string("--math int8 runs --mode infer only, not ") + to_string(mode));
+          }
+        }
+        options.purpose = PlanPurpose::inference;
+      }
+      plans.emplace_back(c, shape, options);
       plan_math.push_back(m);
       plan_threads.push_back(t);
       const Plan& p = plans.back();
@@ -385,6 +398,10 @@ void time_case(const bench::BenchCase& bc, const BenchOptions& o, const RunLists
             f.workspace_size = workspace.size();
             f.reserve = training ? reserve.get() : nullptr;
             f.reserve_size = training ? reserve.size() : 0;
+            // --keep-weights: inference calls name their (unchanging) weights' version, so the
+            // plan keeps what it prepares from them (packed, or quantised for int8), as a
+            // server's calls do; without it every call prepares them.
+            f.weights_version = !training && o.keep_weights ? 1 : 0;
             BackwardArgs b;
             b.x = x.get();
             b.h0 = f.h0;
@@ -422,7 +439,8 @@ void time_case(const bench::BenchCase& bc, const BenchOptions& o, const RunLists
               Outputs out = outputs(mode == Mode::fwdbwd);
               if (resolved == MathMode::fp32 && !fp32_out) {
                 fp32_out = std::move(out);
-              } else if (resolved == MathMode::allow_conversion && fp32_out) {
+              } else if ((resolved == MathMode::allow_conversion || resolved == MathMode::int8) &&
+                         fp32_out) {
                 const double ey = scaled_error(out.y, fp32_out->y);
                 err_json["y"] = ey;
                 char buf[160];
@@ -540,8 +558,9 @@ Command add_bench_command(CLI::App& parent) {
       ->capture_default_str();
   app->add_option("--math", o->maths,
                   "Math mode or comma-separated list: fp32, allow_conversion (bf16 GEMMs), "
-                  "from_environment (RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION); a converting "
-                  "plan after an fp32 one reports its error against it")
+                  "int8 (dynamic quantisation, infer only), from_environment "
+                  "(RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION); a converting or int8 plan after an "
+                  "fp32 one reports its error against it")
       ->capture_default_str();
   app->add_option("--rounds", o->rounds,
                   "Repeat every (mode, math) measurement this many times, alternating")
@@ -553,6 +572,9 @@ Command add_bench_command(CLI::App& parent) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app->add_flag("--json", o->json, "One JSON object per line");
+  app->add_flag("--keep-weights", o->keep_weights,
+                "Inference calls name their weights' version, so plans keep their packed "
+                "(int8: quantised) weights across calls, as a server's do");
   return {app, [o] { return run_bench(*o); }};
 }
 

@@ -45,6 +45,7 @@ BackendProbe probe(Backend backend) {
 // environment variable selects for configs left at from_environment.
 struct MathProbe {
   std::string bf16_gemm;  // amx-bf16, avx512-bf16, none, or the error
+  std::string int8_gemm;  // avx512-vnni, scalar, none, or the error
   const char* env_value;  // null when unset
   std::string selected;   // fp32, allow_conversion, or "invalid: <message>"
 };
@@ -55,6 +56,11 @@ MathProbe probe_math() {
     m.bf16_gemm = cpu_bf16_gemm();
   } catch (const Error& e) {
     m.bf16_gemm = std::string("invalid: ") + e.what();
+  }
+  try {
+    m.int8_gemm = cpu_int8_gemm();
+  } catch (const Error& e) {
+    m.int8_gemm = std::string("invalid: ") + e.what();
   }
   m.env_value = std::getenv("RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION");
   Config config;
@@ -94,6 +100,7 @@ int run_info(bool as_json) {
     j["built_backends"] = build.backends;
     j["plugins"] = build.plugins;
     j["math"] = {{"bf16_gemm", math.bf16_gemm},
+                 {"int8_gemm", math.int8_gemm},
                  {"RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION",
                   math.env_value ? nlohmann::ordered_json(math.env_value) : nullptr},
                  {"from_environment", math.selected}};
@@ -127,6 +134,10 @@ int run_info(bool as_json) {
               (math.bf16_gemm == "amx-bf16" ? " (AMX tiles)" : " (vdpbf16ps)"))
                  .c_str()
            : ("in float32: no AVX512-BF16 within the ISA cap (" + math.bf16_gemm + ")").c_str());
+  std::printf("           int8 runs on %s\n",
+              math.int8_gemm == "avx512-vnni" ? "vpdpbusd (AVX512-VNNI)"
+              : math.int8_gemm == "scalar" ? "the scalar definition (RNNX_CPU_INT8_KERNEL=scalar)"
+                                           : ("nothing: refused (" + math.int8_gemm + ")").c_str());
   std::printf("           RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION %s selects %s\n",
               math.env_value ? ("= \"" + std::string(math.env_value) + "\"").c_str() : "unset",
               math.selected.c_str());

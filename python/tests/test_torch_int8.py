@@ -1,0 +1,123 @@
+"""Math mode int8 from Python (docs/int8.md): rnnx.torch modules with math='int8' and
+rnnx.torch.quantize_dynamic against the float model (every cell, projection, both GRU
+variants, ragged lengths), the float state_dict kept, eval-mode graphs whose backward is
+refused by name, training refused, and the NumPy modules. Runs on the scalar definition
+(RNNX_CPU_INT8_KERNEL=scalar) where the CPU has no AVX512-VNNI."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import rnnx
+
+torch = pytest.importorskip("torch")
+import rnnx.torch as rt  # noqa: E402
+
+# Relative 2-norm error of the outputs against float32 (docs/int8.md's bound for these sizes).
+BOUND = 0.03
+
+
+@pytest.fixture(autouse=True)
+def int8_kernel(monkeypatch):
+    if rnnx.build_info()["int8_gemm"] == "none":
+        monkeypatch.setenv("RNNX_CPU_INT8_KERNEL", "scalar")
+    yield
+
+
+def rel(a, b):
+    return float((a - b).norm() / b.norm())
+
+
+CASES = [
+    ("lstm", lambda: torch.nn.LSTM(24, 48, num_layers=2, bidirectional=True)),
+    ("lstmp", lambda: torch.nn.LSTM(24, 48, num_layers=2, proj_size=16, batch_first=True)),
+    ("gru", lambda: torch.nn.GRU(24, 48, num_layers=2, bidirectional=True)),
+    ("gru_orig", lambda: rt.GRU(24, 48, gru_linear_before_reset=False)),
+    ("rnn_tanh", lambda: torch.nn.RNN(24, 48, num_layers=2)),
+    ("rnn_relu", lambda: torch.nn.RNN(24, 48, nonlinearity="relu", bidirectional=True)),
+    ("lstm_peephole_clip", lambda: rt.LSTM(24, 48, proj_size=12, peephole=True,
+                                           cell_clip=(-2, 2), proj_clip=(-0.5, 0.5))),
+]
+
+
+@pytest.mark.parametrize("name,make", CASES, ids=[c[0] for c in CASES])
+def test_quantize_dynamic_near_float(name, make):
+    torch.manual_seed(0)
+    m = make().eval()
+    q = rt.quantize_dynamic(m)
+    assert q.math == "int8" and q is not m
+    assert not any(p.requires_grad for p in q.parameters())
+    for k, v in m.state_dict().items():  # the float weights stay the source of truth
+        assert torch.equal(q.state_dict()[k], v), k
+    B, T = 6, 9
+    x = torch.randn(B, T, 24) if m.batch_first else torch.randn(T, B, 24)
+    lengths = torch.tensor([9, 3, 7, 1, 9, 5])
+    with torch.no_grad():
+        ref = rt._torch_quantize.twin(m, (rt.LSTM, rt.GRU, rt.RNN), math="fp32")
+        y_ref, h_ref = ref(x, lengths=lengths)
+        y, h = q(x, lengths=lengths)
+    assert rel(y, y_ref) < BOUND
+    for a, b in zip(h if isinstance(h, tuple) else (h,),
+                    h_ref if isinstance(h_ref, tuple) else (h_ref,)):
+        assert rel(a, b) < BOUND
+    # Without lengths, against torch.nn's own float module where it is one.
+    if not hasattr(m, "_rnnx_ready"):
+        with torch.no_grad():
+            assert rel(q(x)[0], m(x)[0]) < BOUND
+
+
+def test_int8_in_an_eval_graph_refuses_backward():
+    torch.manual_seed(1)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16))
+    rnn = rt.quantize_dynamic(torch.nn.LSTM(16, 32).eval())
+    x = torch.randn(5, 2, 8)
+    y, _ = rnn(model(x))
+    assert y.requires_grad
+    with pytest.raises(RuntimeError, match=r"math='int8'\) runs inference only"):
+        y.sum().backward()
+
+
+def test_int8_training_refused_by_name():
+    m = rt.LSTM(8, 16, math="int8")  # train mode, parameters requiring grad
+    with pytest.raises(rnnx.InvalidArgumentError, match="runs inference only: call eval"):
+        m(torch.randn(3, 2, 8))
+    m.eval()
+    with torch.no_grad():
+        assert m(torch.randn(3, 2, 8))[0].shape == (3, 2, 16)
+
+
+def test_quantize_dynamic_in_place_and_nested():
+    torch.manual_seed(2)
+    model = torch.nn.ModuleDict({"enc": torch.nn.GRU(8, 16), "head": torch.nn.Linear(16, 2)})
+    same = rt.quantize_dynamic(model, inplace=True)
+    assert same is model and isinstance(model["enc"], rt.GRU) and model["enc"].math == "int8"
+    assert isinstance(model["head"], torch.nn.Linear)
+
+
+def test_numpy_module_int8():
+    kw = dict(num_layers=2, bidirectional=True, rng=np.random.default_rng(3))
+    f = rnnx.GRU(12, 20, math="fp32", **kw)
+    q = rnnx.GRU(12, 20, math="int8", **dict(kw, rng=np.random.default_rng(3)))
+    x = np.random.default_rng(4).uniform(-1, 1, (6, 3, 12)).astype(np.float32)
+    y = f.forward(x, lengths=[6, 2, 5])[0]
+    yq = q.forward(x, lengths=[6, 2, 5])[0]
+    assert np.linalg.norm(yq - y) / np.linalg.norm(y) < BOUND
+    with pytest.raises(rnnx.InvalidArgumentError, match="inference only"):
+        q.forward(x, lengths=[6, 2, 5], training=True)
+
+
+def test_refused_where_no_vnni():
+    # In a process of its own: the ISA cap is read once per process.
+    code = ("import torch, rnnx, rnnx.torch as rt\n"
+            "m = rt.GRU(8, 16, math='int8').eval()\n"
+            "try:\n"
+            "    with torch.no_grad(): m(torch.randn(3, 2, 8))\n"
+            "except rnnx.UnsupportedError as e: print('refused:', e)\n")
+    env = dict(os.environ, RNNX_CPU_ISA="avx2")
+    env.pop("RNNX_CPU_INT8_KERNEL", None)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    assert "refused: math (= int8) needs AVX512-VNNI" in out, out
