@@ -21,7 +21,8 @@ constexpr const char* kKernelVar = "RNNX_CPU_INT8_KERNEL";
 
 bool vnni_machine() {
   try {
-    return std::string(cpu_int8_gemm()) == "avx512-vnni";
+    const std::string k = cpu_int8_gemm();
+    return k == "avx512-vnni" || k == "amx-int8";
   } catch (const Error&) {
     return false;
   }
@@ -101,14 +102,20 @@ TEST_P(MathInt8, NearFloat32AndEqualToTheDefinition) {
   const Results got = run(q, in);
   EXPECT_TRUE(results_near_in_norm(got, want, p.bound, 0.0)) << q.impl_name();
   // Padding is written as in float32.
-  EXPECT_TRUE(near("y padding", Buf::from(DataType::f64, padding_values(geometry_of(shape), got.y,
-                                                                        out_width(p.config))),
-                   Buf::from(DataType::f64, padding_values(geometry_of(shape), want.y,
-                                                           out_width(p.config))),
-                   0.0));
-  // The same bits at 2 threads, from a kept copy (quantised once), and on the definition.
+  EXPECT_TRUE(near(
+      "y padding",
+      Buf::from(DataType::f64, padding_values(geometry_of(shape), got.y, out_width(p.config))),
+      Buf::from(DataType::f64, padding_values(geometry_of(shape), want.y, out_width(p.config))),
+      0.0));
+  // The same bits at 2 threads, on vpdpbusd where AMX ran, and on the definition.
   Plan q2(p.config, shape, inference(2));
   EXPECT_TRUE(results_identical(run(q2, in), got)) << "2 threads";
+  if (std::string(cpu_int8_gemm()) == "amx-int8") {
+    ScopedEnv env(kKernelVar, "vnni");
+    Plan vnni(p.config, shape, inference(1));
+    EXPECT_NE(vnni.impl_name().find("packed-avx512-vnni-int8"), std::string::npos);
+    EXPECT_TRUE(results_identical(run(vnni, in), got)) << "vpdpbusd";
+  }
   {
     ScopedEnv env(kKernelVar, "scalar");
     Plan def(p.config, shape, inference(1));
@@ -166,8 +173,8 @@ TEST(MathInt8Refusals, ByName) {
   c.math = MathMode::int8;
   expect_refused(c, backend_options(Backend::cpu), Status::invalid_argument,
                  "math (= int8) runs inference only");
-  PlanOptions ref = inference();
-  ref.backend = Backend::reference;
+  PlanOptions ref = backend_options(Backend::reference);
+  ref.purpose = PlanPurpose::inference;
   expect_refused(c, ref, Status::unsupported, "math (= int8) runs on backend cpu only");
   for (DataType dt : {DataType::f64, DataType::bf16, DataType::f16}) {
     Config d = c;
@@ -180,6 +187,10 @@ TEST(MathInt8Refusals, ByName) {
   {
     ScopedEnv env(kKernelVar, "avx2");
     expect_refused(c, inference(), Status::invalid_argument, "RNNX_CPU_INT8_KERNEL (= \"avx2\")");
+  }
+  if (std::string(cpu_int8_gemm()) == "avx512-vnni") {  // VNNI without AMX-INT8 (a Zen 4)
+    ScopedEnv env(kKernelVar, "amx");
+    expect_refused(c, inference(), Status::unsupported, "needs AMX-INT8");
   }
   PlanOptions capped = inference();
   capped.cpu.isa = "avx2";

@@ -4,10 +4,11 @@
 //    even, int32 sums, the three float roundings), bit for bit;
 //  * the definition against the float product within the quantisation bound
 //    sum_k (|a| sw / 2 + |w| sa / 2 + sa sw / 4) (the two roundings' worst case);
-//  * the VNNI kernels against the definition, bit for bit, over shapes that cross every edge
+//  * the VNNI and AMX-INT8 kernels against the definition, bit for bit, over shapes that cross
+//  every edge
 //    (K not a multiple of 4 or of a chunk, N not of a panel, M across tiles and chunks of
 //    rows), blocks, row maps, accumulation, and rows or columns with NaN, infinities or zeros.
-// The VNNI cases are skipped where the CPU (or RNNX_CPU_ISA) rules out AVX512-VNNI.
+// Their cases are skipped where the CPU (or RNNX_CPU_ISA) rules them out.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -54,8 +55,8 @@ float w_at(const Operands& o, Op op_w, int64_t k, int64_t n) {
 }
 
 // C = (accumulate ? C0 : 0) (+) the product on `type`'s kernels, through packed_gemm.
-std::vector<float> run(PackedType type, const Shape& s, Op op_w, const Operands& o,
-                       bool accumulate, int64_t blocks = 1, const int64_t* a_rows = nullptr) {
+std::vector<float> run(PackedType type, const Shape& s, Op op_w, const Operands& o, bool accumulate,
+                       int64_t blocks = 1, const int64_t* a_rows = nullptr) {
   std::vector<float> pack(rnnx::cpu::packed_b_floats(s.K, s.N, blocks, type) + 16);
   std::vector<float> a_scratch(rnnx::cpu::packed_a_floats(s.M, s.K, type) + 16);
   const rnnx::cpu::PackedB B =
@@ -130,9 +131,9 @@ std::vector<float> definition(const Shape& s, Op op_w, const Operands& o, bool a
     for (int64_t n = 0; n < o.ldc; ++n) {
       const float a = C[i * o.ldc + n], b = n < s.N ? want[i * o.ldc + n] : o.C0[i * o.ldc + n];
       if (std::memcmp(&a, &b, sizeof a) != 0 && !(std::isnan(a) && std::isnan(b))) {
-        return ::testing::AssertionFailure() << "C[" << i << "][" << n << "] = " << a << ", want "
-                                             << b << " (M " << s.M << " N " << s.N << " K " << s.K
-                                             << ")";
+        return ::testing::AssertionFailure()
+               << "C[" << i << "][" << n << "] = " << a << ", want " << b << " (M " << s.M << " N "
+               << s.N << " K " << s.K << ")";
       }
     }
   }
@@ -141,8 +142,8 @@ std::vector<float> definition(const Shape& s, Op op_w, const Operands& o, bool a
 
 const std::vector<Shape>& shapes() {
   static const std::vector<Shape> v = {
-      {1, 1, 1},     {1, 32, 4},    {3, 33, 5},    {13, 31, 63},  {14, 32, 64},  {15, 64, 65},
-      {29, 100, 7},  {2, 96, 200},  {8, 64, 512},  {230, 40, 33}, {226, 17, 130}, {64, 256, 96},
+      {1, 1, 1},    {1, 32, 4},   {3, 33, 5},   {13, 31, 63},  {14, 32, 64},   {15, 64, 65},
+      {29, 100, 7}, {2, 96, 200}, {8, 64, 512}, {230, 40, 33}, {226, 17, 130}, {64, 256, 96},
   };
   return v;
 }
@@ -153,8 +154,8 @@ TEST(PackedGemmInt8, DefinitionIsTheStatedArithmetic) {
     for (Op op : {Op::T, Op::N}) {
       for (bool acc : {false, true}) {
         const Operands o = make_operands(s, op, seed++);
-        EXPECT_TRUE(same_bits(s, o, run(PackedType::s8_scalar, s, op, o, acc),
-                              definition(s, op, o, acc)))
+        EXPECT_TRUE(
+            same_bits(s, o, run(PackedType::s8_scalar, s, op, o, acc), definition(s, op, o, acc)))
             << (op == Op::T ? "W^T" : "W") << (acc ? " accumulate" : "");
       }
     }
@@ -172,7 +173,8 @@ TEST(PackedGemmInt8, DefinitionWithinTheQuantisationBound) {
       for (int64_t k = 0; k < s.K; ++k) amax_a = std::max(amax_a, std::fabs(o.A[i * o.lda + k]));
       for (int64_t n = 0; n < s.N; ++n) {
         float amax_w = 0;
-        for (int64_t k = 0; k < s.K; ++k) amax_w = std::max(amax_w, std::fabs(w_at(o, Op::T, k, n)));
+        for (int64_t k = 0; k < s.K; ++k)
+          amax_w = std::max(amax_w, std::fabs(w_at(o, Op::T, k, n)));
         const double sa = amax_a / 127.0, sw = amax_w / 127.0;
         double exact = 0, bound = 0;
         for (int64_t k = 0; k < s.K; ++k) {
@@ -208,16 +210,18 @@ TEST(PackedGemmInt8, TheBitCheckSeesARoundingChange) {
   EXPECT_FALSE(same_bits(s, o, C, want));
 }
 
-class PackedGemmVnni : public ::testing::Test {
+// vpdpbusd (zmm) and AMX-INT8 tiles (tdpbusd), both on the packers of the VNNI table.
+class PackedGemmVnni : public ::testing::TestWithParam<PackedType> {
  protected:
   void SetUp() override {
-    if (!rnnx::cpu::packed_gemm_available(PackedType::s8_vnni, rnnx::cpu::isa_for_plan())) {
-      GTEST_SKIP() << "no AVX512-VNNI (or capped below avx512)";
+    if (!rnnx::cpu::packed_gemm_available(GetParam(), rnnx::cpu::isa_for_plan())) {
+      GTEST_SKIP() << (GetParam() == PackedType::s8_amx ? "no AMX-INT8" : "no AVX512-VNNI")
+                   << " (or capped below avx512)";
     }
   }
 };
 
-TEST_F(PackedGemmVnni, EqualsTheDefinitionBitForBit) {
+TEST_P(PackedGemmVnni, EqualsTheDefinitionBitForBit) {
   uint64_t seed = 200;
   int64_t cases = 0;
   for (const Shape& s : shapes()) {
@@ -226,10 +230,9 @@ TEST_F(PackedGemmVnni, EqualsTheDefinitionBitForBit) {
         for (int64_t blocks : {int64_t{1}, int64_t{4}}) {
           if (s.N % blocks != 0) continue;
           const Operands o = make_operands(s, op, seed++, 3.0);
-          EXPECT_TRUE(same_bits(s, o, run(PackedType::s8_vnni, s, op, o, acc, blocks),
+          EXPECT_TRUE(same_bits(s, o, run(GetParam(), s, op, o, acc, blocks),
                                 run(PackedType::s8_scalar, s, op, o, acc, blocks)))
-              << (op == Op::T ? "W^T" : "W") << (acc ? " accumulate" : "") << " blocks "
-              << blocks;
+              << (op == Op::T ? "W^T" : "W") << (acc ? " accumulate" : "") << " blocks " << blocks;
           ++cases;
         }
       }
@@ -238,7 +241,7 @@ TEST_F(PackedGemmVnni, EqualsTheDefinitionBitForBit) {
   EXPECT_GT(cases, 40);
 }
 
-TEST_F(PackedGemmVnni, RowMapsAndSpecialValues) {
+TEST_P(PackedGemmVnni, RowMapsAndSpecialValues) {
   const Shape s{40, 70, 77};
   Operands o = make_operands(s, Op::T, 300);
   // Row 3: a NaN; row 5: an infinity; row 7: all zeros; weight column 9: an infinity;
@@ -252,7 +255,7 @@ TEST_F(PackedGemmVnni, RowMapsAndSpecialValues) {
   for (int64_t i = 0; i < s.M; ++i) map[i] = (i * 7) % s.M;  // 7 and 40 are coprime
   const std::vector<float> want = run(PackedType::s8_scalar, s, Op::T, o, false, 1, map.data());
   EXPECT_TRUE(same_bits(s, o, want, definition(s, Op::T, o, false, map.data())));
-  EXPECT_TRUE(same_bits(s, o, run(PackedType::s8_vnni, s, Op::T, o, false, 1, map.data()), want));
+  EXPECT_TRUE(same_bits(s, o, run(GetParam(), s, Op::T, o, false, 1, map.data()), want));
   // What the definition says those rows and columns give.
   for (int64_t i = 0; i < s.M; ++i) {
     const int64_t r = map[i];
@@ -268,6 +271,12 @@ TEST_F(PackedGemmVnni, RowMapsAndSpecialValues) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Kernels, PackedGemmVnni,
+                         ::testing::Values(PackedType::s8_vnni, PackedType::s8_amx),
+                         [](const ::testing::TestParamInfo<PackedType>& info) {
+                           return info.param == PackedType::s8_amx ? "amx" : "vpdpbusd";
+                         });
 
 TEST(PackedGemmInt8, NoAllTokenProducts) {
   std::vector<float> a(64, 1.0f), c(64), scratch(4096);

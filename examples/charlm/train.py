@@ -283,7 +283,7 @@ def run(args):
 
     hist = train(args, dist, model, train_pieces, val_pieces, log)
     summary = Summary(hist=hist, unigram=unigram, val_bpc=None, rows=None, vocab=vocab,
-                      val_pieces=val_pieces, checkpoint=None, plot=None, samples=[])
+                      val_pieces=val_pieces, checkpoint=None, plot=None, samples=[], int8=None)
     if dist.main:
         if args.rnn == "rnnx":
             log(report.setup_overhead(model.lstm.rnnx_network_stats(),
@@ -295,6 +295,9 @@ def run(args):
         log(f"validation: {summary.val_bpc:.3f} bits/char on all "
             f"{sum(len(p) for p in val_pieces):,} tokens, {abs(gain):.3f} "
             f"{'below' if gain >= 0 else 'above'} the baseline ({unigram:.3f})")
+        if args.rnn == "rnnx":
+            import int8_eval
+            summary.int8 = int8_eval.compare(model, val_pieces, args.batch_size, log)
         summary.checkpoint = os.path.join(args.out, "charlm.pt")
         checkpoint.save(summary.checkpoint, model, vocab, args, summary.val_bpc)
         log(f"checkpoint: {summary.checkpoint} (torch.nn.LSTM's parameter names; loads into "

@@ -45,9 +45,9 @@ std::string autotune_cache_file();
 const char* cpu_bf16_gemm();
 
 // What the cpu backend runs plans of math mode int8 on, for a plan built now: under the
-// current ISA cap and RNNX_CPU_INT8_KERNEL: "avx512-vnni" (vpdpbusd), "scalar" (the
-// definition, RNNX_CPU_INT8_KERNEL=scalar), or "none" (such a plan is refused). Throws Error
-// (invalid_argument) for a bad RNNX_CPU_ISA or RNNX_CPU_INT8_KERNEL.
+// current ISA cap and RNNX_CPU_INT8_KERNEL: "amx-int8" (AMX tiles), "avx512-vnni" (vpdpbusd),
+// "scalar" (the definition, RNNX_CPU_INT8_KERNEL=scalar), or "none" (such a plan is
+// refused). Throws Error (invalid_argument) for a bad RNNX_CPU_ISA or RNNX_CPU_INT8_KERNEL.
 const char* cpu_int8_gemm();
 
 }  // namespace rnnx

@@ -41,7 +41,8 @@ std::vector<V> allowed(bool forced, V forced_to, std::vector<V> all) {
 }
 
 bool is_int8(GemmEngine engine) {
-  return engine == GemmEngine::packed_int8 || engine == GemmEngine::packed_int8_scalar;
+  return engine == GemmEngine::packed_int8 || engine == GemmEngine::packed_int8_scalar ||
+         engine == GemmEngine::packed_int8_amx;
 }
 
 // The packed engines project the rows of large steps in the loop; the others (which repack

@@ -7,6 +7,10 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
+#if defined(__x86_64__) && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace rnnx::cpu {
 namespace {
@@ -94,6 +98,20 @@ std::string cpu_feature_names(const CpuFeatures& f) {
     out += name;
   }
   return out;
+}
+
+bool amx_tiles_granted() {
+#if defined(__x86_64__) && defined(__linux__)
+  static const bool granted = [] {
+    constexpr long kArchReqXcompPerm = 0x1023;  // arch_prctl: ask for an XSAVE feature
+    constexpr long kXfeatureXtileData = 18;     // the AMX tile data state
+    if (!cpu_features().amx_tile) return false;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtileData) == 0;
+  }();
+  return granted;
+#else
+  return false;
+#endif
 }
 
 }  // namespace rnnx::cpu

@@ -20,6 +20,10 @@ struct CpuFeatures {
 // The machine's, read once (thread-safe). All false on other architectures.
 const CpuFeatures& cpu_features();
 
+// Whether this process may use AMX tiles: the CPU has them and Linux handed out their state
+// (arch_prctl ARCH_REQ_XCOMP_PERM, asked once, on the first call). False elsewhere.
+bool amx_tiles_granted();
+
 // The names of the features present, in the order of the struct, separated by spaces
 // ("avx2 fma avx512f ... amx-int8"); "" when none.
 std::string cpu_feature_names(const CpuFeatures& f);

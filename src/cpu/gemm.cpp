@@ -65,18 +65,24 @@ void gemm(GemmRoute route, Op trans_a, Op trans_b, int64_t M, int64_t N, int64_t
 GemmEngine int8_engine(Isa isa) {
   const char* env = std::getenv("RNNX_CPU_INT8_KERNEL");
   const std::string v = env ? env : "";
-  if (v != "" && v != "auto" && v != "vnni" && v != "scalar") {
+  if (v != "" && v != "auto" && v != "amx" && v != "vnni" && v != "scalar") {
     throw Error(Status::invalid_argument,
-                "RNNX_CPU_INT8_KERNEL (= \"" + v + "\") must be vnni, scalar, auto, or unset");
+                "RNNX_CPU_INT8_KERNEL (= \"" + v + "\") must be amx, vnni, scalar, auto, or unset");
   }
   if (v == "scalar") return GemmEngine::packed_int8_scalar;
-  if (packed_gemm_available(PackedType::s8_vnni, isa)) return GemmEngine::packed_int8;
+  const bool amx = packed_gemm_available(PackedType::s8_amx, isa);
+  if (amx && v != "vnni") return GemmEngine::packed_int8_amx;
+  if (packed_gemm_available(PackedType::s8_vnni, isa) && v != "amx") {
+    return GemmEngine::packed_int8;
+  }
   const std::string features = cpu_feature_names(cpu_features());
-  throw Error(Status::unsupported,
-              std::string("math (= int8) needs AVX512-VNNI (vpdpbusd) at ISA level avx512 or "
-                          "above; the plan's level is ") +
-                  isa_name(isa) + " and this CPU has: " + (features.empty() ? "none" : features) +
-                  " (RNNX_CPU_INT8_KERNEL=scalar runs int8's scalar definition, slowly)");
+  throw Error(
+      Status::unsupported,
+      std::string("math (= int8) needs ") +
+          (v == "amx" ? "AMX-INT8 tiles (RNNX_CPU_INT8_KERNEL=amx)" : "AVX512-VNNI (vpdpbusd)") +
+          " at ISA level avx512 or above; the plan's level is " + isa_name(isa) +
+          " and this CPU has: " + (features.empty() ? "none" : features) +
+          " (RNNX_CPU_INT8_KERNEL=scalar runs int8's scalar definition, slowly)");
 }
 
 GemmEngine gemm_engine_for(bool float32, MathMode math, GemmForce force, Isa isa) {
@@ -104,7 +110,7 @@ GemmEngine gemm_engine_for(bool float32, MathMode math, GemmForce force, Isa isa
 bool is_packed(GemmEngine engine) {
   return engine == GemmEngine::packed || engine == GemmEngine::packed_bf16 ||
          engine == GemmEngine::packed_amx || engine == GemmEngine::packed_int8 ||
-         engine == GemmEngine::packed_int8_scalar;
+         engine == GemmEngine::packed_int8_scalar || engine == GemmEngine::packed_int8_amx;
 }
 
 const char* gemm_engine_name(GemmEngine engine, bool float32, Isa isa) {
@@ -121,6 +127,8 @@ const char* gemm_engine_name(GemmEngine engine, bool float32, Isa isa) {
       return "packed-avx512-vnni-int8";
     case GemmEngine::packed_int8_scalar:
       return "packed-scalar-int8";
+    case GemmEngine::packed_int8_amx:
+      return "packed-amx-int8";
     case GemmEngine::library:
       return library_gemm_name(float32);
     case GemmEngine::plain:
@@ -228,8 +236,14 @@ const char* cpu_bf16_gemm() {
 
 const char* cpu_int8_gemm() {
   try {
-    return cpu::int8_engine(cpu::isa_for_plan()) == cpu::GemmEngine::packed_int8 ? "avx512-vnni"
-                                                                                 : "scalar";
+    switch (cpu::int8_engine(cpu::isa_for_plan())) {
+      case cpu::GemmEngine::packed_int8_amx:
+        return "amx-int8";
+      case cpu::GemmEngine::packed_int8:
+        return "avx512-vnni";
+      default:
+        return "scalar";
+    }
   } catch (const Error& e) {
     if (e.code() != Status::unsupported) throw;
   }

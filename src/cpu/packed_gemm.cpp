@@ -75,7 +75,20 @@ const PackedKernels& kernels(PackedType type) {
                                  packed_amx::kPackedKernels.multiply_panels,
                                  packed_amx::kPackedKernels.usable};
 #endif
+#if RNNX_CPU_AMX_KERNELS
+  // AMX multiplies the int8 layouts; the VNNI table packs them.
+  static const PackedKernels amx_int8{packed_avx512_vnni::kPackedKernels.pack_b_panels,
+                                      packed_avx512_vnni::kPackedKernels.pack_a_blocks,
+                                      packed_amx_int8::kPackedKernels.multiply_panels,
+                                      packed_amx_int8::kPackedKernels.usable};
+#endif
   switch (type) {
+    case PackedType::s8_amx:
+#if RNNX_CPU_AMX_KERNELS
+      return amx_int8;
+#else
+      break;
+#endif
     case PackedType::bf16:
       return packed_avx512_bf16::kPackedKernels;
     case PackedType::bf16_amx:
@@ -134,6 +147,13 @@ bool packed_gemm_available(PackedType type, Isa isa) {
       return true;
     case PackedType::s8_vnni:
       return isa >= Isa::avx512 && cpu_features().avx512_vnni;
+    case PackedType::s8_amx:
+#if RNNX_CPU_AMX_KERNELS
+      return isa >= Isa::avx512 && cpu_features().avx512_vnni &&
+             packed_amx_int8::kPackedKernels.usable();
+#else
+      break;
+#endif
     case PackedType::f32_avx2:
       return isa >= Isa::avx2;
     case PackedType::f32:

@@ -135,7 +135,8 @@ int run_info(bool as_json) {
                  .c_str()
            : ("in float32: no AVX512-BF16 within the ISA cap (" + math.bf16_gemm + ")").c_str());
   std::printf("           int8 runs on %s\n",
-              math.int8_gemm == "avx512-vnni" ? "vpdpbusd (AVX512-VNNI)"
+              math.int8_gemm == "amx-int8"      ? "AMX-INT8 tiles (tdpbusd)"
+              : math.int8_gemm == "avx512-vnni" ? "vpdpbusd (AVX512-VNNI)"
               : math.int8_gemm == "scalar" ? "the scalar definition (RNNX_CPU_INT8_KERNEL=scalar)"
                                            : ("nothing: refused (" + math.int8_gemm + ")").c_str());
   std::printf("           RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION %s selects %s\n",

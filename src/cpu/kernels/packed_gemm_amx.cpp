@@ -4,11 +4,8 @@
 // pair rows of a B panel are two B tiles of 16 columns (64 bytes at a stride of 128).
 // Per 14-row block and panel, two C tiles of 14 x 16 float32 accumulate over K with
 // tdpbf16ps and go to C through a buffer (masked columns, accumulate). Linux hands out
-// the AMX state only on request (arch_prctl ARCH_REQ_XCOMP_PERM), done once in usable().
+// the AMX state only on request (amx_tiles_granted()).
 // Built with the AMX flags (as packed_gemm_avx512.cpp; x86-64 Linux only).
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include "cpu/cpu_features.hpp"
 #include "cpu/packed_gemm.hpp"
 #include "cpu/packed_gemm_kernels.hpp"
@@ -22,17 +19,8 @@
 namespace rnnx::cpu::packed_amx {
 namespace {
 
-constexpr long kArchReqXcompPerm = 0x1023;  // arch_prctl: ask for an XSAVE feature
-constexpr long kXfeatureXtileData = 18;     // the AMX tile data state
-
-bool detect() {
-  if (!cpu_features().amx_bf16 || !cpu_features().amx_tile) return false;
-  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtileData) == 0;
-}
-
 bool usable() {
-  static const bool ok = detect();
-  return ok;
+  return cpu_features().amx_bf16 && amx_tiles_granted();
 }
 
 constexpr int kPanel = static_cast<int>(kPackedPanel);

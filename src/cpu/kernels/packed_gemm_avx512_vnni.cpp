@@ -121,7 +121,8 @@ void tile(int64_t depth, const int32_t* __restrict Ap, const int32_t* __restrict
         for (int i = 0; i < MR; ++i) {
           const __m512i av = _mm512_set1_epi32(a[i * kChunk + kk + s]);
 #pragma GCC unroll 4
-          for (int v = 0; v < kVecs; ++v) acc[s][i][v] = _mm512_dpbusd_epi32(acc[s][i][v], av, bv[v]);
+          for (int v = 0; v < kVecs; ++v)
+            acc[s][i][v] = _mm512_dpbusd_epi32(acc[s][i][v], av, bv[v]);
         }
       }
     }
@@ -178,7 +179,7 @@ void multiply_panels(int64_t M, int64_t K, const float* a_packed, const float* b
 
 }  // namespace
 
-extern constinit const PackedKernels kPackedKernels{&pack_b_panels, &pack_a_vnni,
-                                                    &multiply_panels, nullptr};
+extern constinit const PackedKernels kPackedKernels{&pack_b_panels, &pack_a_vnni, &multiply_panels,
+                                                    nullptr};
 
 }  // namespace rnnx::cpu::packed_avx512_vnni

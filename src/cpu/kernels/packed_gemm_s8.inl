@@ -105,8 +105,8 @@ void pack_b_panels(bool trans, int64_t K, int64_t N, const float* W, int64_t ldw
 }
 
 [[maybe_unused]] void pack_a_blocks(bool trans, int64_t M, int64_t K, int64_t k0, int64_t k1,
-                                    const float* A,
-                   int64_t lda, int64_t b0, int64_t b1, float* out, const int64_t* row_map) {
+                                    const float* A, int64_t lda, int64_t b0, int64_t b1, float* out,
+                                    const int64_t* row_map) {
   // A row's scale needs all of its k: the int8 plans pack whole rows (no team loops, no
   // all-token products), which this checks.
   if (trans || k0 != 0 || k1 != K) {

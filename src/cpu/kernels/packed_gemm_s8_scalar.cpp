@@ -34,7 +34,8 @@ void multiply_panels(int64_t M, int64_t K, const float* a_packed, const float* b
       for (int64_t j = 0; j < cols; ++j) {
         int32_t sum = 0;
         for (int64_t s = 0; s < depth; ++s) {
-          const uint8_t* qa = block + ((s / kChunk * rows + (i - m0)) * kChunk + s % kChunk) * kQuad;
+          const uint8_t* qa =
+              block + ((s / kChunk * rows + (i - m0)) * kChunk + s % kChunk) * kQuad;
           const int8_t* qw = qb + (s * kPanel + j) * kQuad;
           for (int t = 0; t < kQuad; ++t) sum += int32_t{qa[t]} * int32_t{qw[t]};
         }
