@@ -46,10 +46,8 @@ bool is_int8(GemmEngine engine) {
 }
 
 // The packed engines project the rows of large steps in the loop; the others (which repack
-// the weights at every call) all before it. int8 projects every step in the loop: its rows
-// are quantised per product, by the weights quantised once (no all-token product).
+// the weights at every call) all before it.
 InputProjection default_input(GemmEngine engine) {
-  if (is_int8(engine)) return InputProjection::steps;
   return is_packed(engine) ? InputProjection::split : InputProjection::bulk;
 }
 
@@ -107,12 +105,10 @@ AlgoSpace algo_space(const PlanContext& ctx, bool team_rows, bool threads) {
   // float32 alternative.
   const Isa isa = isa_for_plan(choices.isa);
   const GemmEngine best_engine = gemm_engine_for(f32, ctx.math, gemm, isa);
-  if (is_int8(best_engine) && (loop == "team" || input == "bulk" || input == "split")) {
+  if (is_int8(best_engine) && loop == "team") {
     throw Error(Status::unsupported,
-                std::string("math (= int8) runs per-step loops that project every step's input "
-                            "in the loop; the plan forces ") +
-                    (loop == "team" ? "time_loop team" : "input_projection " + input) +
-                    " (PlanOptions cpu choices or RNNX_CPU_TIME_LOOP / RNNX_CPU_INPUT_PROJECTION)");
+                "math (= int8) runs per-step loops; the plan forces time_loop team (PlanOptions "
+                "cpu choices or RNNX_CPU_TIME_LOOP)");
   }
   std::vector<GemmEngine> engines = {best_engine};
   if (gemm == GemmForce::none && best_engine == GemmEngine::packed && have_onednn()) {
@@ -148,7 +144,7 @@ AlgoSpace algo_space(const PlanContext& ctx, bool team_rows, bool threads) {
     std::vector<InputProjection> inputs = {default_input(engine)};
     if (input == "bulk") inputs = {InputProjection::bulk};
     if (input == "steps") inputs = {InputProjection::steps};
-    if (input.empty() && is_packed(engine) && !is_int8(engine)) {
+    if (input.empty() && is_packed(engine)) {
       inputs = {InputProjection::split, InputProjection::bulk};
     }
     for (bool team : teams) {

@@ -85,9 +85,12 @@ Carver carve_forward(const PlanSpec& p, bool training, void* base, ForwardBuffer
   if (packing) {
     // The bulk input projection: rows past the split, G*H columns, K = the layer's input.
     const int64_t rows = p.N - p.schedule().offsets[p.step_input_steps];
+    // int8: a packed_gemm's packed A (bulk_input_projection).
     int64_t floats = 0;
     for (int64_t l = 0; l < p.L; ++l) {
-      floats = std::max(floats, packed_gemm_full_floats(rows, p.GH, p.input_width(l), type));
+      floats = std::max(floats, packs_s8(type)
+                                    ? packed_a_floats(rows, p.input_width(l), type)
+                                    : packed_gemm_full_floats(rows, p.GH, p.input_width(l), type));
     }
     b.gemm_scratch = carver.take<T>(floats);
   }
@@ -106,7 +109,8 @@ Carver carve_forward(const PlanSpec& p, bool training, void* base, ForwardBuffer
       db.w_pack = carver.take<T>(forward_recurrent_pack_floats(p));
       if (p.proj) db.wr_pack = carver.take<T>(packed_b_floats(p.H, p.P, 1, type));
       const int64_t widest_input = std::max(p.I0, p.L > 1 ? p.DP : 0);
-      if (p.step_input_steps > 0) {
+      // int8 projects in bulk by the packed W_ih^T too (bulk_input_projection).
+      if (p.step_input_steps > 0 || packs_s8(type)) {
         db.wi_pack = carver.take<T>(packed_b_floats(widest_input, p.GH, p.G, type));
       }
       db.a_pack = carver.take<T>(packed_a_floats(p.B, std::max({p.P, p.H, widest_input}), type));

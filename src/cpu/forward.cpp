@@ -88,10 +88,12 @@ WeightPacks<T> weight_packs(const PlanSpec& p, int64_t l, int64_t d,
   return {db.w_pack, db.wr_pack, db.wi_pack, false};
 }
 
-// `with_input`: W_ih^T too (the steps that project their input in the loop need it).
+// `with_input`: W_ih^T too (the steps that project their input in the loop need it);
+// `input_packed`: packs.ih holds it already (int8's bulk input projection packed it there).
 template <typename T>
 ForwardWeights<T> bind_forward_weights(const PlanSpec& p, const T* w, const ParamOffsets& po,
-                                       int64_t I, const WeightPacks<T>& packs, bool with_input) {
+                                       int64_t I, const WeightPacks<T>& packs, bool with_input,
+                                       bool input_packed = false) {
   const int64_t H = p.H, P = p.P;
   const bool pack = p.packed_engine();
   const bool pre = packs.prepacked;
@@ -101,7 +103,8 @@ ForwardWeights<T> bind_forward_weights(const PlanSpec& p, const T* w, const Para
   // Gate by gate (blocks = G), so that a thread of a team loop owns the same cells of every
   // gate.
   if (with_input) {
-    fw.ih.bind(r, Op::T, w + po.w_ih, I, I, p.GH, pack ? packs.ih : nullptr, p.G, pre);
+    fw.ih.bind(r, Op::T, w + po.w_ih, I, I, p.GH, pack ? packs.ih : nullptr, p.G,
+               pre || input_packed);
   }
   if (p.gru_orig()) {
     // r and z as two blocks, like the gates of the other cells.
@@ -163,12 +166,24 @@ InputGates<T> input_gates(const PlanSpec& p, int64_t d, T* Y, const ReserveDir<T
   return g;
 }
 
-// The input projection of the rows that are projected in bulk, as one GEMM.
+// The input projection of the rows that are projected in bulk, as one GEMM. int8 multiplies
+// by W_ih^T quantised once (a network's kept copy, or packed here into the direction's
+// buffer, where the steps that project in the loop find it), its rows of x quantised per
+// row in chunks of rows (packed_gemm), not by an all-token product that would quantise the
+// weights again.
 template <typename T>
 void bulk_input_projection(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64_t d,
-                           const InputRows<T>& X, const InputGates<T>& g, T* scratch) {
+                           const InputRows<T>& X, const InputGates<T>& g, T* scratch,
+                           const ForwardDirBuffers<T>& db) {
   const int64_t I = p.input_width(l), r0 = g.split_row;
   const T* w = static_cast<const T*>(a.weights);
+  if (packs_s8(p.packed_type())) {
+    const WeightPacks<T> packs = weight_packs(p, l, d, db);
+    WeightGemm<T> ih;
+    ih.bind(p.gemm(), Op::T, w + p.param(l, d).w_ih, I, I, p.GH, packs.ih, p.G, packs.prepacked);
+    ih.run(p.N - r0, X.at(r0), I, false, g.at(r0), g.ld, scratch, X.map_at(r0));
+    return;
+  }
   gemm_all_tokens<T>(p.gemm(), Op::N, Op::T, p.N - r0, p.GH, I, X.at(r0), I, w + p.param(l, d).w_ih,
                      I, false, g.at(r0), g.ld, p.packed_engine() ? scratch : nullptr, X.map_at(r0));
 }
@@ -464,8 +479,8 @@ void forward_time_loop(const PlanSpec& p, const ForwardArgs& a, int64_t l, int64
   const T* w = static_cast<const T*>(a.weights);
   const ParamOffsets& po = p.param(l, d);
   combine_biases(p, w, po, db.bias);
-  const ForwardWeights<T> fw =
-      bind_forward_weights(p, w, po, I, weight_packs(p, l, d, db), p.step_input_steps > 0);
+  const ForwardWeights<T> fw = bind_forward_weights(
+      p, w, po, I, weight_packs(p, l, d, db), p.step_input_steps > 0, packs_s8(p.packed_type()));
   gather_initial_states(p, a, l, d, db);
   const Config& c = p.config();
   const ForwardLoop<T> f{.p = p,
@@ -526,7 +541,7 @@ void run_forward(const PlanSpec& p, const ForwardArgs& a, void* workspace, T* co
         p,
         [&](int64_t d) {
           g[d] = input_gates(p, d, Y, res.dir[d], training, buf.dir[d]);
-          bulk_input_projection(p, a, l, d, X, g[d], buf.gemm_scratch);
+          bulk_input_projection(p, a, l, d, X, g[d], buf.gemm_scratch, buf.dir[d]);
         },
         [&](int64_t d) {
           forward_time_loop(p, a, l, d, X, g[d], Y, res.dir[d], training, buf.dir[d]);

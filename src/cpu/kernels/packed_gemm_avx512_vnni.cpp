@@ -48,6 +48,49 @@ Quantizer row_quantizer(const float* src, int64_t K) {
   return quantizer(_mm512_reduce_max_ps(amax), bad != 0);
 }
 
+// The definition's pack_b_panels() for W [N, K] (trans, the weights of every int8 product),
+// 16 k at a time: each column's scale as row_quantizer() finds it, its values quantised as
+// pack_a_vnni() does, the four k of a slot stored together. W [K, N] (unused by int8 plans)
+// goes to the definition's packer.
+void pack_b_vnni(bool trans, int64_t K, int64_t N, const float* W, int64_t ldw, int64_t p0,
+                 int64_t p1, float* out, const int64_t* row_map) {
+  if (!trans) return pack_b_panels(trans, K, N, W, ldw, p0, p1, out, row_map);
+  const int64_t depth = s8_depth(K);
+  const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
+  for (int64_t p = p0; p < p1; ++p) {
+    float* slots = out + p * panel_slots(K);
+    auto* q = reinterpret_cast<int8_t*>(slots);
+    float* scales = slots + depth * kPanel;
+    auto* comp = reinterpret_cast<int32_t*>(scales + kPanel);
+    std::memset(q, 0, static_cast<size_t>(depth * kPanel * kQuad));
+    for (int j = 0; j < kPanel; ++j) {
+      const int64_t n = p * kPanel + j;
+      scales[j] = 0.0f;
+      comp[j] = 0;
+      if (n >= N) continue;
+      const float* src = W + n * ldw;
+      const Quantizer z = row_quantizer(src, K);
+      scales[j] = z.scale;
+      if (z.zero) continue;
+      const __m512 inv = _mm512_set1_ps(z.inv);
+      __m512i sum = _mm512_setzero_si512();
+      for (int64_t k = 0; k < K; k += 16) {
+        const __m512 v = _mm512_maskz_loadu_ps(lanes(K - k), src + k);
+        __m512i v8 = _mm512_cvtps_epi32(_mm512_mul_ps(v, inv));
+        v8 = _mm512_min_epi32(_mm512_max_epi32(v8, lo), hi);
+        sum = _mm512_add_epi32(sum, v8);
+        const __m128i bytes = _mm512_cvtepi32_epi8(v8);  // 16 k: four slots of this column
+        int32_t words[4];
+        std::memcpy(words, &bytes, sizeof words);
+        for (int t = 0; t < 4 && k + 4 * t < K; ++t) {
+          std::memcpy(q + ((k / kQuad + t) * kPanel + j) * kQuad, &words[t], 4);
+        }
+      }
+      comp[j] = 128 * _mm512_reduce_add_epi32(sum);
+    }
+  }
+}
+
 void pack_a_vnni(bool trans, int64_t M, int64_t K, int64_t k0, int64_t k1, const float* A,
                  int64_t lda, int64_t b0, int64_t b1, float* out, const int64_t* row_map) {
   if (trans || k0 != 0 || k1 != K) {
@@ -179,7 +222,7 @@ void multiply_panels(int64_t M, int64_t K, const float* a_packed, const float* b
 
 }  // namespace
 
-extern constinit const PackedKernels kPackedKernels{&pack_b_panels, &pack_a_vnni, &multiply_panels,
+extern constinit const PackedKernels kPackedKernels{&pack_b_vnni, &pack_a_vnni, &multiply_panels,
                                                     nullptr};
 
 }  // namespace rnnx::cpu::packed_avx512_vnni

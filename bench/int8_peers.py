@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""int8 inference side by side (docs/int8.md, issue 48): one process, one problem at a time,
+every variant on the same weights and inputs, rounds alternating, medians.
+
+  rnnx fp32 / rnnx bf16 (math allow_conversion) / rnnx int8: rnnx.torch modules, eval, no_grad,
+      weights kept across calls (the modules name their weights' version);
+  torch.nn fp32, torch dynamic int8 (torch.ao.quantization.quantize_dynamic, qint8, the
+      current engine: fbgemm/x86 on PyTorch from pip);
+  ORT fp32 (ONNX LSTM/GRU) and ORT int8 (onnxruntime.quantization.quantize_dynamic, which
+      turns LSTM nodes into com.microsoft DynamicQuantizeLSTM; ONNX has no GRU counterpart
+      and no LSTM projection: those rows say n/a).
+
+Every sequence runs its full length (the peers' int8 paths take no ragged batches alike;
+rnnx's own ragged figures are in bench/RESULTS.md). Threads: rnnx num_threads, torch
+set_num_threads, ORT intra_op_num_threads, all the same. Errors: relative 2-norm of y
+against torch.nn fp32. Run under the interpreter that has the peers (the pip environment:
+$(./scripts/pip-env.sh)/bin/python bench/int8_peers.py). Prints a table; --json appends one
+object per (case, threads, variant).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+import rnnx
+import rnnx.onnx
+import rnnx.torch as rt
+
+CELLS = {
+    "lstm": dict(cell="lstm", hidden=512, proj=0),
+    "gru": dict(cell="gru", hidden=512, proj=0),
+    "lstmp": dict(cell="lstm", hidden=1024, proj=256),
+}
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--cells", default="lstm,gru,lstmp", help="of: " + ", ".join(CELLS))
+    p.add_argument("--batches", default="8,16,32,64")
+    p.add_argument("--threads", default="1,2")
+    p.add_argument("--seq", type=int, default=100)
+    p.add_argument("--input", type=int, default=512)
+    p.add_argument("--repeat", type=int, default=5, help="timed calls per measurement")
+    p.add_argument("--rounds", type=int, default=3, help="measurements per variant, alternating")
+    p.add_argument("--json", default=None, help="append JSON lines here")
+    p.add_argument("--no-ort", action="store_true", help="leave ONNX Runtime out")
+    return p.parse_args(argv)
+
+
+def float_module(cell, I, H, P):
+    torch.manual_seed(0)
+    if cell == "lstm":
+        return torch.nn.LSTM(I, H, proj_size=P).eval()
+    return torch.nn.GRU(I, H).eval()
+
+
+def rnnx_module(m, math, threads):
+    twin = rt._torch_quantize.twin(m, (rt.LSTM, rt.GRU, rt.RNN), math=math)
+    twin._rnnx_num_threads = threads
+    twin._rnnx_new_engines()
+    return twin
+
+
+def torch_int8(m):
+    try:
+        return torch.ao.quantization.quantize_dynamic(m, {type(m)}, dtype=torch.qint8)
+    except Exception as e:  # no engine, or a configuration the peer lacks
+        return f"n/a ({type(e).__name__}: {str(e).splitlines()[0][:80]})"
+
+
+def onnx_model(m, cell, I, H, path):
+    """An ONNX LSTM/GRU node with m's weights (ONNX gate orders via rnnx.onnx)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    sd = {k: v.detach().numpy() for k, v in m.state_dict().items()}
+    W, R, B = rnnx.onnx.state_dict_to_onnx(cell, sd, H)[:3]
+    attrs = dict(hidden_size=H)
+    if cell == "gru":
+        attrs["linear_before_reset"] = 1
+    node = helper.make_node(cell.upper(), ["X", "W", "R", "B"],
+                            ["Y", "Y_h"] + (["Y_c"] if cell == "lstm" else []), **attrs)
+    graph = helper.make_graph(
+        [node], "rnn", [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["T", "B", I])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
+        initializer=[numpy_helper.from_array(a.astype(np.float32), n)
+                     for a, n in ((W, "W"), (R, "R"), (B, "B"))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
+
+
+def ort_session(path, threads):
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+
+
+def ort_variants(m, cell, I, H, P, threads, tmp):
+    """{"ORT fp32": fn, "ORT int8": fn or 'n/a ...'}."""
+    if P > 0:
+        na = "n/a (ONNX's LSTM has no projection)"
+        return {"ORT fp32": na, "ORT int8": na}
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    fp = onnx_model(m, cell, I, H, os.path.join(tmp, f"{cell}.onnx"))
+    out = {"ORT fp32": ort_session(fp, threads)}
+    if cell != "lstm":
+        out["ORT int8"] = "n/a (ONNX Runtime has no DynamicQuantizeGRU)"
+        return out
+    q = os.path.join(tmp, f"{cell}_int8.onnx")
+    quantize_dynamic(fp, q, weight_type=QuantType.QInt8, op_types_to_quantize=["LSTM"],
+                     per_channel=True)
+    import onnx
+    ops = {n.op_type for n in onnx.load(q).graph.node}
+    if "DynamicQuantizeLSTM" not in ops:
+        out["ORT int8"] = f"n/a (quantize_dynamic made {sorted(ops)})"
+    else:
+        out["ORT int8"] = ort_session(q, threads)
+    return out
+
+
+def runner(v, x):
+    """A call of variant v on x, returning y as a tensor."""
+    if isinstance(v, torch.nn.Module):
+        def call():
+            with torch.no_grad():
+                return v(x)[0]
+        return call
+    xn = x.numpy()
+
+    def call():
+        return torch.from_numpy(v.run(["Y"], {"X": xn})[0])
+    return call
+
+
+def to_tbh(y, T, B):
+    """ONNX's Y [T, D, B, H] as [T, B, D*H]."""
+    if y.dim() == 4:
+        return y.permute(0, 2, 1, 3).reshape(T, B, -1)
+    return y
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    T, I = args.seq, args.input
+    rows = []
+    print(f"rnnx {rnnx.__version__}, torch {torch.__version__} (quantized engine "
+          f"{torch.backends.quantized.engine}), int8 kernel {rnnx.build_info()['int8_gemm']}, "
+          f"bf16 kernel {rnnx.build_info()['bf16_gemm']}, ISA {rnnx.build_info()['cpu_isa_used']}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.cells.split(","):
+            spec = CELLS[name]
+            cell, H, P = spec["cell"], spec["hidden"], spec["proj"]
+            m = float_module(cell, I, H, P)
+            for threads in [int(t) for t in args.threads.split(",")]:
+                torch.set_num_threads(threads)
+                variants = {"rnnx fp32": rnnx_module(m, "fp32", threads),
+                            "rnnx bf16": rnnx_module(m, "allow_conversion", threads),
+                            "rnnx int8": rnnx_module(m, "int8", threads),
+                            "torch.nn fp32": m, "torch int8": torch_int8(m)}
+                if not args.no_ort:
+                    variants.update(ort_variants(m, cell, I, H, P, threads, tmp))
+                for B in [int(b) for b in args.batches.split(",")]:
+                    x = torch.randn(T, B, I, generator=torch.Generator().manual_seed(B))
+                    calls = {k: runner(v, x) for k, v in variants.items() if not isinstance(v, str)}
+                    ref = calls["torch.nn fp32"]()
+                    err = {k: float((to_tbh(c(), T, B) - ref).norm() / ref.norm())
+                           for k, c in calls.items()}
+                    times = {k: [] for k in calls}
+                    for _ in range(args.rounds):
+                        for k, c in calls.items():
+                            c()  # warm
+                            ts = []
+                            for _ in range(args.repeat):
+                                t0 = time.perf_counter()
+                                c()
+                                ts.append(time.perf_counter() - t0)
+                            times[k].append(statistics.median(ts) * 1e3)
+                    case = f"{name}_t{T}_b{B}_i{I}_h{H}" + (f"_p{P}" if P else "")
+                    med = {k: statistics.median(v) for k, v in times.items()}
+                    print(f"\n{case} threads={threads}")
+                    int8_peers = [med[k] for k in ("torch int8", "ORT int8") if k in med]
+                    for k, v in variants.items():
+                        if isinstance(v, str):
+                            print(f"  {k:<14} {v}")
+                            rows.append(dict(case=case, threads=threads, variant=k, note=v))
+                            continue
+                        line = f"  {k:<14} {med[k]:9.2f} ms  err {err[k]:.2e}"
+                        if k != "rnnx int8":
+                            line += f"  rnnx int8 {med[k] / med['rnnx int8']:5.2f}x faster"
+                        print(line)
+                        rows.append(dict(case=case, threads=threads, variant=k, ms_median=med[k],
+                                         ms_rounds=times[k], err_vs_torch_fp32=err[k]))
+                    if int8_peers:
+                        print(f"  int8 vs fastest int8 peer: {min(int8_peers) / med['rnnx int8']:.2f}x, "
+                              f"vs rnnx fp32 {med['rnnx fp32'] / med['rnnx int8']:.2f}x, "
+                              f"vs rnnx bf16 {med['rnnx bf16'] / med['rnnx int8']:.2f}x")
+                    sys.stdout.flush()
+    if args.json:
+        with open(args.json, "a") as f:
+            for r in rows:
+                f.write(json.dumps(r) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
