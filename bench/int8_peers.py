@@ -26,12 +26,16 @@ import sys
 import tempfile
 import time
 
-import numpy as np
-import torch
+# The variants share one process: threads that spin after their work (OpenMP's by default,
+# ONNX Runtime's intra-op pool) would take the cores from the variant timed next.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import rnnx
-import rnnx.onnx
-import rnnx.torch as rt
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import rnnx  # noqa: E402
+import rnnx.onnx  # noqa: E402
+import rnnx.torch as rt  # noqa: E402
 
 CELLS = {
     "lstm": dict(cell="lstm", hidden=512, proj=0),
@@ -69,10 +73,19 @@ def rnnx_module(m, math, threads):
 
 
 def torch_int8(m):
+    """PyTorch's dynamic quantized twin of m (quantize_dynamic replaces children only: m goes
+    in a container)."""
+    import warnings
     try:
-        return torch.ao.quantization.quantize_dynamic(m, {type(m)}, dtype=torch.qint8)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # its deprecation notice
+            q = torch.ao.quantization.quantize_dynamic(torch.nn.Sequential(m), {type(m)},
+                                                       dtype=torch.qint8)[0]
     except Exception as e:  # no engine, or a configuration the peer lacks
         return f"n/a ({type(e).__name__}: {str(e).splitlines()[0][:80]})"
+    if type(q) is type(m):
+        return "n/a (quantize_dynamic left the module in float)"
+    return q
 
 
 def onnx_model(m, cell, I, H, path):
@@ -103,6 +116,7 @@ def ort_session(path, threads):
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 
 
@@ -179,7 +193,8 @@ def main(argv=None):
                     times = {k: [] for k in calls}
                     for _ in range(args.rounds):
                         for k, c in calls.items():
-                            c()  # warm
+                            for _ in range(3):  # warm: rnnx keeps its packed weights at call 2
+                                c()
                             ts = []
                             for _ in range(args.repeat):
                                 t0 = time.perf_counter()
