@@ -111,12 +111,17 @@ TEST_P(MathInt8, NearFloat32AndEqualToTheDefinition) {
   Plan q2(p.config, shape, inference(2));
   EXPECT_TRUE(results_identical(run(q2, in), got)) << "2 threads";
   // Every row is quantised alone, so projecting the input before the loop, at every step in
-  // it, or split between the two gives the same bits.
+  // it, or split between the two, in team loops (members packing shares of the rows) or
+  // per-step ones, gives the same bits.
   for (const char* how : {"steps", "bulk", "split"}) {
-    PlanOptions o = inference(1);
-    o.cpu.input_projection = how;
-    Plan qi(p.config, shape, o);
-    EXPECT_TRUE(results_identical(run(qi, in), got)) << "input projection " << how;
+    for (const char* loop : {"team", "per-step"}) {
+      PlanOptions o = inference(2);
+      o.cpu.input_projection = how;
+      o.cpu.time_loop = loop;
+      Plan qi(p.config, shape, o);
+      EXPECT_TRUE(results_identical(run(qi, in), got))
+          << "input projection " << how << ", " << loop << " loop, 2 threads";
+    }
   }
   if (std::string(cpu_int8_gemm()) == "amx-int8") {
     ScopedEnv env(kKernelVar, "vnni");
@@ -204,9 +209,6 @@ TEST(MathInt8Refusals, ByName) {
   capped.cpu.isa = "avx2";
   expect_refused(c, capped, Status::unsupported, "needs AVX512-VNNI");
   if (vnni_machine()) {
-    PlanOptions team = inference();
-    team.cpu.time_loop = "team";
-    expect_refused(c, team, Status::unsupported, "time_loop team");
     PlanOptions plain = inference();
     plain.cpu.gemm = "plain";
     expect_refused(c, plain, Status::unsupported, "forced to plain");

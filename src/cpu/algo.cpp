@@ -40,11 +40,6 @@ std::vector<V> allowed(bool forced, V forced_to, std::vector<V> all) {
   return all;
 }
 
-bool is_int8(GemmEngine engine) {
-  return engine == GemmEngine::packed_int8 || engine == GemmEngine::packed_int8_scalar ||
-         engine == GemmEngine::packed_int8_amx;
-}
-
 // The packed engines project the rows of large steps in the loop; the others (which repack
 // the weights at every call) all before it.
 InputProjection default_input(GemmEngine engine) {
@@ -69,10 +64,8 @@ GemmForce gemm_force(const CpuChoices& choices) {
                         : GemmForce::none;
 }
 
-// int8 quantises each row of a product's left operand with one scale, which needs the whole
-// row: no team loops (their members pack a share of each row's columns).
 bool team_capable(bool team_rows, GemmEngine engine) {
-  return is_packed(engine) && !is_int8(engine) && team_rows;
+  return is_packed(engine) && team_rows;
 }
 
 }  // namespace
@@ -105,11 +98,6 @@ AlgoSpace algo_space(const PlanContext& ctx, bool team_rows, bool threads) {
   // float32 alternative.
   const Isa isa = isa_for_plan(choices.isa);
   const GemmEngine best_engine = gemm_engine_for(f32, ctx.math, gemm, isa);
-  if (is_int8(best_engine) && loop == "team") {
-    throw Error(Status::unsupported,
-                "math (= int8) runs per-step loops; the plan forces time_loop team (PlanOptions "
-                "cpu choices or RNNX_CPU_TIME_LOOP)");
-  }
   std::vector<GemmEngine> engines = {best_engine};
   if (gemm == GemmForce::none && best_engine == GemmEngine::packed && have_onednn()) {
     engines.push_back(GemmEngine::library);

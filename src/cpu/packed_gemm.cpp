@@ -213,6 +213,11 @@ void pack_a_columns(int64_t M, int64_t K, const float* A, int64_t lda, int64_t k
   kernels(type).pack_a_blocks(false, M, K, k0, k1, A, lda, 0, blocks, a_packed, a_rows);
 }
 
+void pack_a_rows(int64_t M, int64_t K, const float* A, int64_t lda, int64_t b0, int64_t b1,
+                 float* a_packed, PackedType type, const int64_t* a_rows) {
+  if (b0 < b1) kernels(type).pack_a_blocks(false, M, K, 0, K, A, lda, b0, b1, a_packed, a_rows);
+}
+
 void multiply_panel_range(int64_t M, const float* a_packed, const PackedB& B, int64_t q0,
                           int64_t q1, bool accumulate, float* C, int64_t ldc) {
   if (M == 0 || q0 >= q1) return;

@@ -76,6 +76,10 @@ void packed_gemm(int64_t M, const float* A, int64_t lda, const PackedB& B, bool 
 void pack_a_columns(int64_t M, int64_t K, const float* A, int64_t lda, int64_t k0, int64_t k1,
                     float* a_packed, PackedType type = PackedType::f32,
                     const int64_t* a_rows = nullptr);
+// int8 (whose rows are quantised whole): row blocks [b0, b1) of A's rows [0, M), all of K,
+// into the packed A of an [M, K] operand (a team member's share of the rows).
+void pack_a_rows(int64_t M, int64_t K, const float* A, int64_t lda, int64_t b0, int64_t b1,
+                 float* a_packed, PackedType type, const int64_t* a_rows = nullptr);
 void multiply_panel_range(int64_t M, const float* a_packed, const PackedB& B, int64_t q0,
                           int64_t q1, bool accumulate, float* C, int64_t ldc);
 

@@ -108,6 +108,7 @@ class TeamCrew {
            int64_t state_panels, int64_t I)
       : p_(p),
         barrier_(barrier),
+        th_(th),
         n_(n),
         type_(p.packed_type()),
         cells_(cell_panels, p.H, th, n),
@@ -119,9 +120,18 @@ class TeamCrew {
 
   void sync() const { barrier_.wait(n_); }
   // Packs this member's columns of `which` (from col0 on) of A [rows, K] into a_packed, the
-  // left operand of a product that every member then reads (after a sync).
+  // left operand of a product that every member then reads (after a sync). int8 quantises
+  // each row whole: every member first waits for the others' columns, then packs its share
+  // of the rows (whole blocks of kPackedTileRows), so every member calls this.
   void pack(int64_t rows, int64_t K, const float* a, int64_t lda, Share which, int64_t col0,
             float* a_packed, const int64_t* a_rows = nullptr) const {
+    if (packs_s8(type_)) {
+      sync();
+      const int64_t blocks = (rows + kPackedTileRows - 1) / kPackedTileRows;
+      pack_a_rows(rows, K, a + col0, lda, blocks * th_ / n_, blocks * (th_ + 1) / n_, a_packed,
+                  type_, a_rows);
+      return;
+    }
     const TeamShare& s = share(which);
     if (s.j0 < s.j1)
       pack_a_columns(rows, K, a, lda, col0 + s.j0, col0 + s.j1, a_packed, type_, a_rows);
@@ -154,7 +164,7 @@ class TeamCrew {
   }
   const PlanSpec& p_;
   TeamBarrier& barrier_;
-  int n_;
+  int th_, n_;
   PackedType type_;
   TeamShare cells_, state_, input_;
 };

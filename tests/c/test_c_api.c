@@ -647,6 +647,30 @@ static void test_math_mode(void) {
   rnnx_config_set_bidirectional(c, 1);
   crosscheck("lstm_l2_bidir_f32_allow-conversion", c, &d);
 
+  /* INT8: a round trip, and a demand refused where it cannot run as asked: a training plan
+   * (the default purpose) by name; an inference plan runs or names the CPU's lack. */
+  {
+    rnnx_plan_options_t o = rnnx_plan_options_init();
+    rnnx_status_t st;
+    CHECK_OK(rnnx_config_set_math_mode(c, RNNX_MATH_MODE_INT8));
+    CHECK_OK(rnnx_config_get_math_mode(c, &math));
+    CHECK_TRUE(math == RNNX_MATH_MODE_INT8, "math mode int8 round trip");
+    CHECK(rnnx_plan_create(&plan, c, &d, RNNX_BACKEND_CPU, 0), RNNX_STATUS_INVALID_ARGUMENT,
+          "math (= int8) runs inference only");
+    CHECK_TRUE(plan == NULL, "refused int8 plan is NULL");
+    o.purpose = RNNX_PLAN_PURPOSE_INFERENCE;
+    o.cpu_choices = "time_loop=auto input_projection=auto gemm=auto";
+    st = rnnx_plan_create_with_options(&plan, c, &d, &o);
+    CHECK_TRUE(st == RNNX_STATUS_SUCCESS || st == RNNX_STATUS_UNSUPPORTED,
+               "an int8 inference plan runs, or is refused for the CPU");
+    if (st == RNNX_STATUS_UNSUPPORTED) {
+      CHECK_TRUE(strstr(rnnx_get_last_error_message(), "needs AVX512-VNNI") != NULL,
+                 "the refusal names VNNI");
+    }
+    rnnx_plan_destroy(plan);
+    plan = NULL;
+  }
+
   /* FROM_ENVIRONMENT with a value other than 0 or 1: plan creation refuses it. */
   CHECK_OK(rnnx_config_set_math_mode(c, RNNX_MATH_MODE_FROM_ENVIRONMENT));
   setenv(var, "on", 1);
