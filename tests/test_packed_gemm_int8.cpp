@@ -210,13 +210,15 @@ TEST(PackedGemmInt8, TheBitCheckSeesARoundingChange) {
   EXPECT_FALSE(same_bits(s, o, C, want));
 }
 
-// vpdpbusd (zmm) and AMX-INT8 tiles (tdpbusd), both on the packers of the VNNI table.
+// vpdpbusd (zmm and ymm) and AMX-INT8 tiles (tdpbusd).
 class PackedGemmVnni : public ::testing::TestWithParam<PackedType> {
  protected:
   void SetUp() override {
     if (!rnnx::cpu::packed_gemm_available(GetParam(), rnnx::cpu::isa_for_plan())) {
-      GTEST_SKIP() << (GetParam() == PackedType::s8_amx ? "no AMX-INT8" : "no AVX512-VNNI")
-                   << " (or capped below avx512)";
+      GTEST_SKIP() << (GetParam() == PackedType::s8_amx        ? "no AMX-INT8"
+                       : GetParam() == PackedType::s8_avx_vnni ? "no AVX-VNNI"
+                                                               : "no AVX512-VNNI")
+                   << " (or capped below its level)";
     }
   }
 };
@@ -273,9 +275,12 @@ TEST_P(PackedGemmVnni, RowMapsAndSpecialValues) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, PackedGemmVnni,
-                         ::testing::Values(PackedType::s8_vnni, PackedType::s8_amx),
+                         ::testing::Values(PackedType::s8_vnni, PackedType::s8_amx,
+                                           PackedType::s8_avx_vnni),
                          [](const ::testing::TestParamInfo<PackedType>& info) {
-                           return info.param == PackedType::s8_amx ? "amx" : "vpdpbusd";
+                           return info.param == PackedType::s8_amx        ? "amx"
+                                  : info.param == PackedType::s8_avx_vnni ? "avx_vnni"
+                                                                          : "vpdpbusd";
                          });
 
 TEST(PackedGemmInt8, NoAllTokenProducts) {

@@ -65,24 +65,36 @@ void gemm(GemmRoute route, Op trans_a, Op trans_b, int64_t M, int64_t N, int64_t
 GemmEngine int8_engine(Isa isa) {
   const char* env = std::getenv("RNNX_CPU_INT8_KERNEL");
   const std::string v = env ? env : "";
-  if (v != "" && v != "auto" && v != "amx" && v != "vnni" && v != "scalar") {
-    throw Error(Status::invalid_argument,
-                "RNNX_CPU_INT8_KERNEL (= \"" + v + "\") must be amx, vnni, scalar, auto, or unset");
+  if (v != "" && v != "auto" && v != "amx" && v != "vnni" && v != "avx-vnni" && v != "scalar") {
+    throw Error(Status::invalid_argument, "RNNX_CPU_INT8_KERNEL (= \"" + v +
+                                              "\") must be amx, vnni, avx-vnni, scalar, auto, "
+                                              "or unset");
   }
   if (v == "scalar") return GemmEngine::packed_int8_scalar;
-  const bool amx = packed_gemm_available(PackedType::s8_amx, isa);
-  if (amx && v != "vnni") return GemmEngine::packed_int8_amx;
-  if (packed_gemm_available(PackedType::s8_vnni, isa) && v != "amx") {
+  const bool any = v == "" || v == "auto";
+  if ((any || v == "amx") && packed_gemm_available(PackedType::s8_amx, isa)) {
+    return GemmEngine::packed_int8_amx;
+  }
+  if ((any || v == "vnni") && packed_gemm_available(PackedType::s8_vnni, isa)) {
     return GemmEngine::packed_int8;
   }
+  if ((any || v == "avx-vnni") && packed_gemm_available(PackedType::s8_avx_vnni, isa)) {
+    return GemmEngine::packed_int8_avx_vnni;
+  }
   const std::string features = cpu_feature_names(cpu_features());
-  throw Error(
-      Status::unsupported,
-      std::string("math (= int8) needs ") +
-          (v == "amx" ? "AMX-INT8 tiles (RNNX_CPU_INT8_KERNEL=amx)" : "AVX512-VNNI (vpdpbusd)") +
-          " at ISA level avx512 or above; the plan's level is " + isa_name(isa) +
-          " and this CPU has: " + (features.empty() ? "none" : features) +
-          " (RNNX_CPU_INT8_KERNEL=scalar runs int8's scalar definition, slowly)");
+  const std::string wanted = v == "amx"    ? "AMX-INT8 tiles (RNNX_CPU_INT8_KERNEL=amx) at ISA "
+                                             "level avx512 or above"
+                             : v == "vnni" ? "AVX512-VNNI (RNNX_CPU_INT8_KERNEL=vnni) at ISA "
+                                             "level avx512 or above"
+                             : v == "avx-vnni"
+                                 ? "AVX-VNNI (RNNX_CPU_INT8_KERNEL=avx-vnni) at ISA level avx2 "
+                                   "or above"
+                                 : "AVX512-VNNI (vpdpbusd) at ISA level avx512 or above, or "
+                                   "AVX-VNNI at avx2 or above";
+  throw Error(Status::unsupported,
+              "math (= int8) needs " + wanted + "; the plan's level is " + isa_name(isa) +
+                  " and this CPU has: " + (features.empty() ? "none" : features) +
+                  " (RNNX_CPU_INT8_KERNEL=scalar runs int8's scalar definition, slowly)");
 }
 
 GemmEngine gemm_engine_for(bool float32, MathMode math, GemmForce force, Isa isa) {
@@ -110,7 +122,8 @@ GemmEngine gemm_engine_for(bool float32, MathMode math, GemmForce force, Isa isa
 bool is_packed(GemmEngine engine) {
   return engine == GemmEngine::packed || engine == GemmEngine::packed_bf16 ||
          engine == GemmEngine::packed_amx || engine == GemmEngine::packed_int8 ||
-         engine == GemmEngine::packed_int8_scalar || engine == GemmEngine::packed_int8_amx;
+         engine == GemmEngine::packed_int8_scalar || engine == GemmEngine::packed_int8_amx ||
+         engine == GemmEngine::packed_int8_avx_vnni;
 }
 
 const char* gemm_engine_name(GemmEngine engine, bool float32, Isa isa) {
@@ -129,6 +142,8 @@ const char* gemm_engine_name(GemmEngine engine, bool float32, Isa isa) {
       return "packed-scalar-int8";
     case GemmEngine::packed_int8_amx:
       return "packed-amx-int8";
+    case GemmEngine::packed_int8_avx_vnni:
+      return "packed-avx-vnni-int8";
     case GemmEngine::library:
       return library_gemm_name(float32);
     case GemmEngine::plain:
@@ -241,6 +256,8 @@ const char* cpu_int8_gemm() {
         return "amx-int8";
       case cpu::GemmEngine::packed_int8:
         return "avx512-vnni";
+      case cpu::GemmEngine::packed_int8_avx_vnni:
+        return "avx-vnni";
       default:
         return "scalar";
     }

@@ -21,8 +21,9 @@ enum class Op : char { N = 'N', T = 'T' };
 // bf16 operands with float32 accumulation (math mode allow_conversion; packed_gemm.hpp) on
 // vdpbf16ps (bf16) or on AMX tiles (bf16_amx), both with the bf16 layout; or int8 (math mode
 // int8: weights per column and rows of A per product quantised symmetrically, int32 sums,
-// dequantised in the store) on AMX tiles (s8_amx), on vpdpbusd (s8_vnni) or in the scalar
-// definition (s8_scalar), all with the int8 layout (kernels/packed_gemm_s8.inl).
+// dequantised in the store) on AMX tiles (s8_amx), on vpdpbusd zmm (s8_vnni) or ymm
+// (s8_avx_vnni) or in the scalar definition (s8_scalar), all with the int8 layout
+// (kernels/packed_gemm_s8.inl).
 enum class PackedType : char {
   f32,
   f32_avx2,
@@ -31,13 +32,15 @@ enum class PackedType : char {
   bf16_amx,
   s8_scalar,
   s8_vnni,
-  s8_amx
+  s8_amx,
+  s8_avx_vnni
 };
 inline bool packs_bf16(PackedType type) {
   return type == PackedType::bf16 || type == PackedType::bf16_amx;
 }
 inline bool packs_s8(PackedType type) {
-  return type == PackedType::s8_scalar || type == PackedType::s8_vnni || type == PackedType::s8_amx;
+  return type == PackedType::s8_scalar || type == PackedType::s8_vnni ||
+         type == PackedType::s8_amx || type == PackedType::s8_avx_vnni;
 }
 
 // The float32 packed kernels of ISA level `isa` (f32_scalar on every architecture but
@@ -56,10 +59,11 @@ inline PackedType packed_f32_type(Isa isa) {
 //   FMA or baseline vectors, the plan's ISA level's), `packed_bf16` / `packed_amx` (the same in
 //   bf16 with float32 accumulation, on vdpbf16ps or on AMX tiles: float32 with math mode
 //   allow_conversion on AVX512-BF16 within the level).
-// * `packed_int8_amx` / `packed_int8` / `packed_int8_scalar`: int8 with int32 sums (math mode
-//   int8, inference only), on AMX-INT8 tiles where the CPU and OS allow them, on vpdpbusd
-//   where the CPU has AVX512-VNNI, both at level avx512 or above, or in the scalar definition
-//   where RNNX_CPU_INT8_KERNEL=scalar asks for it.
+// * `packed_int8_amx` / `packed_int8` / `packed_int8_avx_vnni` / `packed_int8_scalar`: int8
+//   with int32 sums (math mode int8, inference only), on AMX-INT8 tiles where the CPU and OS
+//   allow them, on vpdpbusd zmm where the CPU has AVX512-VNNI, both at level avx512 or
+//   above, on vpdpbusd ymm where it has AVX-VNNI at level avx2 or above, or in the scalar
+//   definition where RNNX_CPU_INT8_KERNEL=scalar asks for it.
 enum class GemmEngine {
   library,
   plain,
@@ -68,7 +72,8 @@ enum class GemmEngine {
   packed_amx,
   packed_int8,
   packed_int8_scalar,
-  packed_int8_amx
+  packed_int8_amx,
+  packed_int8_avx_vnni
 };
 
 // What RNNX_CPU_GEMM forces (read by algo_space): nothing, the packed engine where the level
@@ -84,9 +89,10 @@ enum class GemmForce { none, packed, library, plain };
 // (fixed when it is built). `math` is the resolved mode: int8 is a demand, so it gets an
 // int8 engine or Error(unsupported) naming what is missing (int8_engine()).
 GemmEngine gemm_engine_for(bool float32, MathMode math, GemmForce force, Isa isa);
-// The int8 engine of a plan of level `isa` (avx512 or above for AMX and VNNI), after
-// RNNX_CPU_INT8_KERNEL: unset/"auto" AMX-INT8 where the CPU and OS allow it, else VNNI;
-// "amx", "vnni" that one; "scalar" the definition. Throws Error(unsupported) where the one
+// The int8 engine of a plan of level `isa` (avx512 or above for AMX and VNNI, avx2 for
+// AVX-VNNI), after RNNX_CPU_INT8_KERNEL: unset/"auto" the first of AMX-INT8, AVX512-VNNI and
+// AVX-VNNI that the CPU, the OS and the level allow; "amx", "vnni", "avx-vnni" that one;
+// "scalar" the definition. Throws Error(unsupported) where the one
 // asked for cannot run (naming the CPU's features and the level), Error(invalid_argument)
 // for another value of the variable.
 GemmEngine int8_engine(Isa isa);
@@ -107,12 +113,13 @@ struct GemmRoute {
   // What the packed engines multiply in: bf16 for packed_bf16 and packed_amx, else float32
   // on the level's kernels.
   PackedType packed_type() const {
-    return engine == GemmEngine::packed_bf16          ? PackedType::bf16
-           : engine == GemmEngine::packed_amx         ? PackedType::bf16_amx
-           : engine == GemmEngine::packed_int8        ? PackedType::s8_vnni
-           : engine == GemmEngine::packed_int8_amx    ? PackedType::s8_amx
-           : engine == GemmEngine::packed_int8_scalar ? PackedType::s8_scalar
-                                                      : packed_f32_type(isa);
+    return engine == GemmEngine::packed_bf16            ? PackedType::bf16
+           : engine == GemmEngine::packed_amx           ? PackedType::bf16_amx
+           : engine == GemmEngine::packed_int8          ? PackedType::s8_vnni
+           : engine == GemmEngine::packed_int8_amx      ? PackedType::s8_amx
+           : engine == GemmEngine::packed_int8_avx_vnni ? PackedType::s8_avx_vnni
+           : engine == GemmEngine::packed_int8_scalar   ? PackedType::s8_scalar
+                                                        : packed_f32_type(isa);
   }
 };
 

@@ -67,6 +67,7 @@ const PackedKernels& kernels(PackedType type) {
   if (type == PackedType::f32_scalar) return packed_scalar::kPackedKernels;
   if (type == PackedType::s8_scalar) return packed_s8_scalar::kPackedKernels;
   if (type == PackedType::s8_vnni) return packed_avx512_vnni::kPackedKernels;
+  if (type == PackedType::s8_avx_vnni) return packed_avx_vnni::kPackedKernels;
   if (type == PackedType::f32_avx2) return packed_avx2::kPackedKernels;
 #if RNNX_CPU_AMX_KERNELS
   // AMX multiplies the bf16 layouts; the bf16 table packs them.
@@ -147,6 +148,8 @@ bool packed_gemm_available(PackedType type, Isa isa) {
       return true;
     case PackedType::s8_vnni:
       return isa >= Isa::avx512 && cpu_features().avx512_vnni;
+    case PackedType::s8_avx_vnni:
+      return isa >= Isa::avx2 && cpu_features().avx_vnni;
     case PackedType::s8_amx:
 #if RNNX_CPU_AMX_KERNELS
       return isa >= Isa::avx512 && cpu_features().avx512_vnni &&

@@ -1,5 +1,5 @@
 // The packed GEMM's per-ISA kernels as one table per translation unit
-// (src/cpu/kernels/packed_gemm_{scalar,avx2,avx512,avx512_bf16,amx,s8_scalar,avx512_vnni,amx_int8}.cpp,
+// (src/cpu/kernels/packed_gemm_{scalar,avx2,avx512,avx512_bf16,amx,s8_scalar,avx512_vnni,amx_int8,avx_vnni}.cpp,
 // each built with its ISA's flags by CMake like the step kernels, each exporting only its table),
 // used by packed_gemm.cpp only. Each entry works serially on the part it is given; packed_gemm.cpp
 // does the threading. Layouts as in packed_gemm.hpp; a packed A of M rows and K columns is [blocks
@@ -60,6 +60,10 @@ namespace packed_s8_scalar {
 extern const PackedKernels kPackedKernels;
 }
 namespace packed_avx512_vnni {
+extern const PackedKernels kPackedKernels;
+}
+// vpdpbusd on ymm (level avx2 with AVX-VNNI), with the definition's packers.
+namespace packed_avx_vnni {
 extern const PackedKernels kPackedKernels;
 }
 // The AMX-INT8 multiply of the int8 layouts (level avx512 and usable()); the VNNI table packs.

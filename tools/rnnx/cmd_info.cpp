@@ -137,6 +137,7 @@ int run_info(bool as_json) {
   std::printf("           int8 runs on %s\n",
               math.int8_gemm == "amx-int8"      ? "AMX-INT8 tiles (tdpbusd)"
               : math.int8_gemm == "avx512-vnni" ? "vpdpbusd (AVX512-VNNI)"
+              : math.int8_gemm == "avx-vnni"    ? "vpdpbusd on ymm (AVX-VNNI)"
               : math.int8_gemm == "scalar" ? "the scalar definition (RNNX_CPU_INT8_KERNEL=scalar)"
                                            : ("nothing: refused (" + math.int8_gemm + ")").c_str());
   std::printf("           RNNX_TENSOR_OP_MATH_ALLOW_CONVERSION %s selects %s\n",
