@@ -54,6 +54,9 @@ def parse_args(argv=None):
     p.add_argument("--repeat", type=int, default=5, help="timed calls per measurement")
     p.add_argument("--rounds", type=int, default=3, help="measurements per variant, alternating")
     p.add_argument("--json", default=None, help="append JSON lines here")
+    p.add_argument("--results", default=None,
+                   help="write the run as the int8 section of this RESULTS.md (bench/RESULTS.md), "
+                        "keeping run_all.py's sections")
     p.add_argument("--no-ort", action="store_true", help="leave ONNX Runtime out")
     return p.parse_args(argv)
 
@@ -167,6 +170,7 @@ def to_tbh(y, T, B):
 def main(argv=None):
     args = parse_args(argv)
     T, I = args.seq, args.input
+    started = time.time()
     rows = []
     print(f"rnnx {rnnx.__version__}, torch {torch.__version__} (quantized engine "
           f"{torch.backends.quantized.engine}), int8 kernel {rnnx.build_info()['int8_gemm']}, "
@@ -234,7 +238,77 @@ def main(argv=None):
         with open(args.json, "a") as f:
             for r in rows:
                 f.write(json.dumps(r) + "\n")
+    if args.results:
+        write_section(args, rows, time.time() - started)
     return 0
+
+
+VARIANTS = ["rnnx fp32", "rnnx bf16", "rnnx int8", "torch.nn fp32", "torch int8", "ORT fp32",
+            "ORT int8"]
+
+
+def write_section(args, rows, seconds):
+    """RESULTS.md's int8 section: the machine, the command, and per (case, threads) the
+    medians of every variant and rnnx int8's ratios."""
+    import datetime
+    import platform
+    import shlex
+    import subprocess
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import run_all  # its section format, so that its runs keep this section
+
+    info = rnnx.build_info()
+    commit = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "rev-parse",
+                             "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    lines = ["## int8 inference (issue 48)", "",
+             f"* Date: {datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z} "
+             f"(took {seconds / 60:.1f} min); commit {commit or 'unknown'}",
+             f"* CPU: {run_all.cpu_model()}, {os.cpu_count()} logical CPUs, features "
+             f"{info['cpu_features']}; Python {platform.python_version()}",
+             f"* rnnx {rnnx.__version__}: int8 on {info['int8_gemm']}, bf16 on "
+             f"{info['bf16_gemm']}, ISA {info['cpu_isa_used']} (native); torch "
+             f"{torch.__version__} (quantized engine {torch.backends.quantized.engine}); "
+             f"onnxruntime {ort_version()}",
+             f"* Command: `{shlex.join([os.path.basename(sys.executable)] + sys.argv)}`",
+             f"* {args.rounds} rounds, variants in turn, each the median of {args.repeat} calls; "
+             "the table: the median round, ms; full lengths, T = "
+             f"{args.seq}, I = {args.input}; OMP_WAIT_POLICY "
+             f"{os.environ.get('OMP_WAIT_POLICY')}, ONNX Runtime without spinning",
+             "* err: relative 2-norm of y against torch.nn float32", "",
+             "| case | threads | " + " | ".join(VARIANTS) +
+             " | int8 / fp32 | int8 / bf16 | int8 / best int8 peer | err rnnx int8 | err ORT int8 "
+             "| err torch int8 |",
+             "|" + "---|" * (len(VARIANTS) + 8)]
+    by = {}
+    for r in rows:
+        by.setdefault((r["case"], r["threads"]), {})[r["variant"]] = r
+    for (case, threads), v in by.items():
+        def ms(k):
+            return v[k]["ms_median"] if k in v and "ms_median" in v[k] else None
+
+        def cell(k):
+            return f"{ms(k):.2f}" if ms(k) is not None else "n/a"
+
+        q = ms("rnnx int8")
+        peers = [m for m in (ms("torch int8"), ms("ORT int8")) if m is not None]
+        err = [f"{v[k]['err_vs_torch_fp32']:.1e}" if k in v and "err_vs_torch_fp32" in v[k]
+               else "n/a" for k in ("rnnx int8", "ORT int8", "torch int8")]
+        lines.append(f"| {case} | {threads} | " + " | ".join(cell(k) for k in VARIANTS) +
+                     f" | {ms('rnnx fp32') / q:.2f} | {ms('rnnx bf16') / q:.2f} | "
+                     f"{(min(peers) / q) if peers else float('nan'):.2f} | " + " | ".join(err) + " |")
+    lines += ["", "n/a: the peer has no such operator (ONNX Runtime: no DynamicQuantizeGRU, no "
+              "LSTM projection; PyTorch's dynamic LSTM refuses proj_size at its first call)."]
+    sections = run_all.read_sections(args.results)
+    sections["int8"] = "\n".join(lines)
+    run_all.write_sections(args.results, sections)
+
+
+def ort_version():
+    try:
+        import onnxruntime
+        return onnxruntime.__version__
+    except ImportError:
+        return "n/a"
 
 
 if __name__ == "__main__":
