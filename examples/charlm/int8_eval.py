@@ -20,7 +20,7 @@ def timed_bits(model, pieces, batch_size):
 
 def compare(model, val_pieces, batch_size, log):
     """Logs float32 and int8 validation bits per character and tokens per second; returns
-    (float bits, int8 bits) or None where this machine refuses int8 (no AVX512-VNNI)."""
+    (float bits, int8 bits) or None where this machine refuses int8 (no VNNI)."""
     import rnnx
     import rnnx.torch
 
@@ -28,8 +28,8 @@ def compare(model, val_pieces, batch_size, log):
         return None
     where = rnnx.build_info()["int8_gemm"]
     if where == "none":
-        log("int8: not run: this CPU (or RNNX_CPU_ISA) has no AVX512-VNNI, which math='int8' "
-            "needs (rnnx info)")
+        log("int8: not run: this CPU (or RNNX_CPU_ISA) has no AVX512-VNNI or AVX-VNNI, which "
+            "math='int8' needs (rnnx info)")
         return None
     quantized = rnnx.torch.quantize_dynamic(model)
     with torch.no_grad():

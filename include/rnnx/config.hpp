@@ -43,7 +43,8 @@ enum class NanPolicy { propagate, replace };
 //                     A demand, not a permission: refused (Error unsupported, naming what is
 //                     missing) where it cannot run as asked: dtype other than f32, a
 //                     training plan (PlanOptions::purpose), a backend other than cpu, a CPU
-//                     without AVX512-VNNI or a plan capped below avx512.
+//                     without VNNI within the plan's ISA cap (AVX512-VNNI at avx512,
+//                     AVX-VNNI at avx2).
 // float64 problems always run in float64 and ignore the modes fp32 and allow_conversion (as
 // cuDNN ignores conversion for double); the reference backend, the oracle, ignores them too.
 enum class MathMode { from_environment, fp32, allow_conversion, int8 };

@@ -43,7 +43,7 @@ def twin(module, kinds, math="int8"):
 def quantize_dynamic(model, kinds, inplace=False):
     """`model` with every torch.nn.LSTM/GRU/RNN (rnnx.torch's or torch.nn's, at any depth, or
     `model` itself) replaced by its rnnx.torch twin with math='int8' (inference only, frozen,
-    eval mode; refused on a machine without AVX512-VNNI at its first call). The float
+    eval mode; refused on a machine without VNNI at its first call). The float
     parameters stay the state_dict. `inplace`: change `model` itself, else a deep copy."""
     recurrent = (torch.nn.LSTM, torch.nn.GRU, torch.nn.RNN)
     if isinstance(model, recurrent):
