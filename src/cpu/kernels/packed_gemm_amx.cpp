@@ -28,22 +28,14 @@ constexpr int kRows = static_cast<int>(kPackedTileRows);
 constexpr int kChunk = static_cast<int>(kPackedDepthChunk);  // pairs per A tile row
 static_assert(kPanel == 32 && kChunk == 16 && kRows <= 16, "tiles are 16 pairs x 16 columns");
 
-// The 64-byte tile configuration (palette 1): tmm0, tmm1 the C tiles (rows x 16 float32),
-// tmm2 the A tile (rows x 16 pairs), tmm3, tmm4 the B tiles (16 pair rows x 16 columns).
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
+#include "cpu/kernels/amx_tiles.inl"
 
+// tmm0, tmm1 the C tiles (rows x 16 float32), tmm2 the A tile (rows x 16 pairs), tmm3, tmm4
+// the B tiles (16 pair rows x 16 columns).
 void configure(int rows) {
-  TileConfig cfg;
-  for (int t = 0; t < 5; ++t) cfg.colsb[t] = 64;
-  cfg.rows[0] = cfg.rows[1] = cfg.rows[2] = static_cast<uint8_t>(rows);
-  cfg.rows[3] = cfg.rows[4] = 16;
-  _tile_loadconfig(&cfg);
+  const auto r = static_cast<uint8_t>(rows);
+  const uint8_t tiles[5] = {r, r, r, 16, 16};
+  configure_tiles(tiles, 5);
 }
 
 inline __mmask16 lanes(int64_t n) {

@@ -31,26 +31,16 @@ constexpr int kRows = static_cast<int>(kPackedTileRows);
 constexpr int kChunk = static_cast<int>(kPackedDepthChunk);  // quads per A tile row
 static_assert(kPanel == 32 && kChunk == 16 && kRows <= 16, "tiles are 16 quads x 16 columns");
 
-// The 64-byte tile configuration (palette 1): two row blocks at once, so that each pair of B
-// tiles loaded serves both: tmm0, tmm1 and tmm6, tmm7 the C tiles of the first and second
-// block (rows x 16 int32), tmm2 and tmm5 their A tiles (rows x 16 quads), tmm3, tmm4 the B
-// tiles (16 quad rows x 16 columns).
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
+#include "cpu/kernels/amx_tiles.inl"
 
+// Two row blocks at once, so that each pair of B tiles loaded serves both: tmm0, tmm1 and
+// tmm6, tmm7 the C tiles of the first and second block (rows x 16 int32), tmm2 and tmm5
+// their A tiles (rows x 16 quads), tmm3, tmm4 the B tiles (16 quad rows x 16 columns).
 void configure(int rows0, int rows1) {
-  TileConfig cfg;
-  for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64;
-  cfg.rows[0] = cfg.rows[1] = cfg.rows[2] = static_cast<uint8_t>(rows0);
-  cfg.rows[3] = cfg.rows[4] = 16;
-  const uint8_t r1 = static_cast<uint8_t>(rows1 > 0 ? rows1 : 1);  // unused when 0
-  cfg.rows[5] = cfg.rows[6] = cfg.rows[7] = r1;
-  _tile_loadconfig(&cfg);
+  const auto r0 = static_cast<uint8_t>(rows0);
+  const auto r1 = static_cast<uint8_t>(rows1 > 0 ? rows1 : 1);  // unused when 0
+  const uint8_t tiles[8] = {r0, r0, r0, 16, 16, r1, r1, r1};
+  configure_tiles(tiles, 8);
 }
 
 inline __mmask16 lanes(int64_t n) {
