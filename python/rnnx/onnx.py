@@ -196,3 +196,92 @@ def state_dict_to_onnx(cell, state_dict, hidden_size, bidirectional=False, layer
     dtype = _result_dtype(*[np.empty(0, dt) for dt in dtypes])
     out = tuple(None if a is None else a.astype(dtype) for a in (W, R, B, P))
     return out if cfg.peephole else out[:3]
+
+
+# ONNX Runtime's com.microsoft DynamicQuantizeLSTM: the LSTM with int8 (or uint8) weights,
+# W_quantized [D, I, 4H] and R_quantized [D, H, 4H] (ONNX's W and R transposed), scales and
+# zero points per tensor [D] or per output channel [D, 4H], gates i, o, f, c, B and P as
+# ONNX's LSTM. rnnx's math='int8' (docs/int8.md) quantises float weights per output channel,
+# symmetrically, with round half to even: the function below is that rule, so that an
+# exported node carries the very integers rnnx multiplies by.
+
+def int8_quantize_rows(w):
+    """rnnx's weight quantisation of each row of w [..., K] (one output channel a row):
+    (q int8 [..., K], scale float32 [...]); scale = max|row| / 127, q = round-half-even(
+    w * (127 / max)) in [-127, 127]; an all-zero row scale 0, a row with NaN or inf scale NaN
+    and q 0 (src/cpu/kernels/packed_gemm_s8.inl)."""
+    w = np.asarray(w, dtype=np.float32)
+    amax = np.abs(w).max(axis=-1) if w.shape[-1] else np.zeros(w.shape[:-1], np.float32)
+    bad = ~np.isfinite(w).all(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = (amax / np.float32(127)).astype(np.float32)
+        inv = (np.float32(127) / amax).astype(np.float32)
+        q = np.rint(w * inv[..., None]).clip(-127, 127)
+    zero = bad | (amax == 0)
+    q = np.where(zero[..., None], 0, q).astype(np.int8)
+    scale = np.where(bad, np.float32(np.nan), scale).astype(np.float32)
+    return q, scale
+
+
+def _dequantize(q, scale, zero_point, name):
+    q = None if q is None else np.asarray(q)
+    if q is not None and q.dtype not in (np.int8, np.uint8):
+        raise _rnnx.InvalidArgumentError(f"{name} must be int8 or uint8, got dtype {q.dtype}")
+    if q is None or q.ndim != 3:
+        raise _rnnx.InvalidArgumentError(f"{name} must be 3-D [D, rows, 4H], got "
+                                         f"{None if q is None else q.shape}")
+    D, _, G = q.shape
+    scale = np.asarray(scale, dtype=np.float32)
+    zp = np.zeros_like(scale, dtype=np.int32) if zero_point is None else \
+        np.asarray(zero_point).astype(np.int32)
+    if scale.shape not in ((D,), (D, G)) or zp.shape != scale.shape:
+        raise _rnnx.InvalidArgumentError(
+            f"{name}'s scale and zero point must both be [D] = [{D}] (per tensor) or [D, 4H] = "
+            f"[{D}, {G}] (per output channel), got {scale.shape} and {zp.shape}")
+    if scale.ndim == 1:
+        scale, zp = scale[:, None], zp[:, None]
+    return ((q.astype(np.int32) - zp[:, None, :]).astype(np.float32) *
+            scale[:, None, :]).astype(np.float32)
+
+
+def dynamic_quantize_lstm_to_state_dict(W_quantized, R_quantized, W_scale, W_zero_point,
+                                        R_scale, R_zero_point, B=None, P=None, exact=False):
+    """PyTorch-named float weights of one LSTM layer from DynamicQuantizeLSTM's inputs: each
+    weight (q - zero_point) * scale. rnnx's math='int8' quantises these floats back to the
+    same integers when the node's weights are symmetric per output channel with each
+    channel's largest |q| at 127 (what onnxruntime.quantization.quantize_dynamic writes with
+    per_channel=True, and what state_dict_to_dynamic_quantize_lstm writes). exact=True checks
+    that it does and raises rnnx.UnsupportedError naming the first weight that would change
+    (per-tensor scales, zero points, uint8 weights, channels that never reach 127)."""
+    Wf = _dequantize(W_quantized, W_scale, W_zero_point, "W_quantized")
+    Rf = _dequantize(R_quantized, R_scale, R_zero_point, "R_quantized")
+    if exact:
+        for name, q, f in (("W_quantized", W_quantized, Wf), ("R_quantized", R_quantized, Rf)):
+            back, _ = int8_quantize_rows(np.swapaxes(f, 1, 2))
+            q = np.swapaxes(np.asarray(q).astype(np.int32), 1, 2)
+            diff = np.argwhere(back.astype(np.int32) != q)
+            if len(diff):
+                d, g, k = diff[0]
+                raise _rnnx.UnsupportedError(
+                    f"{name}[{d}, {k}, {g}] = {q[d, g, k]} would become {back[d, g, k]} in "
+                    "rnnx's int8 (which quantises each output channel symmetrically to a "
+                    "largest |q| of 127)")
+    return onnx_to_state_dict("lstm", np.swapaxes(Wf, 1, 2), np.swapaxes(Rf, 1, 2), B, P)
+
+
+def state_dict_to_dynamic_quantize_lstm(state_dict, hidden_size, bidirectional=False, layer=0):
+    """DynamicQuantizeLSTM's weight inputs for one layer of an LSTM's PyTorch-named weights,
+    quantised as rnnx's math='int8' quantises them: a dict of W_quantized [D, I, 4H],
+    R_quantized [D, H, 4H] (int8), W_scale, R_scale [D, 4H] (float32), W_zero_point,
+    R_zero_point [D, 4H] (int8 zeros), B [D, 8H] (or None) and P [D, 3H] (or None)."""
+    out = state_dict_to_onnx("lstm", state_dict, hidden_size, bidirectional, layer)
+    W, R, B = out[:3]
+    P = out[3] if len(out) > 3 else None
+    res = {"B": None if B is None else np.asarray(B, np.float32),
+           "P": None if P is None else np.asarray(P, np.float32)}
+    for name, m in (("W", W), ("R", R)):
+        q, scale = int8_quantize_rows(m)  # rows of ONNX's [D, 4H, K]: output channels
+        res[f"{name}_quantized"] = np.ascontiguousarray(np.swapaxes(q, 1, 2))
+        res[f"{name}_scale"] = scale
+        res[f"{name}_zero_point"] = np.zeros(scale.shape, np.int8)
+    return res
