@@ -40,20 +40,62 @@ def twin(module, kinds, math="int8"):
     return twin.eval()
 
 
-def quantize_dynamic(model, kinds, inplace=False):
-    """`model` with every torch.nn.LSTM/GRU/RNN (rnnx.torch's or torch.nn's, at any depth, or
-    `model` itself) replaced by its rnnx.torch twin with math='int8' (inference only, frozen,
-    eval mode; refused on a machine without VNNI at its first call). The float
-    parameters stay the state_dict. `inplace`: change `model` itself, else a deep copy."""
+def cell_twin(cell, cells, math="int8"):
+    """The rnnx.torch cell of `cell`'s kind and options with `math`, its float parameters
+    loaded, frozen and in eval mode."""
+    LSTMCell, GRUCell, RNNCell = cells
+    kw = dict(bias=bool(cell.bias))
+    ref = next(iter(cell.parameters()), None)
+    if ref is not None:
+        kw.update(device=ref.device, dtype=ref.dtype)
+    seq = cell._modules.get("_rnnx_seq")  # an rnnx.torch cell: its options carry over
+    if seq is not None:
+        kw.update(backend=seq._rnnx_backend, num_threads=seq._rnnx_num_threads)
+    if isinstance(cell, torch.nn.LSTMCell):
+        if seq is not None:
+            kw.update(cell_clip=seq.cell_clip, clip_nan=seq.clip_nan)
+        twin = LSTMCell(cell.input_size, cell.hidden_size, math=math, **kw)
+    elif isinstance(cell, torch.nn.GRUCell):
+        if seq is not None:
+            kw.update(gru_linear_before_reset=seq.gru_linear_before_reset)
+        twin = GRUCell(cell.input_size, cell.hidden_size, math=math, **kw)
+    else:
+        twin = RNNCell(cell.input_size, cell.hidden_size, nonlinearity=cell.nonlinearity,
+                       math=math, **kw)
+    twin.load_state_dict(cell.state_dict())
+    for p in twin.parameters():
+        p.requires_grad_(False)
+    return twin.eval()
+
+
+def quantize_dynamic(model, kinds, cells, inplace=False):
+    """`model` with every torch.nn LSTM/GRU/RNN and LSTMCell/GRUCell/RNNCell (rnnx.torch's or
+    torch.nn's, at any depth, or `model` itself) replaced by its rnnx.torch twin with
+    math='int8' (inference only, frozen, eval mode; refused on a machine without VNNI at its
+    first call). The float parameters stay the state_dict. `inplace`: change `model` itself,
+    else a deep copy."""
     recurrent = (torch.nn.LSTM, torch.nn.GRU, torch.nn.RNN)
-    if isinstance(model, recurrent):
-        return twin(model, kinds)
+    steps = (torch.nn.LSTMCell, torch.nn.GRUCell, torch.nn.RNNCell)
+
+    def replacement(m):
+        if isinstance(m, recurrent):
+            return twin(m, kinds)
+        if isinstance(m, steps):
+            return cell_twin(m, cells)
+        return None
+
+    whole = replacement(model)
+    if whole is not None:
+        return whole
     if not inplace:
         model = copy.deepcopy(model)
     for parent in list(model.modules()):
+        if isinstance(parent, recurrent + steps):
+            continue  # a cell's own sequence module stays its part
         for name, child in list(parent.named_children()):
-            if isinstance(child, recurrent):
-                setattr(parent, name, twin(child, kinds))
+            new = replacement(child)
+            if new is not None:
+                setattr(parent, name, new)
     return model
 
 

@@ -843,7 +843,9 @@ LSTMCell, GRUCell, RNNCell = _make_cells(LSTM, GRU, RNN)
 
 
 def quantize_dynamic(model, inplace=False):
-    """`model` with its LSTM/GRU/RNN modules (torch.nn's or rnnx.torch's) as rnnx.torch
-    modules of math='int8' (docs/int8.md): inference in int8 dynamic quantisation, the float
-    parameters kept as the state_dict and frozen. The module itself when `model` is one."""
-    return _torch_quantize.quantize_dynamic(model, (LSTM, GRU, RNN), inplace=inplace)
+    """`model` with its LSTM/GRU/RNN modules and LSTMCell/GRUCell/RNNCell cells (torch.nn's or
+    rnnx.torch's) as rnnx.torch ones of math='int8' (docs/int8.md): inference in int8 dynamic
+    quantisation, the float parameters kept as the state_dict and frozen. The replacement
+    itself when `model` is one."""
+    return _torch_quantize.quantize_dynamic(model, (LSTM, GRU, RNN),
+                                            (LSTMCell, GRUCell, RNNCell), inplace=inplace)

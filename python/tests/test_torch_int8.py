@@ -121,3 +121,29 @@ def test_refused_where_no_vnni():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True).stdout
     assert "refused: math (= int8) needs AVX512-VNNI" in out, out  # and names AVX-VNNI
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru", "rnn"])
+def test_quantized_cells_in_a_decoder_loop(kind):
+    torch.manual_seed(4)
+    make = {"lstm": torch.nn.LSTMCell, "gru": torch.nn.GRUCell, "rnn": torch.nn.RNNCell}[kind]
+    cell = make(16, 32).eval()
+    model = torch.nn.ModuleDict({"cell": cell, "out": torch.nn.Linear(32, 16)})
+    q = rt.quantize_dynamic(model)
+    assert type(q["cell"]).__name__ == type(cell).__name__ and q["cell"].__module__ == "rnnx.torch"
+    assert all(torch.equal(q.state_dict()[k], v) for k, v in model.state_dict().items())
+    ref = rt._torch_quantize.cell_twin(cell, (rt.LSTMCell, rt.GRUCell, rt.RNNCell), math="fp32")
+    x = torch.randn(3, 16)
+    hq = hf = None
+    outs_q, outs_f = [], []
+    with torch.no_grad():
+        for _ in range(6):  # feeds its own output back, as a decoder does
+            hq = q["cell"](x if not outs_q else q["out"](outs_q[-1]), hq)
+            hf = ref(x if not outs_f else model["out"](outs_f[-1]), hf)
+            outs_q.append(hq[0] if kind == "lstm" else hq)
+            outs_f.append(hf[0] if kind == "lstm" else hf)
+    assert rel(torch.stack(outs_q), torch.stack(outs_f)) < BOUND
+    # The float cell itself (torch.nn's) gives the float reference's values.
+    with torch.no_grad():
+        h = cell(x)
+    assert rel(h[0] if kind == "lstm" else h, ref(x)[0] if kind == "lstm" else ref(x)) < 1e-5
