@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "core/autotune_cache.hpp"
@@ -86,6 +87,55 @@ TEST(Concurrency, OnePlanManyCallersGiveTheBitsOfOneCaller) {
     EXPECT_EQ(wrong.load(), 0) << "calls with other bits than a lone caller's";
     EXPECT_EQ(failed.load(), 0) << "calls that threw";
   }
+}
+
+// int8 (docs/int8.md) inference from many callers, with and without their own workspace,
+// a weights version (the network's kept quantised copy, made once under its lock) and team
+// loops (members quantising shares of the rows): every call the bits of a lone one. Without
+// VNNI it runs on the scalar definition.
+TEST(Concurrency, OneInt8PlanManyCallersGiveTheBitsOfOneCaller) {
+  std::optional<ScopedEnv> definition;
+  if (std::string(cpu_int8_gemm()) == "none") definition.emplace("RNNX_CPU_INT8_KERNEL", "scalar");
+  Config c = make_config(CellType::lstm, 24, 40, 2, true, DataType::f32, 13);
+  c.math = MathMode::int8;
+  PlanOptions o = backend_options(Backend::cpu, kPlanThreads);
+  o.purpose = PlanPurpose::inference;
+  o.cpu.time_loop = o.cpu.input_projection = o.cpu.gemm = "auto";
+  const std::vector<int64_t> lengths = {7, 0, 12, 3, 12, 9, 1, 5, 11, 2};
+  Network net(c, o);
+  Plan plan(c, SequenceShape::padded(12, 10, lengths), o);
+  SCOPED_TRACE(plan.impl_name());
+  const Data d = make_data(c, lengths, 9);
+  const Tensors in = make_tensors(plan, d);
+  const Results want = run(plan, in);
+  std::atomic<int> wrong{0}, failed{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < kCallers; ++t) {
+    callers.emplace_back([&, t] {
+      for (int i = 0; i < kCallsEach; ++i) {
+        try {
+          RunOptions r;
+          r.caller_workspace = (t + i) % 2;
+          if (!results_identical(run(plan, in, r), want)) ++wrong;
+          Buf y(DataType::f32, plan.y_numel(), kNaN);
+          ForwardArgs a;
+          a.x = in.x.data();
+          a.h0 = in.h0.data();
+          a.c0 = in.c0.data();
+          a.weights = in.w.data();
+          a.y = y.data();
+          a.weights_version = 1 + (i % 2);  // two versions of the same weights: two copies
+          net.forward(plan.shape(), a);
+          if (!identical("y", y, want.y)) ++wrong;
+        } catch (const std::exception&) {
+          ++failed;
+        }
+      }
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(wrong.load(), 0) << "calls with other bits than a lone caller's";
+  EXPECT_EQ(failed.load(), 0) << "calls that threw";
 }
 
 // Plans of one problem built at once: each searches or finds the others' choice (the
