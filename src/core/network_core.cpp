@@ -155,14 +155,14 @@ PlanContext prototype_context(const Config& config, const PlanOptions& options) 
   ctx.math = resolved_math_mode(config);
   if (ctx.math == MathMode::int8) {
     // A demand: refused where it cannot run as asked, never replaced by float32.
-    if (options.backend != Backend::cpu) {
-      throw Error(Status::unsupported, std::string("math (= int8) runs on backend cpu only, not ") +
-                                           to_string(options.backend));
-    }
     if (options.purpose != PlanPurpose::inference) {
       invalid(
           "math (= int8) runs inference only: build the plan (network) with PlanOptions::purpose "
           "= inference, not training");
+    }
+    if (options.backend != Backend::cpu) {
+      throw Error(Status::unsupported, std::string("math (= int8) runs on backend cpu only, not ") +
+                                           to_string(options.backend));
     }
     const int64_t widest = std::max({config.input_size, config.hidden_size, config.proj_size,
                                      config.num_directions() * config.output_size()});

@@ -125,7 +125,10 @@ CHECKS = [
     ("clip_lo_above_hi", edit_json(cell_clip=[1, -1]), 2, ["cell_clip lo (= 1", "hi (= -1"]),
     ("dropout_above_one", edit_json(dropout=1.5), 2, ["dropout (= 1.5"]),
     ("bad_clip_nan", edit_json(clip_nan="ignore"), 2, ['key "clip_nan" must be one of propagate, replace']),
-    ("bad_math", edit_json(math="bf16"), 2, ['key "math" must be one of from_environment, fp32, allow_conversion']),
+    ("bad_math", edit_json(math="bf16"), 2, ['key "math" must be one of from_environment, fp32, allow_conversion, int8']),
+    # int8 is inference only: a case with dy (a backward) is refused by name on any CPU.
+    ("math_int8_with_backward", edit_json(math="int8", dtype="float32"), 2,
+     ["math (= int8) runs inference only"]),
     ("math_allow_conversion", edit_json(math="allow_conversion"), 0, []),
     # Every field of the config is a key (the field table), reverse too, beside ONNX's direction.
     ("reverse_key", edit_json(reverse=True), 0, []),

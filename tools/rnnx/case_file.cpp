@@ -163,8 +163,8 @@ void read_field(const Reader& r, const std::string& key, NanPolicy* out) {
 }
 void read_field(const Reader& r, const std::string& key, MathMode* out) {
   const std::string dflt = to_string(*out);
-  *out =
-      math_mode_from_string(r.choice(key, {"from_environment", "fp32", "allow_conversion"}, &dflt));
+  *out = math_mode_from_string(
+      r.choice(key, {"from_environment", "fp32", "allow_conversion", "int8"}, &dflt));
 }
 void read_field(const Reader& r, const std::string& key, bool* out) {
   *out = r.boolean(key, *out);

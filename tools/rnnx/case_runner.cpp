@@ -151,8 +151,13 @@ class CaseRunner {
       }
     }
 
-    Plan plan(c, SequenceShape::padded(T, B, lengths, spec_.batch_first),
-              PlanOptions{backend_from_string(backend_), threads_});
+    // math int8 runs inference only (docs/int8.md): an inference plan, unless the case asks
+    // for training or a backward, which the plan then refuses by name.
+    PlanOptions options{backend_from_string(backend_), threads_};
+    if (c.math == MathMode::int8 && !spec_.training && files_.count("dy") == 0) {
+      options.purpose = PlanPurpose::inference;
+    }
+    Plan plan(c, SequenceShape::padded(T, B, lengths, spec_.batch_first), options);
 
     const std::vector<int64_t> h_shape = {L * D, B, P}, c_shape = {L * D, B, H};
     const std::vector<int64_t> y_shape =
