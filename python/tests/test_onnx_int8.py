@@ -129,6 +129,10 @@ def test_what_cannot_be_kept_is_refused():
         halved, out["R_quantized"], out["W_scale"], out["W_zero_point"], out["R_scale"],
         out["R_zero_point"], out["B"])
     assert sd["weight_ih_l0"].shape == (4 * H, I)
+    with pytest.raises(rnnx.InvalidArgumentError, match="W_quantized must be int8 or uint8"):
+        rnnx.onnx.dynamic_quantize_lstm_to_state_dict(
+            out["W_quantized"].astype(np.float32), out["R_quantized"], out["W_scale"],
+            out["W_zero_point"], out["R_scale"], out["R_zero_point"], out["B"])
     with pytest.raises(rnnx.InvalidArgumentError, match="per output channel"):
         rnnx.onnx.dynamic_quantize_lstm_to_state_dict(
             out["W_quantized"], out["R_quantized"], out["W_scale"][:, :3], None,

@@ -147,3 +147,18 @@ def test_quantized_cells_in_a_decoder_loop(kind):
     with torch.no_grad():
         h = cell(x)
     assert rel(h[0] if kind == "lstm" else h, ref(x)[0] if kind == "lstm" else ref(x)) < 1e-5
+
+
+def test_quantize_dynamic_keeps_rnnx_options():
+    torch.manual_seed(5)
+    m = rt.GRU(8, 16, activations=["HardSigmoid", "Tanh"], gate_clip=2.0, reverse=True,
+               padding_fill=-1.0).eval()
+    q = rt.quantize_dynamic(m)
+    assert (q.activations, q.gate_clip, q.reverse, q.padding_fill) == \
+        (m.activations, m.gate_clip, m.reverse, m.padding_fill)
+    x = torch.randn(4, 2, 8)
+    lengths = torch.tensor([4, 2])
+    with torch.no_grad():
+        y, _ = q(x, lengths=lengths)
+        assert rel(y, m(x, lengths=lengths)[0]) < BOUND
+    assert torch.all(y[2:, 1] == -1.0)  # padding_fill past the second sequence's end

@@ -121,12 +121,16 @@ class TeamCrew {
   void sync() const { barrier_.wait(n_); }
   // Packs this member's columns of `which` (from col0 on) of A [rows, K] into a_packed, the
   // left operand of a product that every member then reads (after a sync). int8 quantises
-  // each row whole: every member first waits for the others' columns, then packs its share
-  // of the rows (whole blocks of kPackedTileRows), so every member calls this.
+  // each row whole: every member first waits for the others' columns (not for the input),
+  // then packs its share of the rows (whole blocks of kPackedTileRows), so every member
+  // calls this.
   void pack(int64_t rows, int64_t K, const float* a, int64_t lda, Share which, int64_t col0,
             float* a_packed, const int64_t* a_rows = nullptr) const {
     if (packs_s8(type_)) {
-      sync();
+      // The members' columns of a state or cell output must all be written first. A step's
+      // input is the caller's (nobody writes it), and forward packs it only right after the
+      // state, whose barrier has already ordered the buffer's earlier readers.
+      if (which != Share::input) sync();
       const int64_t blocks = (rows + kPackedTileRows - 1) / kPackedTileRows;
       pack_a_rows(rows, K, a + col0, lda, blocks * th_ / n_, blocks * (th_ + 1) / n_, a_packed,
                   type_, a_rows);
