@@ -8,7 +8,11 @@ every variant on the same weights and inputs, rounds alternating, medians.
       current engine: fbgemm/x86 on PyTorch from pip);
   ORT fp32 (ONNX LSTM/GRU) and ORT int8 (onnxruntime.quantization.quantize_dynamic, which
       turns LSTM nodes into com.microsoft DynamicQuantizeLSTM; ONNX has no GRU counterpart
-      and no LSTM projection: those rows say n/a).
+      and no LSTM projection: those rows say n/a);
+  oneDNN int8: rnnx_onednn_peer --dtype int8 (the build's bench/, Debian's oneDNN): its own
+      process and data of the same shapes (x uniform in [-1, 1]), static quantisation
+      calibrated on that known range, error against its own float32 primitive; LSTM and
+      LSTMP only (no int8 linear-before-reset GRU).
 
 Every sequence runs its full length (the peers' int8 paths take no ragged batches alike;
 rnnx's own ragged figures are in bench/RESULTS.md). Threads: rnnx num_threads, torch
@@ -58,7 +62,37 @@ def parse_args(argv=None):
                    help="write the run as the int8 section of this RESULTS.md (bench/RESULTS.md), "
                         "keeping run_all.py's sections")
     p.add_argument("--no-ort", action="store_true", help="leave ONNX Runtime out")
+    p.add_argument("--onednn-peer", default=default_onednn_peer(),
+                   help="rnnx_onednn_peer (default: build/release/bench/ of this checkout); "
+                        "'' shows it as n/a")
     return p.parse_args(argv)
+
+
+def default_onednn_peer():
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.path.join(here, "..", "build", "release", "bench", "rnnx_onednn_peer")
+    return os.path.normpath(path) if os.path.exists(path) else ""
+
+
+def onednn_int8(peer, cell, T, B, I, H, P, threads, repeat):
+    """(ms median, error vs its float32) of oneDNN's int8 primitive, or a 'n/a ...' string.
+    Its own process, with the OpenMP wait policy it would have alone."""
+    import subprocess
+    if not peer:
+        return "n/a (no rnnx_onednn_peer: build the bench/ folder, or give --onednn-peer)"
+    cmd = [peer, "--cell", cell, "--input", str(I), "--hidden", str(H), "--batch", str(B),
+           "--seq", str(T), "--dtype", "int8", "--mode", "infer", "--threads", str(threads),
+           "--repeat", str(repeat), "--warmup", "3", "--json"]
+    if P:
+        cmd += ["--proj", str(P)]
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    recs = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    if not recs:
+        return f"n/a (rnnx_onednn_peer exit {out.returncode}: {out.stderr.strip()[:120]})"
+    if "error" in recs[0]:
+        return f"n/a ({recs[0]['error'][:120]})"
+    return recs[0]["ms_median"], recs[0]["err_vs_float32"]
 
 
 def float_module(cell, I, H, P):
@@ -204,7 +238,16 @@ def main(argv=None):
                     err = {k: float((to_tbh(c(), T, B) - ref).norm() / ref.norm())
                            for k, c in calls.items()}
                     times = {k: [] for k in calls}
+                    dnn = {"ms": [], "err": None, "na": None}
                     for _ in range(args.rounds):
+                        if args.onednn_peer is not None and dnn["na"] is None:
+                            r = onednn_int8(args.onednn_peer, cell, T, B, I, H, P, threads,
+                                            args.repeat)
+                            if isinstance(r, str):
+                                dnn["na"] = r
+                            else:
+                                dnn["ms"].append(r[0])
+                                dnn["err"] = r[1]
                         for k, c in calls.items():
                             for _ in range(3):  # warm: rnnx keeps its packed weights at call 2
                                 c()
@@ -217,18 +260,30 @@ def main(argv=None):
                     case = f"{name}_t{T}_b{B}_i{I}_h{H}" + (f"_p{P}" if P else "")
                     med = {k: statistics.median(v) for k, v in times.items()}
                     print(f"\n{case} threads={threads}")
-                    int8_peers = [med[k] for k in ("torch int8", "ORT int8") if k in med]
-                    for k, v in variants.items():
+                    shown = dict(variants)
+                    if dnn["ms"]:
+                        med["oneDNN int8"] = statistics.median(dnn["ms"])
+                        times["oneDNN int8"] = dnn["ms"]
+                        err["oneDNN int8"] = dnn["err"]
+                        shown["oneDNN int8"] = None
+                    elif dnn["na"]:
+                        shown["oneDNN int8"] = dnn["na"]
+                    int8_peers = [med[k] for k in ("torch int8", "ORT int8", "oneDNN int8")
+                                  if k in med]
+                    for k, v in shown.items():
                         if isinstance(v, str):
                             print(f"  {k:<14} {v}")
                             rows.append(dict(case=case, threads=threads, variant=k, note=v))
                             continue
                         line = f"  {k:<14} {med[k]:9.2f} ms  err {err[k]:.2e}"
+                        if k == "oneDNN int8":
+                            line += " (vs its float32)"
                         if k != "rnnx int8":
                             line += f"  rnnx int8 {med[k] / med['rnnx int8']:5.2f}x faster"
                         print(line)
+                        errkey = "err_vs_own_fp32" if k == "oneDNN int8" else "err_vs_torch_fp32"
                         rows.append(dict(case=case, threads=threads, variant=k, ms_median=med[k],
-                                         ms_rounds=times[k], err_vs_torch_fp32=err[k]))
+                                         ms_rounds=times[k], **{errkey: err[k]}))
                     if int8_peers:
                         print(f"  int8 vs fastest int8 peer: {min(int8_peers) / med['rnnx int8']:.2f}x, "
                               f"vs rnnx fp32 {med['rnnx fp32'] / med['rnnx int8']:.2f}x, "
@@ -244,7 +299,7 @@ def main(argv=None):
 
 
 VARIANTS = ["rnnx fp32", "rnnx bf16", "rnnx int8", "torch.nn fp32", "torch int8", "ORT fp32",
-            "ORT int8"]
+            "ORT int8", "oneDNN int8"]
 
 
 def write_section(args, rows, seconds):
@@ -274,11 +329,16 @@ def write_section(args, rows, seconds):
              "the table: the median round, ms; full lengths, T = "
              f"{args.seq}, I = {args.input}; OMP_WAIT_POLICY "
              f"{os.environ.get('OMP_WAIT_POLICY')}, ONNX Runtime without spinning",
-             "* err: relative 2-norm of y against torch.nn float32", "",
+             "* err: relative 2-norm of y against torch.nn float32 (oneDNN: against its own "
+             "float32 primitive on its own data, x uniform in [-1, 1])",
+             "* oneDNN int8: `rnnx_onednn_peer --dtype int8`, Debian's oneDNN "
+             f"{onednn_version()}, its own process (default OpenMP wait policy), static "
+             "quantisation calibrated on the data's known range (scale and shift fixed at "
+             "build: an advantage the dynamic peers do not have)", "",
              "| case | threads | " + " | ".join(VARIANTS) +
              " | int8 / fp32 | int8 / bf16 | int8 / best int8 peer | err rnnx int8 | err ORT int8 "
-             "| err torch int8 |",
-             "|" + "---|" * (len(VARIANTS) + 8)]
+             "| err torch int8 | err oneDNN int8 |",
+             "|" + "---|" * (len(VARIANTS) + 9)]
     by = {}
     for r in rows:
         by.setdefault((r["case"], r["threads"]), {})[r["variant"]] = r
@@ -290,17 +350,28 @@ def write_section(args, rows, seconds):
             return f"{ms(k):.2f}" if ms(k) is not None else "n/a"
 
         q = ms("rnnx int8")
-        peers = [m for m in (ms("torch int8"), ms("ORT int8")) if m is not None]
+        peers = [m for m in (ms("torch int8"), ms("ORT int8"), ms("oneDNN int8")) if m is not None]
         err = [f"{v[k]['err_vs_torch_fp32']:.1e}" if k in v and "err_vs_torch_fp32" in v[k]
                else "n/a" for k in ("rnnx int8", "ORT int8", "torch int8")]
+        err.append(f"{v['oneDNN int8']['err_vs_own_fp32']:.1e}"
+                   if "err_vs_own_fp32" in v.get("oneDNN int8", {}) else "n/a")
         lines.append(f"| {case} | {threads} | " + " | ".join(cell(k) for k in VARIANTS) +
                      f" | {ms('rnnx fp32') / q:.2f} | {ms('rnnx bf16') / q:.2f} | "
                      f"{(min(peers) / q) if peers else float('nan'):.2f} | " + " | ".join(err) + " |")
     lines += ["", "n/a: the peer has no such operator (ONNX Runtime: no DynamicQuantizeGRU, no "
-              "LSTM projection; PyTorch's dynamic LSTM refuses proj_size at its first call)."]
+              "LSTM projection; PyTorch's dynamic LSTM refuses proj_size at its first call; "
+              "oneDNN: no int8 linear-before-reset GRU)."]
     sections = run_all.read_sections(args.results)
     sections["int8"] = "\n".join(lines)
     run_all.write_sections(args.results, sections)
+
+
+def onednn_version():
+    """The oneDNN the peer links (Debian's package), or 'n/a'."""
+    import subprocess
+    out = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "libdnnl2"], capture_output=True,
+                         text=True)
+    return out.stdout.strip() or "n/a"
 
 
 def ort_version():

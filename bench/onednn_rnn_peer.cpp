@@ -1,6 +1,7 @@
 // rnnx_onednn_peer: times oneDNN's own RNN primitives (vanilla RNN, LSTM with optional
 // projection, GRU, linear-before-reset GRU; f32; uni- or bidirectional; multi-layer) on the
-// padded batch T x B, in the modes of `rnnx bench` (infer, train, fwdbwd), and with
+// padded batch T x B, in the modes of `rnnx bench` (infer, train, fwdbwd), with --dtype int8
+// its int8 inference (u8 activations, s8 weights: the int8 peer of docs/int8.md), and with
 // --gemm-peak measures the machine's large-GEMM peak (dnnl_sgemm, f32 and bf16 matmul).
 // The case flags, lengths, FLOP count, names and timing are `rnnx bench`'s own (bench/case),
 // and so is the JSON schema (docs/bench.md, bench/README.md).
@@ -44,6 +45,7 @@ struct Options {
   rnnx::bench::CaseFlags case_flags;
   std::string modes = "infer";
   std::string threads = "1";
+  std::string dtype = "float32";
   int repeat = 10;
   int warmup = 2;
   bool json = false;
@@ -63,6 +65,10 @@ void add_flags(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_option("--threads", o.threads,
                  "Thread count or comma-separated list (0 = OpenMP default)")
+      ->capture_default_str();
+  app.add_option("--dtype", o.dtype,
+                 "float32, or int8 (inference only: oneDNN's u8/s8 RNN, static data quantisation)")
+      ->check(CLI::IsMember({"float32", "int8"}))
       ->capture_default_str();
   app.add_option("--repeat", o.repeat, "Timed runs per measurement")->capture_default_str();
   app.add_option("--warmup", o.warmup, "Untimed runs before the timed ones")->capture_default_str();
@@ -85,6 +91,14 @@ void check(const Options& o) {
     return;
   }
   rnnx::bench::validate(o.case_flags.bench_case);
+  if (o.dtype == "int8") {
+    for (const Mode m : rnnx::bench::parse_modes(o.modes)) {
+      if (m != Mode::infer) {
+        usage_error(std::string("--dtype int8 runs inference only: --mode has '") +
+                    rnnx::bench::to_string(m) + "'");
+      }
+    }
+  }
 }
 
 // --threads with 0 resolved to the OpenMP default.
@@ -428,6 +442,200 @@ Built build(const Net& n, Mode mode, Tensors& t, const dnnl::engine& eng, dnnl::
   return b;
 }
 
+// ---------------------------------------------------------------------------------------
+// int8 inference
+// ---------------------------------------------------------------------------------------
+
+// oneDNN's int8 RNN (2.x): u8 activations under one affine quantisation q = scale * x + shift,
+// fixed when the primitive is built and shared by src_layer, src_iter, dst_iter and a u8
+// dst_layer; s8 weights with one scale per gate and output channel, shared by W_layer and
+// W_iter (and by the layers and directions of one primitive); f32 c states, bias and the last
+// dst_layer. Static, so the scale comes from a calibration: here the data's known range,
+// [-1, 1] for x (make_tensors) and for h (tanh, or the projection of such h). The dynamic
+// peers and rnnx find their scales at every call; this peer is given them.
+// A case this oneDNN cannot run in int8, or only with its reference loop.
+struct Unsupported : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Int8Quant {
+  float data_scale = 127.5f, data_shift = 127.5f;
+  std::vector<std::vector<float>> w_scales, p_scales;  // per stage: G*H, and DIC (projection)
+};
+
+constexpr int kGateOutputMask = (1 << 3) | (1 << 4);  // ldigo's g and o
+constexpr int kProjOutputMask = 1 << 3;               // ldio's o
+
+// 127 / max |w| per output channel over the given f32 ldigo (or ldio, G = 1) buffers.
+std::vector<float> channel_scales(const std::vector<const memory*>& ws, int64_t channels) {
+  std::vector<float> amax(static_cast<size_t>(channels), 0.0f);
+  for (const memory* m : ws) {
+    const auto* w = static_cast<const float*>(m->get_data_handle());
+    const int64_t n = static_cast<int64_t>(m->get_desc().get_size() / sizeof(float));
+    for (int64_t i = 0; i < n; ++i) {
+      float& a = amax[static_cast<size_t>(i % channels)];
+      a = std::max(a, std::fabs(w[i]));
+    }
+  }
+  for (float& a : amax) a = a > 0.0f ? 127.0f / a : 1.0f;
+  return amax;
+}
+
+Int8Quant int8_quant(const Net& n, const Tensors& t) {
+  Int8Quant q;
+  for (size_t s = 0; s < n.stages.size(); ++s) {
+    const auto& ts = t.st[s];
+    q.w_scales.push_back(channel_scales({&ts.wl, &ts.wi}, n.G * n.H));
+    q.p_scales.push_back(n.proj ? channel_scales({&ts.wp}, n.DIC) : std::vector<float>{});
+  }
+  return q;
+}
+
+// q = scale * x + shift, rounded and saturated to [0, 255]: the caller's part of a static
+// int8 RNN, timed with it (rnnx and the dynamic peers take float32 x too).
+void quantize_u8(const memory& from, const memory& to, float scale, float shift) {
+  const auto* x = static_cast<const float*>(from.get_data_handle());
+  auto* q = static_cast<uint8_t*>(to.get_data_handle());
+  const int64_t n = static_cast<int64_t>(to.get_desc().get_size());
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = std::min(255.0f, std::max(0.0f, x[i] * scale + shift));
+    q[i] = static_cast<uint8_t>(static_cast<int>(v + 0.5f));
+  }
+}
+
+struct Int8Built {
+  Built b;
+  memory x_u8;  // the timed run quantises t.acts[0] into it first
+};
+
+Int8Built build_int8(const Net& n, Tensors& t, const Int8Quant& q, const dnnl::engine& eng,
+                     dnnl::stream& strm) {
+  Int8Built r;
+  Built& b = r.b;
+  const auto u8 = dt::u8, f32 = dt::f32, s8 = dt::s8;
+  std::vector<memory> acts_u8;  // stage inputs as u8: x, then every stage's output but the last
+  acts_u8.emplace_back(memory::desc({n.T, n.B, n.I}, u8, tag::tnc), eng);
+  std::vector<dnnl::primitive_desc> pds;
+  std::vector<dnnl::primitive_attr> attrs;
+  for (size_t s = 0; s < n.stages.size(); ++s) {
+    const auto& ss = n.stages[s];
+    const int64_t Ls = ss.layers;
+    const bool last = s + 1 == n.stages.size();
+    const memory::desc none;
+    const memory::desc src_layer({n.T, n.B, ss.slc}, u8, tag::tnc),
+        src_iter({Ls, n.D, n.B, n.DIC}, u8, tag::ldnc), c_iter({Ls, n.D, n.B, n.H}, f32, tag::ldnc),
+        wl({Ls, n.D, ss.slc, n.G, n.H}, s8, tag::any), wi({Ls, n.D, n.DIC, n.G, n.H}, s8, tag::any),
+        wp = n.proj ? memory::desc({Ls, n.D, n.H, n.DIC}, s8, tag::any) : none,
+        bias({Ls, n.D, n.Gbias, n.H}, f32, tag::ldgo),
+        dst_layer({n.T, n.B, n.D * n.DIC}, last ? f32 : u8, tag::tnc);
+    // The quantisation, for the primitive and for the weights' reorders (which keep their
+    // own scratchpad: only the primitive's is the caller's).
+    // (dnnl::primitive_attr copies share one handle: two are built.)
+    const auto quantised = [&] {
+      dnnl::primitive_attr a;
+      a.set_rnn_data_qparams(q.data_scale, q.data_shift);
+      a.set_rnn_weights_qparams(kGateOutputMask, q.w_scales[s]);
+      if (n.proj) a.set_rnn_weights_projection_qparams(kProjOutputMask, q.p_scales[s]);
+      return a;
+    };
+    const dnnl::primitive_attr quant = quantised();
+    dnnl::primitive_attr attr = quantised();
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    const auto inf = dnnl::prop_kind::forward_inference;
+    dnnl_rnn_desc_t d;
+    switch (n.kind) {
+      case dnnl::algorithm::vanilla_lstm:
+        d = dnnl::lstm_forward::desc(inf, n.dir, src_layer, src_iter, c_iter, wl, wi, none, wp,
+                                     bias, dst_layer, src_iter, c_iter)
+                .data;
+        break;
+      case dnnl::algorithm::vanilla_gru:
+        d = dnnl::gru_forward::desc(inf, n.dir, src_layer, src_iter, wl, wi, bias, dst_layer,
+                                    src_iter)
+                .data;
+        break;
+      default:
+        throw Unsupported(std::string("oneDNN has no int8 ") + n.cell +
+                          " (int8 RNN primitives: LSTM, LSTMP and the original GRU)");
+    }
+    dnnl::primitive_desc pd(&d, &attr, eng, nullptr);
+    const std::string impl = pd.impl_info_str();
+    if (impl.rfind("ref", 0) == 0) {
+      // Its time would say nothing about the CPU: the peer's int8 path for this cell is the
+      // reference loop.
+      throw Unsupported("only oneDNN's reference kernel (" + impl + ") for int8 " + n.cell);
+    }
+    add_impl(b.impl, impl);
+    b.scratchpad_bytes = std::max(b.scratchpad_bytes, pd.scratchpad_desc().get_size());
+    pds.push_back(pd);
+    attrs.push_back(quant);
+    if (!last) acts_u8.emplace_back(memory::desc({n.T, n.B, n.D * n.DIC}, u8, tag::tnc), eng);
+  }
+  b.scratchpad = memory(
+      memory::desc({static_cast<int64_t>(std::max<size_t>(b.scratchpad_bytes, 1))}, u8, tag::a),
+      eng);
+  zero(b.scratchpad);
+  // The weights quantised and packed by reorders that carry the primitive's quantisation
+  // (oneDNN folds the data shift's compensation into the packed weights), once, untimed.
+  auto packed = [&](const dnnl::primitive_desc& pd, int arg, const memory& user,
+                    const dnnl::primitive_attr& attr) {
+    memory m(pd.query_md(dnnl::query::exec_arg_md, arg), eng);
+    memory& src = const_cast<memory&>(user);
+    dnnl::reorder(dnnl::reorder::primitive_desc(src, m, attr)).execute(strm, src, m);
+    strm.wait();
+    return m;
+  };
+  for (size_t s = 0; s < n.stages.size(); ++s) {
+    auto& ts = t.st[s];
+    const auto& pd = pds[s];
+    const auto state_u8 = [&](const memory& from) {
+      memory m(memory::desc(from.get_desc().dims(), u8, tag::ldnc), eng);
+      quantize_u8(from, m, q.data_scale, q.data_shift);
+      return m;
+    };
+    Step st{dnnl::primitive(pd), {}};
+    auto& a = st.args;
+    a[DNNL_ARG_SRC_LAYER] = acts_u8[s];
+    a[DNNL_ARG_DST_LAYER] = s + 1 == n.stages.size() ? t.acts[s + 1] : acts_u8[s + 1];
+    a[DNNL_ARG_SRC_ITER] = state_u8(ts.h0);
+    a[DNNL_ARG_DST_ITER] = state_u8(ts.hy);
+    if (n.lstm) a[DNNL_ARG_SRC_ITER_C] = ts.c0, a[DNNL_ARG_DST_ITER_C] = ts.cy;
+    a[DNNL_ARG_WEIGHTS_LAYER] = packed(pd, DNNL_ARG_WEIGHTS_LAYER, ts.wl, attrs[s]);
+    a[DNNL_ARG_WEIGHTS_ITER] = packed(pd, DNNL_ARG_WEIGHTS_ITER, ts.wi, attrs[s]);
+    if (n.proj) {
+      a[DNNL_ARG_WEIGHTS_PROJECTION] = packed(pd, DNNL_ARG_WEIGHTS_PROJECTION, ts.wp, attrs[s]);
+    }
+    a[DNNL_ARG_BIAS] = ts.bias;
+    a[DNNL_ARG_SCRATCHPAD] = memory(pd.scratchpad_desc(), eng, b.scratchpad.get_data_handle());
+    b.steps.push_back(std::move(st));
+  }
+  for (size_t s = 1; s < acts_u8.size(); ++s) b.extra_bytes += acts_u8[s].get_desc().get_size();
+  r.x_u8 = acts_u8[0];
+  return r;
+}
+
+std::string fmt_sci(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2e", v);
+  return buf;
+}
+
+// Relative 2-norm of a - b over b.
+double rel_error(const std::vector<float>& a, const std::vector<float>& b) {
+  double num = 0.0, den = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    num += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    den += double(b[i]) * b[i];
+  }
+  return den > 0.0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+std::vector<float> contents(const memory& m) {
+  const auto* p = static_cast<const float*>(m.get_data_handle());
+  return {p, p + m.get_desc().get_size() / sizeof(float)};
+}
+
 int run_rnn(const Options& o) {
   const rnnx::bench::BenchCase& c = o.case_flags.bench_case;
   const Net n = make_net(c);
@@ -447,49 +655,77 @@ int run_rnn(const Options& o) {
     for (const Mode mode : modes) {
       const char* mode_name = rnnx::bench::to_string(mode);
       try {
-        Built b = build(n, mode, t, eng, strm);
-        const rnnx::bench::Timing tm = rnnx::bench::time_runs(o.warmup, o.repeat, [&] {
+        const bool int8 = o.dtype == "int8";
+        Built b;
+        memory x_u8;
+        Int8Quant q;
+        std::vector<float> y32;
+        if (int8) {
+          // The float32 primitive's y on the same data first: the int8 error beside the time.
+          Built f = build(n, mode, t, eng, strm);
+          for (auto& s : f.steps) s.prim.execute(strm, s.args);
+          strm.wait();
+          y32 = contents(t.acts.back());
+          q = int8_quant(n, t);
+          Int8Built ib = build_int8(n, t, q, eng, strm);
+          b = std::move(ib.b);
+          x_u8 = ib.x_u8;
+        } else {
+          b = build(n, mode, t, eng, strm);
+        }
+        const auto run_once = [&] {
+          if (x_u8) quantize_u8(t.acts[0], x_u8, q.data_scale, q.data_shift);
           for (auto& s : b.steps) s.prim.execute(strm, s.args);
           strm.wait();
-        });
+        };
+        const rnnx::bench::Timing tm = rnnx::bench::time_runs(o.warmup, o.repeat, run_once);
+        const double err = int8 ? rel_error(contents(t.acts.back()), y32) : 0.0;
         const double flops = rnnx::bench::flops(c, mode, real_tokens);
         const double gflops = tm.median_ms > 0 ? flops / (tm.median_ms * 1e-3) / 1e9 : 0.0;
         const bool training = mode != Mode::infer;
         const size_t ws = b.scratchpad_bytes + (training ? 0 : b.extra_bytes);
         const size_t rs = training ? b.workspace_bytes + b.extra_bytes : 0;
         if (o.json) {
-          const json j = {{"problem", name},
-                          {"backend", "onednn-rnn"},
-                          {"impl", b.impl},
-                          {"mode", mode_name},
-                          {"threads", threads},
-                          {"dtype", "float32"},
-                          {"lengths", o.case_flags.lengths},
-                          {"seed", o.case_flags.seed},
-                          {"tokens", padded_tokens},
-                          {"padded_tokens", padded_tokens},
-                          {"real_tokens", real_tokens},
-                          {"repeat", o.repeat},
-                          {"ms_median", tm.median_ms},
-                          {"ms_min", tm.min_ms},
-                          {"ms_max", tm.max_ms},
-                          {"flops", flops},
-                          {"gflops", gflops},
-                          {"workspace_bytes", ws},
-                          {"reserve_bytes", rs},
-                          {"stages", n.stages.size()}};
+          json j = {{"problem", name},
+                    {"backend", "onednn-rnn"},
+                    {"impl", b.impl},
+                    {"mode", mode_name},
+                    {"threads", threads},
+                    {"dtype", o.dtype},
+                    {"lengths", o.case_flags.lengths},
+                    {"seed", o.case_flags.seed},
+                    {"tokens", padded_tokens},
+                    {"padded_tokens", padded_tokens},
+                    {"real_tokens", real_tokens},
+                    {"repeat", o.repeat},
+                    {"ms_median", tm.median_ms},
+                    {"ms_min", tm.min_ms},
+                    {"ms_max", tm.max_ms},
+                    {"flops", flops},
+                    {"gflops", gflops},
+                    {"workspace_bytes", ws},
+                    {"reserve_bytes", rs},
+                    {"stages", n.stages.size()}};
+          if (int8) {
+            j["err_vs_float32"] = err;
+            j["data_scale"] = q.data_scale;
+            j["data_shift"] = q.data_shift;
+          }
           std::printf("%s\n", j.dump().c_str());
         } else {
           std::printf(
-              "%s onednn-rnn %s %-6s threads=%d tokens=%lld (real %lld)  median %.3f ms "
+              "%s onednn-rnn %s %s %-6s threads=%d tokens=%lld (real %lld)  median %.3f ms "
               "(min %.3f, max %.3f)  %.2f GFLOP/s on real tokens  workspace %.2f MiB  "
-              "reserve %.2f MiB\n",
-              name.c_str(), b.impl.c_str(), mode_name, threads,
+              "reserve %.2f MiB%s\n",
+              name.c_str(), o.dtype.c_str(), b.impl.c_str(), mode_name, threads,
               static_cast<long long>(padded_tokens), static_cast<long long>(real_tokens),
-              tm.median_ms, tm.min_ms, tm.max_ms, gflops, ws / 1048576.0, rs / 1048576.0);
+              tm.median_ms, tm.min_ms, tm.max_ms, gflops, ws / 1048576.0, rs / 1048576.0,
+              int8 ? ("  err vs float32: y " + fmt_sci(err)).c_str() : "");
         }
-      } catch (const dnnl::error& e) {
-        // "valid, but oneDNN cannot do it": report and go on with the other modes.
+      } catch (const std::exception& e) {
+        // "valid, but oneDNN cannot do it" (its error, or an int8 cell it lacks): report and
+        // go on with the other modes.
+        if (!dynamic_cast<const dnnl::error*>(&e) && !dynamic_cast<const Unsupported*>(&e)) throw;
         status = kExitUnsupported;
         const std::string msg = std::string("oneDNN: ") + e.what();
         if (o.json) {
