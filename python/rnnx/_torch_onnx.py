@@ -11,6 +11,12 @@
 * What no ONNX node expresses (projection, cell and projection clipping) becomes the
   recurrence in tensor operations (rnnx/_torch_recurrence.py), each layer and direction's
   time loop one ONNX Scan.
+* An int8 module (math='int8', rnnx.torch.quantize_dynamic) becomes ONNX Runtime's
+  com.microsoft DynamicQuantizeLSTM, one per layer: int8 weights quantised from the float
+  parameters in the graph by rnnx's own rule (per output channel, symmetric, round half to
+  even; rnnx.onnx.int8_quantize_rows), so the node multiplies the integers rnnx does. No
+  int8 node exists for GRU, RNN or the Scan form: those are refused by name (an int8 module
+  is a demand, not exported as float behind the user's back).
 
 While torch.onnx.export traces a module's forward (torch.onnx.is_in_onnx_export()), the
 module builds these graphs itself (module_forward, through torch.onnx.ops.symbolic_multi_out
@@ -54,6 +60,34 @@ def check_exportable(kw, batch_sizes):
                 "lengths= (ONNX's sequence_lens)")
     if kw.get("dropout"):
         _refuse(f"dropout={kw['dropout']} applies in training; export the model in eval()")
+    if kw.get("math") == "int8":
+        _check_int8_exportable(kw)
+
+
+def _check_int8_exportable(kw):
+    if kw["cell"] != "lstm":
+        _refuse(f"math='int8' {kw['cell']}: ONNX has no int8 {kw['cell'].upper()} node (ONNX "
+                "Runtime's int8 recurrent node is DynamicQuantizeLSTM); export the float "
+                "model (math='fp32') instead")
+    scan = _needs_scan(kw)
+    if scan is not None:
+        _refuse(f"math='int8' with {scan}: DynamicQuantizeLSTM has neither; export the float "
+                "model (math='fp32') instead")
+
+
+def _int8_rows(w):
+    """rnnx's weight quantisation (rnnx.onnx.int8_quantize_rows) of each row of w [..., K]
+    in torch operations: (q int8, scale float32), the same float32 operations in the same
+    order, so the same integers."""
+    import torch
+    w = w.to(torch.float32)
+    amax = w.abs().amax(dim=-1)
+    scale = amax / 127.0
+    zero = amax == 0
+    inv = torch.where(zero, torch.ones_like(amax), 127.0 / torch.where(zero, 1.0, amax))
+    q = torch.round(w * inv.unsqueeze(-1)).clamp(-127, 127)
+    q = torch.where(zero.unsqueeze(-1), torch.zeros_like(q), q)
+    return q.to(torch.int8), scale
 
 
 def _needs_scan(kw):
@@ -127,6 +161,7 @@ def module_forward(kw, names, x, hx, cx, weights, lengths, batch_sizes, batch_fi
     they express the config, else the recurrence with one Scan per time loop."""
     import torch
     check_exportable(kw, batch_sizes)
+    int8 = kw.get("math") == "int8"
     if _needs_scan(kw) is not None:
         return _torch_recurrence.forward(kw, names, x, hx, cx, weights, lengths, None, None,
                                          batch_first, scan=True)
@@ -161,11 +196,20 @@ def module_forward(kw, names, x, hx, cx, weights, lengths, batch_sizes, batch_fi
                   else None)
             inputs += [c0, Pv]
             n_out = 3
+        op, version = lay.op, None
+        if int8:
+            # DynamicQuantizeLSTM: W [D, I, 4H] and R [D, H, 4H] (ONNX's transposed), then
+            # scales and zero points per output channel after the LSTM's inputs.
+            (Wq, Ws), (Rq, Rs) = _int8_rows(W), _int8_rows(R)
+            zp = torch.zeros(Ws.shape, dtype=torch.int8)
+            inputs[1:3] = [Wq.transpose(1, 2), Rq.transpose(1, 2)]
+            inputs += [Ws, zp, Rs, zp]
+            op, version = "com.microsoft::DynamicQuantizeLSTM", 1
         while inputs[-1] is None:  # ONNX leaves trailing optional inputs out
             inputs.pop()
         outs = torch.onnx.ops.symbolic_multi_out(
-            lay.op, inputs, lay.attrs, dtypes=[x.dtype] * n_out,
-            shapes=[[T, D, B, H]] + [[D, B, H]] * (n_out - 1))
+            op, inputs, lay.attrs, dtypes=[x.dtype] * n_out,
+            shapes=[[T, D, B, H]] + [[D, B, H]] * (n_out - 1), version=version)
         hys.append(outs[1])
         if lay.lstm:
             cys.append(outs[2])
@@ -190,6 +234,10 @@ def forward(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, config, en
 
     kw = json.loads(config)
     check_exportable(kw, batch_sizes)
+    if kw.get("math") == "int8":
+        _refuse("math='int8': DynamicQuantizeLSTM is emitted by the module itself while "
+                "torch.onnx.export traces it; export the model rather than a program holding "
+                "torch.ops.rnnx.forward")
     scan = _needs_scan(kw)
     if scan is not None:
         _refuse(f"{scan}: this is exported as the recurrence with ONNX Scans, which the module "

@@ -216,3 +216,108 @@ def test_cells_export_as_onnx_nodes(cls, tmp_path):
         want = model(x, h)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-5)
+
+
+# ---- int8 modules: ONNX Runtime's DynamicQuantizeLSTM --------------------------------------
+
+def int8_model(module):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return Wrapper(rt.quantize_dynamic(module)).eval()
+
+
+@pytest.mark.parametrize("layers,bidirectional", [(1, False), (2, True)])
+def test_an_int8_lstm_exports_as_dynamic_quantize_lstm_with_rnnx_integers(layers, bidirectional,
+                                                                         tmp_path, monkeypatch):
+    import rnnx
+    import rnnx.onnx
+    if rnnx.build_info()["int8_gemm"] == "none":
+        monkeypatch.setenv("RNNX_CPU_INT8_KERNEL", "scalar")
+    torch.manual_seed(0)
+    H = 16
+    float_lstm = torch.nn.LSTM(12, H, num_layers=layers, bidirectional=bidirectional).eval()
+    model = int8_model(float_lstm)
+    x, lengths = torch.randn(7, 5, 12), torch.tensor([7, 3, 5, 1, 6])
+    got, ops = export_and_run(model, x, lengths, tmp_path)
+    assert "DynamicQuantizeLSTM" in ops and "LSTM" not in ops, ops
+    with torch.no_grad():
+        want = [t.numpy() for t in model(x, lengths)]
+    # ONNX Runtime quantises a step's input per tensor and asymmetrically, rnnx per row: the
+    # two agree to the quantisation error, not bit for bit (docs/int8.md).
+    for g, w in zip(got, want):
+        assert np.linalg.norm(g - w) / np.linalg.norm(w) < 0.03
+    # The node's integers are rnnx's: the graph quantises the float weights by rnnx's rule,
+    # which rnnx.onnx.state_dict_to_dynamic_quantize_lstm states; ONNX Runtime's constant
+    # folding leaves them as initializers in its optimised model.
+    opt = str(tmp_path / "opt.onnx")
+    so = ort.SessionOptions()
+    so.optimized_model_filepath = opt
+    ort.InferenceSession(str(tmp_path / "model.onnx"), so, providers=["CPUExecutionProvider"])
+    graph = onnx.load(opt).graph
+    inits = {i.name: onnx.numpy_helper.to_array(i) for i in graph.initializer}
+    nodes = [n for n in graph.node if n.op_type == "DynamicQuantizeLSTM"]
+    assert len(nodes) == layers
+    sd = {k: v.detach().numpy() for k, v in float_lstm.state_dict().items()}
+    for layer, node in enumerate(nodes):
+        want_q = rnnx.onnx.state_dict_to_dynamic_quantize_lstm(sd, H, bidirectional, layer)
+        for pos, name in ((1, "W_quantized"), (2, "R_quantized"), (8, "W_scale"),
+                          (10, "R_scale")):
+            assert node.input[pos] in inits, f"{name} of layer {layer} was not folded"
+            np.testing.assert_array_equal(inits[node.input[pos]], want_q[name], err_msg=name)
+
+
+@pytest.mark.parametrize("make,what", [
+    (lambda: torch.nn.GRU(4, 5), "ONNX has no int8 GRU node"),
+    (lambda: torch.nn.RNN(4, 5), "ONNX has no int8 RNN_TANH node"),
+    (lambda: torch.nn.LSTM(4, 6, proj_size=3), "DynamicQuantizeLSTM has neither"),
+])
+def test_an_int8_module_without_an_int8_onnx_node_is_refused_by_name(make, what, tmp_path,
+                                                                     monkeypatch):
+    import rnnx
+    if rnnx.build_info()["int8_gemm"] == "none":
+        monkeypatch.setenv("RNNX_CPU_INT8_KERNEL", "scalar")
+    torch.manual_seed(0)
+    model = int8_model(make())
+    with pytest.raises(Exception, match=what):
+        export_and_run(model, torch.randn(3, 2, 4), torch.tensor([3, 2]), tmp_path)
+
+
+def test_an_int8_program_through_the_translation_table_is_refused_by_name(tmp_path,
+                                                                          monkeypatch):
+    import rnnx
+    if rnnx.build_info()["int8_gemm"] == "none":
+        monkeypatch.setenv("RNNX_CPU_INT8_KERNEL", "scalar")
+    torch.manual_seed(0)
+    model = int8_model(torch.nn.LSTM(4, 5))
+    with pytest.raises(Exception, match="DynamicQuantizeLSTM is emitted by the module"):
+        export_and_run(model, torch.randn(3, 2, 4), torch.tensor([3, 2]), tmp_path,
+                       program_first=True)
+
+
+def test_an_int8_lstm_cell_exports_as_dynamic_quantize_lstm(tmp_path, monkeypatch):
+    import rnnx
+    if rnnx.build_info()["int8_gemm"] == "none":
+        monkeypatch.setenv("RNNX_CPU_INT8_KERNEL", "scalar")
+
+    class Step(torch.nn.Module):
+        def __init__(self, cell):
+            super().__init__()
+            self.cell = cell
+
+        def forward(self, x, h, c):
+            return self.cell(x, (h, c))
+
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = Step(rt.quantize_dynamic(torch.nn.LSTMCell(6, 8))).eval()
+        args = (torch.randn(3, 6), torch.randn(3, 8), torch.randn(3, 8))
+        path = str(tmp_path / "cell.onnx")
+        torch.onnx.export(model, args, verbose=False).save(path)
+    assert "DynamicQuantizeLSTM" in {n.op_type for n in onnx.load(path).graph.node}
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    got = session.run(None, {i.name: v.numpy() for i, v in zip(session.get_inputs(), args)})
+    with torch.no_grad():
+        want = [t.numpy() for t in model(*args)]
+    for g, w in zip(got, want):
+        assert np.linalg.norm(g - w) / np.linalg.norm(w) < 0.03
