@@ -285,3 +285,109 @@ def state_dict_to_dynamic_quantize_lstm(state_dict, hidden_size, bidirectional=F
         res[f"{name}_scale"] = scale
         res[f"{name}_zero_point"] = np.zeros(scale.shape, np.int8)
     return res
+
+
+def _dq_node(model, node):
+    """(ModelProto, the DynamicQuantizeLSTM NodeProto) of `model` (a path, bytes or
+    ModelProto) and `node` (a name, an index among such nodes, or None: the only one)."""
+    import onnx
+    if isinstance(model, (bytes, bytearray)):
+        model = onnx.load_from_string(bytes(model))
+    elif not isinstance(model, onnx.ModelProto):
+        model = onnx.load(str(model))
+    nodes = [n for n in model.graph.node if n.op_type == "DynamicQuantizeLSTM"]
+    if node is None:
+        if len(nodes) != 1:
+            raise _rnnx.InvalidArgumentError(
+                f"node=None needs exactly one DynamicQuantizeLSTM node, the model has "
+                f"{len(nodes)}: pass its name or index")
+        return model, nodes[0]
+    if isinstance(node, int):
+        if not 0 <= node < len(nodes):
+            raise _rnnx.InvalidArgumentError(f"node={node}: the model has {len(nodes)} "
+                                             "DynamicQuantizeLSTM nodes")
+        return model, nodes[node]
+    named = [n for n in nodes if n.name == node]
+    if not named:
+        raise _rnnx.InvalidArgumentError(
+            f"node='{node}': no DynamicQuantizeLSTM of that name (the model's: "
+            f"{[n.name for n in nodes]})")
+    return model, named[0]
+
+
+def dynamic_quantize_lstm_module(model, node=None, exact=True):
+    """An rnnx.torch.LSTM(math='int8'), frozen and in eval mode, running ONNX Runtime's
+    com.microsoft DynamicQuantizeLSTM `node` of `model` (an ONNX file's path, its bytes or an
+    onnx.ModelProto; node: the node's name, its index among the model's DynamicQuantizeLSTM
+    nodes, or None for the only one). hidden_size, direction, clip (rnnx's gate_clip),
+    input_forget and activations come from the node's attributes; the float parameters from
+    its int8 weights, scales and zero points (initializers), B and P, through
+    dynamic_quantize_lstm_to_state_dict(exact=exact): with exact=True (the default) rnnx's
+    int8 multiplies by the node's very integers, or the import is refused naming the first
+    weight that would change. Call it as the node's LSTM: x [T, B, I], lengths for
+    sequence_lens, (h0, c0) for initial_h and initial_c."""
+    import torch
+    from onnx import numpy_helper
+
+    from . import torch as rt
+    model, nd = _dq_node(model, node)
+    inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    names = list(nd.input) + [""] * (12 - len(nd.input))
+
+    def value(k, what, required):
+        name = names[k]
+        if not name:
+            if required:
+                raise _rnnx.InvalidArgumentError(f"DynamicQuantizeLSTM '{nd.name}' has no {what}")
+            return None
+        if name not in inits:
+            raise _rnnx.UnsupportedError(
+                f"DynamicQuantizeLSTM '{nd.name}': {what} ('{name}') is computed in the graph, "
+                "not an initializer; fold it first (an ONNX Runtime session's "
+                "optimized_model_filepath writes the folded model)")
+        return inits[name]
+
+    Wq, Rq = value(1, "W", True), value(2, "R", True)
+    B, P = value(3, "B", False), value(7, "P", False)
+    Ws, Wz = value(8, "W_scale", True), value(9, "W_zero_point", False)
+    Rs, Rz = value(10, "R_scale", True), value(11, "R_zero_point", False)
+    attrs = {a.name: _onnx_attr(a) for a in nd.attribute}
+    unknown = set(attrs) - {"hidden_size", "direction", "clip", "input_forget", "activations",
+                            "activation_alpha", "activation_beta"}
+    if unknown:
+        raise _rnnx.UnsupportedError(f"DynamicQuantizeLSTM '{nd.name}': attributes "
+                                     f"{sorted(unknown)} have no rnnx counterpart")
+    sd = dynamic_quantize_lstm_to_state_dict(Wq, Rq, Ws, Wz, Rs, Rz, B, P, exact=exact)
+    D, I, G = np.asarray(Wq).shape
+    H = G // 4
+    if "hidden_size" in attrs and int(attrs["hidden_size"]) != H:
+        raise _rnnx.InvalidArgumentError(f"DynamicQuantizeLSTM '{nd.name}': hidden_size "
+                                         f"{attrs['hidden_size']} but W has 4H = {G} columns")
+    bidirectional, reverse = onnx_direction(attrs.get("direction"), D)
+    acts = onnx_activations(attrs.get("activations"), attrs.get("activation_alpha"),
+                            attrs.get("activation_beta"))
+    if acts is not None and D == 2:
+        if acts[:3] != acts[3:]:
+            raise _rnnx.UnsupportedError(
+                f"DynamicQuantizeLSTM '{nd.name}': different activations per direction "
+                f"({acts[:3]} and {acts[3:]}); rnnx applies one list to both")
+        acts = acts[:3]
+    m = rt.LSTM(I, H, bias=B is not None, bidirectional=bidirectional, reverse=reverse,
+                peephole=P is not None, gate_clip=float(attrs.get("clip", 0.0)),
+                input_forget=bool(attrs.get("input_forget", 0)),
+                activations=None if acts is None else [list(a) for a in acts], math="int8")
+    m.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v, np.float32))
+                       for k, v in sd.items()})
+    for p in m.parameters():
+        p.requires_grad_(False)
+    return m.eval()
+
+
+def _onnx_attr(a):
+    from onnx import helper
+    v = helper.get_attribute_value(a)
+    if isinstance(v, bytes):
+        return v.decode()
+    if isinstance(v, list):
+        return [x.decode() if isinstance(x, bytes) else x for x in v]
+    return v

@@ -145,3 +145,79 @@ def test_int8_quantize_rows_special_values():
     q, s = rnnx.onnx.int8_quantize_rows(w)
     assert q.tolist() == [[0, 0], [127, -64], [0, 0], [0, 0], [127, 0]]  # 0.5 ties to even 0
     assert s[0] == 0 and np.isnan(s[2]) and np.isnan(s[3]) and s[4] == 1.0
+
+
+def ort_quantized_lstm(tmp_path, bidirectional, per_channel=True, name="q"):
+    """onnxruntime.quantization.quantize_dynamic of an ONNX LSTM with float_lstm's weights:
+    (path of the DynamicQuantizeLSTM model, the float torch.nn.LSTM)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    m = float_lstm(bidirectional)
+    D = 2 if bidirectional else 1
+    W, R, Bias = rnnx.onnx.state_dict_to_onnx("lstm", sd_numpy(m), H, bidirectional)
+    node = helper.make_node("LSTM", ["X", "W", "R", "B", "sequence_lens"], ["Y"], hidden_size=H,
+                            direction="bidirectional" if D == 2 else "forward")
+    graph = helper.make_graph(
+        [node], "f", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [T, B, I]),
+                      helper.make_tensor_value_info("sequence_lens", TensorProto.INT32, [B])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
+        initializer=[numpy_helper.from_array(a.astype(np.float32), n)
+                     for a, n in ((W, "W"), (R, "R"), (Bias, "B"))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, tmp_path / f"{name}_f.onnx")
+    quantize_dynamic(str(tmp_path / f"{name}_f.onnx"), str(tmp_path / f"{name}.onnx"),
+                     weight_type=QuantType.QInt8, op_types_to_quantize=["LSTM"],
+                     per_channel=per_channel)
+    return tmp_path / f"{name}.onnx", m
+
+
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_a_dynamic_quantize_lstm_node_imports_as_an_int8_module(bidirectional, tmp_path):
+    path, _ = ort_quantized_lstm(tmp_path, bidirectional)
+    m = rnnx.onnx.dynamic_quantize_lstm_module(str(path))
+    assert isinstance(m, rt.LSTM) and m.math == "int8" and not m.training
+    assert m.bidirectional == bidirectional and m.hidden_size == H
+    assert not any(p.requires_grad for p in m.parameters())
+    # The module multiplies by the node's integers (exact=True checked it; restated here).
+    init = {i.name: numpy_helper.to_array(i) for i in onnx.load(path).graph.initializer}
+    ours = rnnx.onnx.state_dict_to_dynamic_quantize_lstm(sd_numpy(m), H, bidirectional)
+    assert np.array_equal(ours["W_quantized"], init["W_quantized"])
+    assert np.array_equal(ours["R_quantized"], init["R_quantized"])
+    # And runs as ONNX Runtime runs the node, to the activations' quantisation error.
+    x = np.random.default_rng(2).uniform(-1, 1, (T, B, I)).astype(np.float32)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    y_ort = session.run(["Y"], {"X": x, "sequence_lens": LENGTHS})[0]
+    D = 2 if bidirectional else 1
+    y_ort = np.transpose(y_ort, (0, 2, 1, 3)).reshape(T, B, D * H)
+    with torch.no_grad():
+        y = m(torch.from_numpy(x), lengths=torch.from_numpy(LENGTHS.astype(np.int64)))[0].numpy()
+    mask = (np.arange(T)[:, None] < LENGTHS[None, :])[..., None]
+    assert np.linalg.norm((y - y_ort) * mask) / np.linalg.norm(y_ort * mask) < 0.03
+
+
+def test_a_node_that_cannot_be_imported_is_refused_by_name(tmp_path):
+    path, _ = ort_quantized_lstm(tmp_path, False, per_channel=False)
+    # Per-tensor scales: rnnx's int8 would quantise the weights to other integers.
+    with pytest.raises(rnnx.UnsupportedError, match=r"W_quantized\[0, .*would become"):
+        rnnx.onnx.dynamic_quantize_lstm_module(str(path))
+    m = rnnx.onnx.dynamic_quantize_lstm_module(str(path), exact=False)  # the floats, requantised
+    assert m.math == "int8"
+    with pytest.raises(rnnx.InvalidArgumentError, match="node=3: the model has 1"):
+        rnnx.onnx.dynamic_quantize_lstm_module(str(path), node=3)
+    with pytest.raises(rnnx.InvalidArgumentError, match="node='nope': no DynamicQuantizeLSTM"):
+        rnnx.onnx.dynamic_quantize_lstm_module(str(path), node="nope")
+    # Weights computed in the graph (not initializers) are named.
+    model = onnx.load(path)
+    dq = model.graph.node[-1]
+    w_name = dq.input[1]
+    init = next(i for i in model.graph.initializer if i.name == w_name)
+    model.graph.initializer.remove(init)
+    model.graph.node.insert(0, helper.make_node("Identity", [w_name + "_src"], [w_name]))
+    init.name = w_name + "_src"
+    model.graph.initializer.append(init)
+    with pytest.raises(rnnx.UnsupportedError, match="W .* is computed in the graph"):
+        rnnx.onnx.dynamic_quantize_lstm_module(model)
+    with pytest.raises(rnnx.InvalidArgumentError, match="exactly one DynamicQuantizeLSTM"):
+        model.graph.node.append(helper.make_node("DynamicQuantizeLSTM", list(dq.input), ["Y2"],
+                                                 domain="com.microsoft", hidden_size=H))
+        rnnx.onnx.dynamic_quantize_lstm_module(model)
