@@ -1,6 +1,9 @@
 // Status checks, owners, device memory and handle pool of cuda_api.hpp.
 #include "cuda/cuda_api.hpp"
 
+#include <atomic>
+#include <cstdio>
+#include <set>
 #include <string>
 
 #include "rnnx/error.hpp"
@@ -35,26 +38,61 @@ void check(cudnnStatus_t status, const char* what) {
   throw Error(code, message);
 }
 
+namespace {
+std::atomic<int64_t> g_release_failures{0};
+}  // namespace
+
+void report_release_failure(const char* what, const char* text) noexcept {
+  g_release_failures.fetch_add(1, std::memory_order_relaxed);
+  static std::mutex mutex;
+  static std::set<std::string>* reported = new std::set<std::string>();  // outlives exit
+  try {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (!reported->insert(what).second) return;
+  } catch (...) {
+    return;  // no memory for the name: the count still says it
+  }
+  std::fprintf(stderr,
+               "rnnx: backend cuda: %s failed while releasing (%s); the object is abandoned "
+               "(reported once per call)\n",
+               what, text);
+}
+
+void check_release(cudaError_t status, const char* what) noexcept {
+  if (status == cudaSuccess || status == cudaErrorCudartUnloading) return;
+  calls().cudaGetLastError();  // a non-sticky error would otherwise resurface in the next check
+  report_release_failure(what, calls().cudaGetErrorName(status));
+}
+
+void check_release(cudnnStatus_t status, const char* what) noexcept {
+  if (status == CUDNN_STATUS_SUCCESS) return;
+  report_release_failure(what, calls().cudnnGetErrorString(status));
+}
+
+int64_t release_failures() noexcept {
+  return g_release_failures.load(std::memory_order_relaxed);
+}
+
 void destroy_handle(cudnnHandle_t h) {
-  calls().cudnnDestroy(h);
+  check_release(calls().cudnnDestroy(h), "cudnnDestroy");
 }
 void destroy_rnn(cudnnRNNDescriptor_t d) {
-  calls().cudnnDestroyRNNDescriptor(d);
+  check_release(calls().cudnnDestroyRNNDescriptor(d), "cudnnDestroyRNNDescriptor");
 }
 void destroy_rnn_data(cudnnRNNDataDescriptor_t d) {
-  calls().cudnnDestroyRNNDataDescriptor(d);
+  check_release(calls().cudnnDestroyRNNDataDescriptor(d), "cudnnDestroyRNNDataDescriptor");
 }
 void destroy_tensor(cudnnTensorDescriptor_t d) {
-  calls().cudnnDestroyTensorDescriptor(d);
+  check_release(calls().cudnnDestroyTensorDescriptor(d), "cudnnDestroyTensorDescriptor");
 }
 void destroy_dropout(cudnnDropoutDescriptor_t d) {
-  calls().cudnnDestroyDropoutDescriptor(d);
+  check_release(calls().cudnnDestroyDropoutDescriptor(d), "cudnnDestroyDropoutDescriptor");
 }
 void destroy_stream(cudaStream_t s) {
-  calls().cudaStreamDestroy(s);
+  check_release(calls().cudaStreamDestroy(s), "cudaStreamDestroy");
 }
 void destroy_event(cudaEvent_t e) {
-  calls().cudaEventDestroy(e);
+  check_release(calls().cudaEventDestroy(e), "cudaEventDestroy");
 }
 
 CudnnHandle make_handle() {
@@ -99,13 +137,13 @@ DeviceScope::DeviceScope(int device) {
   }
 }
 DeviceScope::~DeviceScope() {
-  if (changed_) calls().cudaSetDevice(previous_);
+  if (changed_) check_release(calls().cudaSetDevice(previous_), "cudaSetDevice (restore)");
 }
 
 namespace {
 
 void free_device(void* p) {
-  calls().cudaFree(p);
+  check_release(calls().cudaFree(p), "cudaFree");
 }
 
 class DeviceMemory final : public core::Memory {

@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
+#include <cstdint>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -19,6 +20,18 @@ namespace rnnx::cuda {
 // failures, unsupported for what cuDNN does not support, internal for the rest.
 void check(cudaError_t status, const char* what);
 void check(cudnnStatus_t status, const char* what);
+
+// A release's status (a destroyer's, cudaFree's, the restore of the caller's device): these
+// run in destructors, which cannot throw, so a failure is reported on stderr (once per call
+// name in a process, naming the call and the library's text) and counted, as PyTorch's
+// C10_CUDA_CHECK_WARN does; cudaErrorCudartUnloading (the runtime already gone at process
+// exit) is no failure. The object is abandoned: nothing else can be done with it.
+void check_release(cudaError_t status, const char* what) noexcept;
+void check_release(cudnnStatus_t status, const char* what) noexcept;
+// The library's text is already known (cuBLAS's, step_device.cpp).
+void report_release_failure(const char* what, const char* text) noexcept;
+// Failed releases since the process started.
+int64_t release_failures() noexcept;
 
 // Owner of one handle or descriptor, destroyed with `Destroy`.
 template <typename H, auto Destroy>

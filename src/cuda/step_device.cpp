@@ -17,7 +17,10 @@ namespace rnnx::cuda {
 namespace {
 
 void destroy_cublas(cublasHandle_t h) {
-  cublas().destroy(h);
+  const cublasStatus_t status = cublas().destroy(h);
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    report_release_failure("cublasDestroy", cublas().status_name(status));
+  }
 }
 using CublasHandle = Owned<cublasHandle_t, &destroy_cublas>;
 

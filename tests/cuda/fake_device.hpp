@@ -35,9 +35,11 @@ class FakeDevice {
   const std::vector<std::string>& misuse() const;
 };
 
-// Whether the call `name` returns a status the backend must check: everything but the
-// destroyers (run by destructors, which cannot throw), the error-text queries and
-// cudnnGetVersion.
+// Whether the call `name` returns a status the backend must check: everything but kernel
+// launches (their status is the next cudaGetLastError's) and cudaGetLastError itself.
 bool returns_checked_status(const std::string& name);
+// Whether `name` releases something (cudaFree, the destroyers): run by destructors, which
+// cannot throw, so a failure is reported on stderr and counted (rnnx::cuda::check_release).
+bool is_release(const std::string& name);
 
 }  // namespace rnnx_test

@@ -2,13 +2,17 @@
 // training steps through a Network, with the calls each step makes counted (allocations,
 // handle and descriptor creations, waits), no leak once the network is gone, and every call
 // that returns a status made to fail in turn, which must surface as an rnnx::Error naming
-// it. On cuDNN (LSTM) and on rnnx's own kernels (the original GRU, cuBLAS's GEMMs).
+// it (a release, in a destructor: reported on stderr naming it, and counted). On cuDNN
+// (LSTM) and on rnnx's own kernels (the original GRU, cuBLAS's GEMMs).
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <random>
+#include <set>
+#include <string>
 
 #include "cuda/call_table.hpp"
+#include "cuda/cuda_api.hpp"
 #include "fake_device.hpp"
 #include "rnnx/network.hpp"
 #include "test_util.hpp"
@@ -156,8 +160,10 @@ TEST_P(FakeDevicePath, RaggedTrainingStepsCountedAndLeakFree) {
 }
 
 // Every call that returns a status, made to fail in turn during a network's first training
-// step (its construction, binding, forward and backward): the step throws rnnx::Error naming
-// the call, and nothing leaks.
+// step (its construction, binding, forward and backward, and its destruction): the step
+// throws rnnx::Error naming the call; a release (cudaFree, a destroyer) runs in a destructor,
+// so its failure is counted and reported on stderr naming it (once per name) instead; and
+// nothing leaks.
 TEST_P(FakeDevicePath, EveryFailingCallIsReportedByName) {
   const ScopedEnv no_search("RNNX_AUTOTUNE", "0");
   FakeDevice fake;
@@ -172,18 +178,38 @@ TEST_P(FakeDevicePath, EveryFailingCallIsReportedByName) {
     st.run(net, shapes[0]);
   }
   const std::vector<std::string> calls = fake.log();
-  int64_t tried = 0;
+  int64_t tried = 0, releases = 0;
+  // Release names whose one stderr line (per process) a test has seen.
+  static std::set<std::string> reported;
   for (size_t k = 0; k < calls.size(); ++k) {
     if (!returns_checked_status(calls[k])) continue;
     ++tried;
     fake.clear_log();
     fake.fail_at(static_cast<int64_t>(k));
+    const int64_t failures = cuda::release_failures();
+    const bool release = is_release(calls[k]);
+    testing::internal::CaptureStderr();
     try {
-      Network net(c, training_options());
-      st.run(net, shapes[0]);
-      ADD_FAILURE() << "call " << k << " (" << calls[k] << ") failed and nothing was reported";
+      {
+        Network net(c, training_options());
+        st.run(net, shapes[0]);
+      }
+      const std::string err = testing::internal::GetCapturedStderr();
+      if (!release) {
+        ADD_FAILURE() << "call " << k << " (" << calls[k] << ") failed and nothing was reported";
+      } else {
+        ++releases;
+        EXPECT_EQ(cuda::release_failures(), failures + 1)
+            << "call " << k << " (" << calls[k] << ")";
+        if (reported.insert(calls[k]).second) {
+          EXPECT_NE(err.find(calls[k]), std::string::npos)
+              << "call " << k << " (" << calls[k] << "): stderr says " << err;
+        }
+      }
     } catch (const Error& e) {
+      testing::internal::GetCapturedStderr();
       const std::string what = e.what();
+      EXPECT_FALSE(release) << "call " << k << " (" << calls[k] << ") is a release: " << what;
       const bool named =
           what.find(calls[k]) != std::string::npos ||
           (calls[k] == "cudaGetDeviceCount" && what.find("no CUDA device") != std::string::npos);
@@ -195,9 +221,11 @@ TEST_P(FakeDevicePath, EveryFailingCallIsReportedByName) {
   }
   std::printf(
       "[   NOTE   ] %s: %zu calls in a first training step, %lld with a status, each "
-      "made to fail\n",
-      GetParam().c_str(), calls.size(), static_cast<long long>(tried));
+      "made to fail (%lld releases)\n",
+      GetParam().c_str(), calls.size(), static_cast<long long>(tried),
+      static_cast<long long>(releases));
   EXPECT_GT(tried, 20);
+  EXPECT_GT(releases, 2);
   EXPECT_EQ(fake.live_allocations(), caller_allocations) << "device memory leaked on a failure";
   EXPECT_EQ(fake.live_objects(), 0) << "handles or descriptors leaked on a failure";
   EXPECT_TRUE(fake.misuse().empty()) << fake.misuse().front();
