@@ -52,13 +52,15 @@ class HostDevice final : public core::StepDevice {
   std::string name() const override { return "host-steps"; }
   const core::Memory& memory() const override { return core::host_memory(); }
   bool takes_stream() const override { return false; }
-  void upload(const std::vector<int64_t>& map, core::Buffer& kept, size_t& capacity) override {
-    if (map.size() > capacity) {
-      kept = core::host_memory().allocate(map.size() * sizeof(int64_t), "test map");
-      capacity = map.size();
+  const int64_t* upload(const std::vector<int64_t>& map) override {
+    if (map.size() > capacity_) {
+      kept_ = core::host_memory().allocate(map.size() * sizeof(int64_t), "test map");
+      capacity_ = map.size();
     }
-    std::memcpy(kept.get(), map.data(), map.size() * sizeof(int64_t));
+    if (!map.empty()) std::memcpy(kept_.get(), map.data(), map.size() * sizeof(int64_t));
+    return static_cast<const int64_t*>(kept_.get());
   }
+  void flush_maps(void*) override {}  // upload copied them already
   const core::RowCopier& rows() const override { return rows_; }
   void run(const core::StepProgram& program, const Buffers& b, const Dropout& drop,
            void*) override {
@@ -129,6 +131,8 @@ class HostDevice final : public core::StepDevice {
   core::StepDims dims_;
   core::cell::Options<T> options_[2];
   HostRows<T> rows_;
+  core::Buffer kept_;
+  size_t capacity_ = 0;
 };
 
 // The plan's context as Plan builds it, for a backend driven directly.

@@ -45,6 +45,7 @@ class StepBackend final : public BackendImpl {
   bool takes_stream() const override { return device_->takes_stream(); }
 
   void forward(const ForwardArgs& a, void* workspace) override {
+    device_->flush_maps(a.stream);
     const StepProgram& p = a.training ? programs_.forward_training : programs_.forward_inference;
     const BatchMover m = mover();
     const Layout w = layout(p, workspace);
@@ -61,6 +62,7 @@ class StepBackend final : public BackendImpl {
   }
 
   void backward(const BackwardArgs& a, void* workspace, uint64_t dropout_counter) override {
+    device_->flush_maps(a.stream);
     const StepProgram& p = programs_.backward;
     const BatchMover m = mover();
     const Layout w = layout(p, workspace);
@@ -126,8 +128,7 @@ class StepBackend final : public BackendImpl {
     const size_t state_at = put(maps.state_rows), padding_at = put(maps.padding_rows);
     const size_t dropout_at = s.tokens > 0 ? put(maps.dropout) : all.size();
     const size_t caller_at = s.tokens > 0 && !in_place_ ? put(maps.caller_rows) : all.size();
-    if (!all.empty()) device_->upload(all, kept_maps_, kept_capacity_);
-    const auto base = static_cast<const int64_t*>(kept_maps_.get());
+    const int64_t* base = device_->upload(all);
     const auto where = [&](bool present, size_t at) { return present ? base + at : nullptr; };
     maps_ = {};
     maps_.tokens = s.tokens;
@@ -141,10 +142,8 @@ class StepBackend final : public BackendImpl {
 
   std::unique_ptr<StepDevice> device_;
   StepPrograms programs_;
-  Buffer kept_maps_;
-  size_t kept_capacity_ = 0;
-  BatchMaps maps_;                         // in kept_maps_
-  const int64_t* dropout_rows_ = nullptr;  // in kept_maps_
+  BatchMaps maps_;                         // in the device's kept map buffer
+  const int64_t* dropout_rows_ = nullptr;  // in the device's kept map buffer
   int64_t elem_ = 4, LD_ = 0, P_ = 0, H_ = 0, DP_ = 0;
   bool lstm_ = false, in_place_ = false;
 };

@@ -26,10 +26,11 @@ class StepDevice {
   virtual std::string name() const = 0;
   virtual const Memory& memory() const = 0;
   virtual bool takes_stream() const = 0;
-  // A batch's maps copied into `kept` in the device's memory before this returns; `kept` is
-  // made anew only when it holds fewer than map.size() values (`capacity` says how many), so
-  // that a network's next batches reuse it.
-  virtual void upload(const std::vector<int64_t>& map, Buffer& kept, size_t& capacity) = 0;
+  // A batch's maps (at bind time): where in the device's memory the calls will read them
+  // (a buffer the device keeps across batches), there by the time flush_maps(stream) has
+  // ordered them before a call's work on `stream`, which every call does first.
+  virtual const int64_t* upload(const std::vector<int64_t>& map) = 0;
+  virtual void flush_maps(void* stream) = 0;
   // Its copies of rows in its memory, for the batch mover (core/batch_mover.hpp) and fills.
   virtual const RowCopier& rows() const = 0;
 

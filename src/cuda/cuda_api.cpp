@@ -94,6 +94,28 @@ void destroy_stream(cudaStream_t s) {
 void destroy_event(cudaEvent_t e) {
   check_release(calls().cudaEventDestroy(e), "cudaEventDestroy");
 }
+void free_pinned(void* p) {
+  check_release(calls().cudaFreeHost(p), "cudaFreeHost");
+}
+
+EventOwner make_sync_event() {
+  cudaEvent_t e = nullptr;
+  check(calls().cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  return EventOwner(e);
+}
+
+PinnedOwner allocate_pinned(size_t bytes, const char* what) {
+  void* p = nullptr;
+  const cudaError_t status = calls().cudaMallocHost(&p, bytes == 0 ? 1 : bytes);
+  if (status != cudaSuccess) {
+    calls().cudaGetLastError();
+    throw Error(status == cudaErrorMemoryAllocation ? Status::out_of_memory : Status::internal,
+                std::string("backend cuda: ") + what + ": cannot allocate " +
+                    std::to_string(bytes) + " bytes of pinned host memory (cudaMallocHost: " +
+                    calls().cudaGetErrorString(status) + ")");
+  }
+  return PinnedOwner(p);
+}
 
 CudnnHandle make_handle() {
   return create<CudnnHandle>(calls().cudnnCreate, "cudnnCreate");

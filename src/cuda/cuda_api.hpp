@@ -71,6 +71,7 @@ void destroy_tensor(cudnnTensorDescriptor_t d);
 void destroy_dropout(cudnnDropoutDescriptor_t d);
 void destroy_stream(cudaStream_t s);
 void destroy_event(cudaEvent_t e);
+void free_pinned(void* p);
 
 using CudnnHandle = Owned<cudnnHandle_t, &destroy_handle>;
 using RnnDescriptor = Owned<cudnnRNNDescriptor_t, &destroy_rnn>;
@@ -79,6 +80,13 @@ using TensorDescriptor = Owned<cudnnTensorDescriptor_t, &destroy_tensor>;
 using DropoutDescriptor = Owned<cudnnDropoutDescriptor_t, &destroy_dropout>;
 using StreamOwner = Owned<cudaStream_t, &destroy_stream>;
 using EventOwner = Owned<cudaEvent_t, &destroy_event>;
+using PinnedOwner = Owned<void*, &free_pinned>;  // page-locked host memory (cudaMallocHost)
+
+// An event for ordering only (no timing: cheaper to record and wait for).
+EventOwner make_sync_event();
+// `bytes` of page-locked host memory, from which copies run without staging or a wait;
+// throws Error(out_of_memory) naming `what`.
+PinnedOwner allocate_pinned(size_t bytes, const char* what);
 
 CudnnHandle make_handle();
 RnnDescriptor make_rnn_descriptor();

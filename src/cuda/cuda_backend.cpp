@@ -28,6 +28,7 @@
 #include "cuda/cudnn_search.hpp"
 #include "cuda/device_rows.hpp"
 #include "cuda/kernels.hpp"
+#include "cuda/map_uploads.hpp"
 #include "cuda/rules/cudnn_layout.hpp"
 #include "cuda/step_device.hpp"
 #include "rnnx/error.hpp"
@@ -240,15 +241,8 @@ class CudaBackend final : public BackendImpl {
     batch_maps_.padding = static_cast<int64_t>(m.padding_rows.size());
     batch_maps_.states = LD_ * batch();
     batch_maps_.empty = LD_ * (s.B - batch());
+    const int64_t* base = maps_.stage(all);  // on the device at the next call's flush
     if (all.empty()) return;
-    const size_t bytes = sizeof(int64_t) * all.size();
-    if (bytes > maps_capacity_) {  // grown, never shrunk: a network's batches reuse it
-      maps_ = device_memory().allocate(bytes, "plan", "row maps");
-      maps_capacity_ = bytes;
-    }
-    if (!upload_stream_.get()) upload_stream_ = make_stream();
-    upload(maps_.get(), all.data(), bytes, upload_stream_.get());
-    const auto base = static_cast<const int64_t*>(maps_.get());
     batch_maps_.caller_rows = batch_.rows_in_place ? nullptr : base + rows_at;
     batch_maps_.padding_rows = base + padding_at;
     batch_maps_.state_rows = base + state_at;
@@ -262,9 +256,7 @@ class CudaBackend final : public BackendImpl {
   CudnnHandle setup_;
   std::unique_ptr<CudnnRnn> rnn_;
   CudnnHandlePool handles_{&make_handle, &attach_stream};
-  core::Buffer maps_;
-  size_t maps_capacity_ = 0;
-  StreamOwner upload_stream_;   // the plan data's copies (upload)
+  MapUploads maps_;             // the batch's maps, flushed onto each call's stream
   core::BatchMaps batch_maps_;  // in maps_
   const int64_t* dropout_base_ = nullptr;
   DeviceRows rows_;
@@ -276,6 +268,7 @@ class CudaBackend final : public BackendImpl {
 void CudaBackend::forward(const ForwardArgs& a, void* workspace) {
   DeviceScope scope(device_);
   const auto stream = static_cast<cudaStream_t>(a.stream);
+  maps_.flush(stream);
   const Config& c = ctx_.config;
   const DataType dt = c.dtype;
   const int64_t Bp = batch(), N = tokens();
@@ -339,6 +332,7 @@ void CudaBackend::forward(const ForwardArgs& a, void* workspace) {
 void CudaBackend::backward(const BackwardArgs& a, void* workspace, uint64_t dropout_counter) {
   DeviceScope scope(device_);
   const auto stream = static_cast<cudaStream_t>(a.stream);
+  maps_.flush(stream);
   const Config& c = ctx_.config;
   const DataType dt = c.dtype;
   const int64_t Bp = batch(), N = tokens(), I = c.input_size;

@@ -12,6 +12,7 @@
 #include "cuda/cuda_api.hpp"
 #include "cuda/device_rows.hpp"
 #include "cuda/kernels.hpp"
+#include "cuda/map_uploads.hpp"
 
 namespace rnnx::cuda {
 namespace {
@@ -50,14 +51,13 @@ class CudaStepDevice final : public core::StepDevice {
   const core::Memory& memory() const override { return device_memory(); }
   bool takes_stream() const override { return true; }
 
-  void upload(const std::vector<int64_t>& map, core::Buffer& kept, size_t& capacity) override {
+  const int64_t* upload(const std::vector<int64_t>& map) override {
     DeviceScope scope(device_);
-    if (map.size() > capacity) {
-      kept = device_memory().allocate(map.size() * sizeof(int64_t), "plan", "row maps");
-      capacity = map.size();
-    }
-    if (!upload_stream_.get()) upload_stream_ = make_stream();  // once per network slot
-    cuda::upload(kept.get(), map.data(), map.size() * sizeof(int64_t), upload_stream_.get());
+    return maps_.stage(map);
+  }
+  void flush_maps(void* stream) override {
+    DeviceScope scope(device_);
+    maps_.flush(static_cast<cudaStream_t>(stream));
   }
   const core::RowCopier& rows() const override { return rows_; }
 
@@ -133,7 +133,7 @@ class CudaStepDevice final : public core::StepDevice {
   HandlePool<CublasHandle> blas_{&make_cublas, &attach_cublas};
   std::string math_;
   bool fast_bf16_ = false;
-  StreamOwner upload_stream_;  // the batches' maps (upload)
+  MapUploads maps_;  // the batches' maps, flushed onto each call's stream
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 
 #include "cuda/call_table.hpp"
@@ -36,6 +37,7 @@ struct State {
   std::vector<std::string> log;
   int64_t fail_index = -1;
   std::map<void*, size_t> allocations;
+  std::set<void*> pinned;                // the allocations cudaMallocHost made
   std::map<void*, std::string> objects;  // handles, streams, events, descriptors
   std::vector<std::string> misuse;
   rnnx::cuda::Cublas cublas{};
@@ -123,6 +125,26 @@ cudaError_t free_(void* p) {
   std::free(p);
   return fail ? cudaErrorUnknown : cudaSuccess;
 }
+// Pinned host memory: counted with the device's allocations (a leak of either is one).
+cudaError_t malloc_host(void** p, size_t n) {
+  if (enter("cudaMallocHost")) return cudaErrorMemoryAllocation;
+  *p = std::malloc(n == 0 ? 1 : n);
+  std::lock_guard<std::mutex> lock(g_state->mutex);
+  g_state->allocations[*p] = n;
+  g_state->pinned.insert(*p);
+  return cudaSuccess;
+}
+cudaError_t free_host(void* p) {
+  const bool fail = enter("cudaFreeHost");
+  if (p == nullptr) return fail ? cudaErrorUnknown : cudaSuccess;
+  std::lock_guard<std::mutex> lock(g_state->mutex);
+  if (g_state->pinned.erase(p) == 0 || g_state->allocations.erase(p) == 0) {
+    g_state->misuse.push_back("cudaFreeHost of memory cudaMallocHost never gave");
+    return cudaErrorInvalidValue;
+  }
+  std::free(p);
+  return fail ? cudaErrorUnknown : cudaSuccess;
+}
 cudaError_t memcpy_async(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t) {
   if (enter("cudaMemcpyAsync")) return cudaErrorUnknown;
   if (n == 0) return cudaSuccess;
@@ -169,6 +191,18 @@ cudaError_t event_destroy(cudaEvent_t e) {
   const bool fail = enter("cudaEventDestroy");
   drop_object(reinterpret_cast<FakeEvent*>(e));
   return fail ? cudaErrorUnknown : cudaSuccess;
+}
+cudaError_t event_create_with_flags(cudaEvent_t* e, unsigned int) {
+  if (enter("cudaEventCreateWithFlags")) return cudaErrorUnknown;
+  *e = reinterpret_cast<cudaEvent_t>(make_object<FakeEvent>("event"));
+  return cudaSuccess;
+}
+// Nothing runs: every event has happened.
+cudaError_t event_query(cudaEvent_t) {
+  return enter("cudaEventQuery") ? cudaErrorUnknown : cudaSuccess;
+}
+cudaError_t stream_wait_event(cudaStream_t, cudaEvent_t, unsigned int) {
+  return enter("cudaStreamWaitEvent") ? cudaErrorUnknown : cudaSuccess;
 }
 cudaError_t event_record(cudaEvent_t, cudaStream_t) {
   return enter("cudaEventRecord") ? cudaErrorUnknown : cudaSuccess;
@@ -423,15 +457,20 @@ const rnnx::cuda::CallTable kFake = {
     &get_properties,
     &malloc_,
     &free_,
+    &malloc_host,
+    &free_host,
     &memcpy_async,
     &memset_async,
     &stream_create,
     &stream_destroy,
     &stream_sync,
     &event_create,
+    &event_create_with_flags,
     &event_destroy,
     &event_record,
     &event_sync,
+    &event_query,
+    &stream_wait_event,
     &event_elapsed,
     &get_last_error,
     &error_name,
@@ -474,7 +513,7 @@ bool returns_checked_status(const std::string& name) {
 }
 
 bool is_release(const std::string& name) {
-  return name == "cudaFree" || name.find("Destroy") != std::string::npos;
+  return name == "cudaFree" || name == "cudaFreeHost" || name.find("Destroy") != std::string::npos;
 }
 
 FakeDevice::FakeDevice() {

@@ -6,6 +6,7 @@
 // (LSTM) and on rnnx's own kernels (the original GRU, cuBLAS's GEMMs).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <set>
@@ -66,13 +67,15 @@ std::vector<SequenceShape> ragged_shapes(int count, uint64_t seed) {
 struct Step {
   void *x, *y, *w, *dy, *dx, *dw, *ws, *reserve;
   size_t ws_size, reserve_size;
-  void run(Network& net, const SequenceShape& shape) const {
+  void run(Network& net, const SequenceShape& shape, void* stream = nullptr) const {
     ForwardArgs f;
+    f.stream = stream;
     f.x = x, f.y = y, f.weights = w, f.training = true;
     f.workspace = ws, f.workspace_size = net.forward_workspace_size(shape, true);
     f.reserve = reserve, f.reserve_size = net.reserve_size(shape);
     net.forward(shape, f);
     BackwardArgs b;
+    b.stream = stream;
     b.x = x, b.weights = w, b.dy = dy, b.dx = dx, b.dweights = dw;
     b.workspace = ws, b.workspace_size = net.backward_workspace_size(shape);
     b.reserve = reserve, b.reserve_size = net.reserve_size(shape);
@@ -112,6 +115,10 @@ const char* const kWatched[] = {"cudaMalloc",
                                 "cudaStreamCreateWithFlags",
                                 "cudaEventCreate",
                                 "cudaStreamSynchronize",
+                                "cudaEventSynchronize",
+                                "cudaEventQuery",
+                                "cudaStreamWaitEvent",
+                                "cudaMallocHost",
                                 "cudaMemcpyAsync",
                                 "cudnnRNNForward",
                                 "kernel:cell"};
@@ -143,6 +150,9 @@ TEST_P(FakeDevicePath, RaggedTrainingStepsCountedAndLeakFree) {
       std::printf("[   NOTE   ]   %-30s %6lld / %8.2f\n", name, static_cast<long long>(first[name]),
                   static_cast<double>(rest[name]) / 99.0);
     }
+    // A new batch's maps go from pinned memory on the call's stream: no host wait per step.
+    EXPECT_EQ(rest["cudaStreamSynchronize"], 0) << "host waits in 99 ragged steps";
+    EXPECT_EQ(rest["cudaEventSynchronize"], 0) << "host waits in 99 ragged steps";
     // The same shape again: its batch is bound, so nothing is allocated, created or waited
     // for (the caller gives workspace and reserve).
     st.run(net, shapes.back());
@@ -228,6 +238,43 @@ TEST_P(FakeDevicePath, EveryFailingCallIsReportedByName) {
   EXPECT_GT(releases, 2);
   EXPECT_EQ(fake.live_allocations(), caller_allocations) << "device memory leaked on a failure";
   EXPECT_EQ(fake.live_objects(), 0) << "handles or descriptors leaked on a failure";
+  EXPECT_TRUE(fake.misuse().empty()) << fake.misuse().front();
+}
+
+// A new batch's maps overwrite the ones the previous batch's kernels read: the copy is on
+// the call's stream (ordered after that work when the stream is the same), and a call on
+// another stream first waits, on the device, for what the previous call queued.
+TEST_P(FakeDevicePath, NewMapsAreOrderedAfterThePreviousCallsWork) {
+  const ScopedEnv no_search("RNNX_AUTOTUNE", "0");
+  FakeDevice fake;
+  const Config c = config_for(GetParam());
+  const std::vector<SequenceShape> shapes = ragged_shapes(4, 5);
+  Buffers bufs;
+  const Step st = make_step(bufs, c, shapes);
+  cudaStream_t a = nullptr, b = nullptr;
+  ASSERT_EQ(cuda::calls().cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cuda::calls().cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking), cudaSuccess);
+  {
+    Network net(c, training_options());
+    st.run(net, shapes[0], a);
+    st.run(net, shapes[1], a);
+    fake.clear_log();
+    st.run(net, shapes[2], a);  // same stream: stream order suffices
+    EXPECT_EQ(fake.counts()["cudaStreamWaitEvent"], 0);
+    fake.clear_log();
+    st.run(net, shapes[3], b);  // another stream: waits for a's work first
+    const std::vector<std::string> log = fake.log();
+    const auto at = [&](const std::string& name) {
+      return std::find(log.begin(), log.end(), name) - log.begin();
+    };
+    const auto work = std::min(at("cudnnRNNForward"), at("kernel:cell"));
+    EXPECT_EQ(fake.counts()["cudaStreamWaitEvent"], 1);
+    EXPECT_LT(at("cudaStreamWaitEvent"), work) << "the wait comes after the step's work";
+    EXPECT_EQ(fake.counts()["cudaStreamSynchronize"] + fake.counts()["cudaEventSynchronize"], 0);
+  }
+  cuda::calls().cudaStreamDestroy(a);
+  cuda::calls().cudaStreamDestroy(b);
+  EXPECT_EQ(fake.live_objects(), 0);
   EXPECT_TRUE(fake.misuse().empty()) << fake.misuse().front();
 }
 
