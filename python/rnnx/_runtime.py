@@ -10,6 +10,7 @@ import collections
 import operator
 import threading
 import time
+import weakref
 
 import numpy as np
 
@@ -375,18 +376,89 @@ def shape_key_packed(batch_sizes, sorted_indices):
 _INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 
 
+# A tensor's index values read to the host, kept while the tensor lives and is not modified in
+# place (its version counter): on CUDA each read is a device-to-host copy and a wait, and one
+# training step reads a PackedSequence's sorted_indices in the module, in the operator's
+# forward and in its backward, a padded batch's lengths likewise. With the cache a device
+# index tensor costs one copy for its lifetime (the issue-47 contract: "with lengths as
+# device tensors, one documented copy"). Keyed by the tensor object (a weak reference, so a
+# new tensor at a freed address is never taken for the old one); a few entries per thread.
+_HOST_INDICES = threading.local()
+_HOST_INDICES_KEPT = 8
+
+
+def _tensor_to_numpy(t):
+    """A torch tensor's values on the host as a NumPy array: the one place index tensors are
+    copied from their device."""
+    return t.detach().cpu().numpy()
+
+
+def _cached_index_values(t):
+    cache = getattr(_HOST_INDICES, "entries", None)
+    if not cache:
+        return None
+    hit = cache.get(id(t))
+    if hit is None:
+        return None
+    ref, version, values = hit
+    try:
+        if ref() is t and t._version == version:
+            return values
+    except Exception:  # a tensor subclass or wrapper without a version counter
+        pass
+    return None
+
+
+def _remember_index_values(t, values):
+    try:
+        entry = (weakref.ref(t), t._version, values)
+    except Exception:  # no weak references or version counter: not cached
+        return
+    cache = getattr(_HOST_INDICES, "entries", None)
+    if cache is None:
+        cache = _HOST_INDICES.entries = collections.OrderedDict()
+    cache[id(t)] = entry
+    cache.move_to_end(id(t))
+    while len(cache) > _HOST_INDICES_KEPT:
+        cache.popitem(last=False)
+
+
+def prefetch_index_tensors(*tensors):
+    """Reads the not yet cached ones of `tensors` (torch tensors on one device, or None) to the
+    host in one copy (one wait on CUDA instead of one per tensor), for as_index_list to find.
+    Values are validated there, not here."""
+    todo = [t for t in tensors if t is not None and hasattr(t, "detach")
+            and _cached_index_values(t) is None]
+    if len(todo) < 2 or any(t.dim() != 1 or t.device != todo[0].device
+                            or t.dtype != todo[0].dtype for t in todo):
+        return
+    import torch
+    flat = _tensor_to_numpy(torch.cat([t.detach() for t in todo]))
+    at = 0
+    for t in todo:
+        n = t.shape[0]
+        _remember_index_values(t, flat[at:at + n])
+        at += n
+
+
 def as_index_list(values, name):
     """lengths / batch_sizes / sorted_indices from a list, NumPy array or torch tensor, as
     Python ints. Floats are accepted when they hold whole numbers (torch's own lengths are
     often float tensors); anything else, and values outside int64 (which the binding would
-    refuse with an opaque overload error), raises rnnx.InvalidArgumentError naming `name`."""
+    refuse with an opaque overload error), raises rnnx.InvalidArgumentError naming `name`.
+    A tensor is read to the host once while it lives unmodified (_cached_index_values)."""
+    kind = type(values).__name__
     try:
         if hasattr(values, "detach"):  # torch tensor, without importing torch here
-            values = values.detach().cpu().numpy()
+            tensor = values
+            values = _cached_index_values(tensor)
+            if values is None:
+                values = _tensor_to_numpy(tensor)
+                _remember_index_values(tensor, values)
         arr = np.asarray(values)
     except Exception as e:  # a meta tensor, a ragged list, ...
         raise invalid(f"{name} must be a 1-D sequence of integers; converting "
-                      f"{type(values).__name__} failed: {e}") from None
+                      f"{kind} failed: {e}") from None
     if arr.ndim != 1:
         raise invalid(f"{name} must be 1-D, got shape {tuple(arr.shape)}")
     if arr.size == 0:

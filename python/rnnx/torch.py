@@ -372,6 +372,9 @@ class _RnnxModule:
                 batch = (sorted_indices.shape[0] if sorted_indices is not None
                          else _batch_of_states(hx))
             else:
+                # One copy for both index tensors where they live on a device (the operator's
+                # forward and backward then find them cached: _runtime.as_index_list).
+                _runtime.prefetch_index_tensors(sorted_indices, unsorted_indices)
                 bs = _runtime.as_index_list(batch_sizes, "PackedSequence batch_sizes")
                 si = (None if sorted_indices is None
                       else _runtime.as_index_list(sorted_indices, "PackedSequence sorted_indices"))
