@@ -251,15 +251,58 @@ TEST(ColumnSums, AddEachColumnInRowOrderInDoubleWhateverTheSplit) {
   EXPECT_EQ(none, std::vector<float>(cols, 0.0f)) << "no rows: zeros";
 }
 
+// Past kColumnSumRows rows the runs show: each run of 256 rows in row order, the runs' sums
+// in run order (what a GPU block adds in parallel, one thread per run). 2^60 in run 0, then
+// 256 ones in run 1, then -2^60 in run 2: in plain row order each 1 is lost against 2^60
+// (the sum is 0); by runs the ones make 256, which 2^60 keeps (its ulp in double is 256),
+// and the sum is 256. Columns differ in where the terms sit, so that every run boundary
+// and a short last run are crossed.
+TEST(ColumnSums, LongColumnsAddRunsOfRowsInRunOrder) {
+  const int64_t R = core::kColumnSumRows, rows = 3 * R + 5, cols = 19;
+  const float big = 1152921504606846976.0f;  // 2^60
+  std::vector<float> a(static_cast<size_t>(rows * cols), 0.0f);
+  for (int64_t j = 0; j < cols; ++j) {
+    a[(j % 7) * cols + j] = big;
+    for (int64_t r = R; r < 2 * R; ++r) a[r * cols + j] = 1.0f;
+    a[(2 * R + j % 5) * cols + j] = -big;
+    a[(3 * R + j % 5) * cols + j] = 0.5f * static_cast<float>(j);  // the short last run
+  }
+  std::vector<float> by_runs(cols), plain(cols);
+  for (int64_t j = 0; j < cols; ++j) {
+    double total = 0, sequential = 0;
+    for (int64_t r0 = 0; r0 < rows; r0 += R) {
+      double run = 0;
+      for (int64_t r = r0; r < std::min(rows, r0 + R); ++r) run += a[r * cols + j];
+      total += run;
+    }
+    for (int64_t r = 0; r < rows; ++r) sequential += a[r * cols + j];
+    by_runs[j] = static_cast<float>(total);
+    plain[j] = static_cast<float>(sequential);
+    EXPECT_EQ(by_runs[j], 256.0f + 0.5f * static_cast<float>(j)) << "column " << j;
+  }
+  ASSERT_NE(by_runs, plain) << "the data must tell runs from plain row order";
+  for (int64_t chunk : {1, 5, 19}) {
+    std::vector<float> sums(cols, -1.0f);
+    for (int64_t j0 = 0; j0 < cols; j0 += chunk)
+      core::column_sums(a.data() + j0, cols, rows, std::min(chunk, cols - j0), sums.data() + j0);
+    EXPECT_EQ(sums, by_runs) << "columns split in chunks of " << chunk;
+  }
+  for (int64_t j = 0; j < cols; ++j)
+    EXPECT_EQ(core::column_sum(a.data() + j, cols, rows), by_runs[j]) << "column " << j;
+}
+
 // The peephole gradients are one computation (core/peephole_grad.hpp): the cpu backend's sum
 // as it goes (peephole_grad_columns, over any split of the columns, forward and reversed
 // directions, ragged steps) gives the bits of the step program's way, each row's terms kept
 // (peephole_terms, as the step kernel writes them) and added up by column_sums.
-TEST(PeepholeGrad, SumAsYouGoEqualsColumnSumsOfTheRowsTerms) {
+// A short batch (one run of column_sums' rows) and a long one (its tokens cross several runs).
+class PeepholeGrad : public ::testing::TestWithParam<SequenceShape> {};
+
+TEST_P(PeepholeGrad, SumAsYouGoEqualsColumnSumsOfTheRowsTerms) {
   const int64_t H = 21, GH = 4 * H;
-  const SequenceShape shape = SequenceShape::padded(5, 4, {5, 2, 4, 1});
+  const SequenceShape& shape = GetParam();
   const core::Schedule s = core::make_schedule(shape);
-  const int64_t N = s.tokens, B = 4;
+  const int64_t N = s.tokens, B = shape.batch;
   std::mt19937 gen(7);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   auto random = [&](int64_t n) {
@@ -300,6 +343,12 @@ TEST(PeepholeGrad, SumAsYouGoEqualsColumnSumsOfTheRowsTerms) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, PeepholeGrad,
+    ::testing::Values(SequenceShape::padded(5, 4, {5, 2, 4, 1}),
+                      SequenceShape::padded(40, 21, {40, 3, 37, 12, 40, 1, 29, 33, 8,  40, 17,
+                                                     26, 5, 39, 22, 40, 2, 31, 19, 36, 11})));
 
 // The backward program takes its bias and peephole gradients as column sums over the tokens
 // (no product with a row of ones, whose order of additions would be the GEMM's), one per

@@ -2,7 +2,8 @@
 //   dP_i = sum dA_i c_{t-1},  dP_f = sum dA_f c_{t-1},  dP_o = sum dA_o c_t,
 // dA the pre-activation gradients of a token's row, c_{t-1} the previous step's cell state (c0
 // for a sequence's first step). Each token's three terms are rounded to T (peephole_terms),
-// and each column is added up over the rows in packed order as core::column_sums adds. The
+// and each column is added up over the rows in packed order as core::column_sums adds (runs
+// of kColumnSumRows rows, counted from the first packed row). The
 // step program keeps the terms per row (its cell step writes them, a ColumnSumsOp adds them
 // up); the cpu backend adds them up as it goes (peephole_grad_columns), saving the [tokens, 3H]
 // buffer. Both give the same bits.
@@ -35,11 +36,16 @@ RNNX_ALWAYS_INLINE void peephole_grad_columns(const Schedule& s, bool reversed, 
   constexpr int64_t kBlock = 16;
   for (int64_t b0 = j0; b0 < j1; b0 += kBlock) {
     const int64_t n = j1 - b0 < kBlock ? j1 - b0 : kBlock;
-    ColumnAccumulator sum[3][kBlock] = {};
+    ColumnAccumulator total[3][kBlock] = {}, sum[3][kBlock] = {};
     for (int64_t t = 0; t < s.T_eff; ++t) {
       const PrevStep prev = prev_step(s, reversed, t);
       for (int64_t i = 0; i < s.batch_sizes[t]; ++i) {
         const int64_t r = s.offsets[t] + i;
+        if (starts_column_run(r)) {
+          for (int q = 0; q < 3; ++q) {
+            for (int64_t j = 0; j < n; ++j) total[q][j] += sum[q][j], sum[q][j] = 0;
+          }
+        }
         const T* cp = (i < prev.count ? c + (s.offsets[prev.step] + i) * H : c0 + i * H) + b0;
         const T* cr = c + r * H + b0;
         const T* g = dg + r * GH + b0;
@@ -53,7 +59,8 @@ RNNX_ALWAYS_INLINE void peephole_grad_columns(const Schedule& s, bool reversed, 
     for (int q = 0; q < 3; ++q) {
       for (int64_t j = 0; j < n; ++j) {
         T& out = dp[q * H + b0 + j];
-        out = accumulate ? out + static_cast<T>(sum[q][j]) : static_cast<T>(sum[q][j]);
+        const T v = static_cast<T>(total[q][j] + sum[q][j]);
+        out = accumulate ? out + v : v;
       }
     }
   }

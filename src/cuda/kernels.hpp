@@ -39,8 +39,9 @@ void weights_to_flat(DataType dtype, const WeightSegment* segments, int64_t coun
                      cudaStream_t stream);
 
 // dst[j] += the sum of column j of src [rows, width] (dense) for j < width, each column added
-// up in row order (core/column_sums.hpp, one thread per column) as the cpu backend adds its
-// bias gradients; also[j] (when not null) gets the same sums. float32 and float64.
+// up in core/column_sums.hpp's order (runs of rows in parallel, combined in run order) as the
+// cpu backend adds its bias gradients; also[j] (when not null) gets the same sums. float32
+// and float64.
 void add_column_sums(DataType dtype, const void* src, int64_t rows, int64_t width, void* dst,
                      void* also, cudaStream_t stream);
 

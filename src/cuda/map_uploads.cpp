@@ -43,9 +43,9 @@ void MapUploads::flush(cudaStream_t stream) {
       check(calls().cudaEventRecord(order_.get(), last_), "cudaEventRecord (row maps)");
       check(calls().cudaStreamWaitEvent(stream, order_.get(), 0), "cudaStreamWaitEvent (row maps)");
     }
-    check(calls().cudaMemcpyAsync(device_.get(), s.host.get(), bytes, cudaMemcpyHostToDevice,
-                                  stream),
-          "cudaMemcpyAsync (row maps)");
+    check(
+        calls().cudaMemcpyAsync(device_.get(), s.host.get(), bytes, cudaMemcpyHostToDevice, stream),
+        "cudaMemcpyAsync (row maps)");
     check(calls().cudaEventRecord(s.copied.get(), stream), "cudaEventRecord (row maps)");
     next_ = 1 - next_;
     dirty_ = false;
