@@ -13,6 +13,12 @@ namespace rnnx::peak {
 double fma_avx512_f32(int64_t iterations);
 double fma_avx2_f32(int64_t iterations);
 
+// int8 multiply-adds the AVX2 way, without VNNI (vpmaddubsw: 32 uint8 x int8 products summed
+// in pairs into int16 with saturation; vpmaddwd by ones and vpaddd into int32): 64 integer
+// operations (32 multiply-adds) per chain step, counted like flops. The upper bound of an
+// int8 kernel on an AVX2 CPU without VNNI (docs/int8.md weighs it against float32's FMA).
+double int8_avx2_maddubs(int64_t iterations);
+
 // bf16 dot products on AMX tiles (tdpbf16ps: 16 x 16 float32 results, 32 bf16 products each,
 // 16,384 flops per instruction) into four independent accumulator tiles. The caller has asked
 // the OS for the tile state (amx_permitted()).
