@@ -376,15 +376,24 @@ def shape_key_packed(batch_sizes, sorted_indices):
 _INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 
 
-# A tensor's index values read to the host, kept while the tensor lives and is not modified in
-# place (its version counter): on CUDA each read is a device-to-host copy and a wait, and one
-# training step reads a PackedSequence's sorted_indices in the module, in the operator's
-# forward and in its backward, a padded batch's lengths likewise. With the cache a device
-# index tensor costs one copy for its lifetime (the issue-47 contract: "with lengths as
-# device tensors, one documented copy"). Keyed by the tensor object (a weak reference, so a
-# new tensor at a freed address is never taken for the old one); a few entries per thread.
+# A device tensor's index values read to the host, kept while the tensor lives and is not
+# modified in place (its version counter): on CUDA each read is a device-to-host copy and a
+# wait, and one training step reads a PackedSequence's sorted_indices in the module, in the
+# operator's forward and in its backward, a padded batch's lengths likewise. With the cache a
+# device index tensor costs one copy for its lifetime (the issue-47 contract: "with lengths
+# as device tensors, one documented copy"). Keyed by the tensor object (a weak reference, so
+# a new tensor at a freed address is never taken for the old one); a few entries per thread.
+# CPU tensors are read every time: that costs no wait, and a CPU tensor can change without
+# its version counter moving (through .numpy() or .data), which a device tensor cannot
+# through .numpy().
 _HOST_INDICES = threading.local()
 _HOST_INDICES_KEPT = 8
+
+
+def _caches_reads(t):
+    """Whether `t`'s index values are kept after a read (_HOST_INDICES): device tensors."""
+    device = getattr(t, "device", None)
+    return device is not None and getattr(device, "type", "cpu") != "cpu"
 
 
 def _tensor_to_numpy(t):
@@ -394,6 +403,8 @@ def _tensor_to_numpy(t):
 
 
 def _cached_index_values(t):
+    if not _caches_reads(t):
+        return None
     cache = getattr(_HOST_INDICES, "entries", None)
     if not cache:
         return None
@@ -410,6 +421,8 @@ def _cached_index_values(t):
 
 
 def _remember_index_values(t, values):
+    if not _caches_reads(t):
+        return
     try:
         entry = (weakref.ref(t), t._version, values)
     except Exception:  # no weak references or version counter: not cached
@@ -427,7 +440,7 @@ def prefetch_index_tensors(*tensors):
     """Reads the not yet cached ones of `tensors` (torch tensors on one device, or None) to the
     host in one copy (one wait on CUDA instead of one per tensor), for as_index_list to find.
     Values are validated there, not here."""
-    todo = [t for t in tensors if t is not None and hasattr(t, "detach")
+    todo = [t for t in tensors if t is not None and hasattr(t, "detach") and _caches_reads(t)
             and _cached_index_values(t) is None]
     if len(todo) < 2 or any(t.dim() != 1 or t.device != todo[0].device
                             or t.dtype != todo[0].dtype for t in todo):

@@ -1,9 +1,11 @@
-"""Index tensors (lengths=, a PackedSequence's sorted_indices and unsorted_indices) are read to
-the host once while they live unmodified (rnnx._runtime.as_index_list's cache): on CUDA each
-read is a device-to-host copy and a wait, and a training step used to read sorted_indices
-three times (module, operator forward, backward) and lengths three times. Counted here on
-the CPU through the one function that reads them (_runtime._tensor_to_numpy); an in-place
-change or a new tensor is read again, and the results stay torch.nn's."""
+"""Device index tensors (lengths=, a PackedSequence's sorted_indices and unsorted_indices) are
+read to the host once while they live unmodified (rnnx._runtime.as_index_list's cache): on
+CUDA each read is a device-to-host copy and a wait, and a training step used to read
+sorted_indices three times (module, operator forward, backward) and lengths three times.
+Counted here on the CPU, with the cache turned on for CPU tensors (_runtime._caches_reads,
+which keeps it to device tensors), through the one function that reads them
+(_runtime._tensor_to_numpy); an in-place change or a new tensor is read again, and the
+results stay torch.nn's. Without the switch a CPU tensor is read at every use."""
 
 import collections
 
@@ -17,6 +19,7 @@ from torch.nn.utils.rnn import pack_padded_sequence  # noqa: E402
 
 @pytest.fixture
 def reads(monkeypatch):
+    monkeypatch.setattr(_runtime, "_caches_reads", lambda t: True)
     counts = collections.Counter()
     real = _runtime._tensor_to_numpy
 
@@ -80,3 +83,23 @@ def test_a_refused_index_tensor_is_still_refused_when_cached():
     for _ in range(2):
         with pytest.raises(Exception, match=r"lengths must hold integers"):
             m(x, lengths=bad)
+
+
+def test_cpu_index_tensors_are_read_at_every_use(monkeypatch):
+    counts = collections.Counter()
+    real = _runtime._tensor_to_numpy
+
+    def counted(t):
+        counts[tuple(t.shape)] += 1
+        return real(t)
+
+    monkeypatch.setattr(_runtime, "_tensor_to_numpy", counted)
+    m, _ = twins()
+    x = torch.randn(6, 3, 4)
+    lengths = torch.tensor([6, 2, 4])
+    m(x, lengths=lengths)
+    m(x, lengths=lengths)
+    assert counts[(3,)] >= 2  # no cache: a CPU tensor may change without its version moving
+    lengths.numpy()[1] = 5  # exactly that: the version counter stays
+    y, _ = m(x, lengths=lengths)
+    assert float(y[4:, 1].abs().sum()) > 0  # positions 2..4 of sequence 1 now computed
