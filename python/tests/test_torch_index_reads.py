@@ -17,9 +17,8 @@ from rnnx import _runtime  # noqa: E402
 from torch.nn.utils.rnn import pack_padded_sequence  # noqa: E402
 
 
-@pytest.fixture
-def reads(monkeypatch):
-    monkeypatch.setattr(_runtime, "_caches_reads", lambda t: True)
+def count_reads(monkeypatch):
+    """A Counter of the index tensors read to the host, by shape."""
     counts = collections.Counter()
     real = _runtime._tensor_to_numpy
 
@@ -29,6 +28,12 @@ def reads(monkeypatch):
 
     monkeypatch.setattr(_runtime, "_tensor_to_numpy", counted)
     return counts
+
+
+@pytest.fixture
+def reads(monkeypatch):
+    monkeypatch.setattr(_runtime, "_caches_reads", lambda t: True)
+    return count_reads(monkeypatch)
 
 
 def twins(cls=rt.LSTM):
@@ -86,14 +91,7 @@ def test_a_refused_index_tensor_is_still_refused_when_cached():
 
 
 def test_cpu_index_tensors_are_read_at_every_use(monkeypatch):
-    counts = collections.Counter()
-    real = _runtime._tensor_to_numpy
-
-    def counted(t):
-        counts[tuple(t.shape)] += 1
-        return real(t)
-
-    monkeypatch.setattr(_runtime, "_tensor_to_numpy", counted)
+    counts = count_reads(monkeypatch)
     m, _ = twins()
     x = torch.randn(6, 3, 4)
     lengths = torch.tensor([6, 2, 4])
