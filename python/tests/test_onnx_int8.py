@@ -221,3 +221,38 @@ def test_a_node_that_cannot_be_imported_is_refused_by_name(tmp_path):
         model.graph.node.append(helper.make_node("DynamicQuantizeLSTM", list(dq.input), ["Y2"],
                                                  domain="com.microsoft", hidden_size=H))
         rnnx.onnx.dynamic_quantize_lstm_module(model)
+
+
+def test_node_attributes_and_inputs_rnnx_cannot_take_are_refused_by_name(tmp_path):
+    path, _ = ort_quantized_lstm(tmp_path, True)
+    model = onnx.load(path)
+    dq = next(n for n in model.graph.node if n.op_type == "DynamicQuantizeLSTM")
+
+    def edited(change):
+        m = onnx.ModelProto()
+        m.CopyFrom(model)
+        change(next(n for n in m.graph.node if n.op_type == "DynamicQuantizeLSTM"))
+        return m
+
+    def set_attr(node, name, value):
+        for a in list(node.attribute):
+            if a.name == name:
+                node.attribute.remove(a)
+        node.attribute.append(helper.make_attribute(name, value))
+
+    with pytest.raises(rnnx.UnsupportedError, match=r"attributes \['layout'\] have no rnnx"):
+        rnnx.onnx.dynamic_quantize_lstm_module(edited(lambda n: set_attr(n, "layout", 1)))
+    with pytest.raises(rnnx.InvalidArgumentError, match="hidden_size 7 but W has 4H = 80"):
+        rnnx.onnx.dynamic_quantize_lstm_module(edited(lambda n: set_attr(n, "hidden_size", 7)))
+    acts = ["Sigmoid", "Tanh", "Tanh", "Sigmoid", "Tanh", "Relu"]
+    with pytest.raises(rnnx.UnsupportedError, match="different activations per direction"):
+        rnnx.onnx.dynamic_quantize_lstm_module(edited(lambda n: set_attr(n, "activations", acts)))
+
+    def drop_w_scale(n):
+        n.input[8] = ""
+    with pytest.raises(rnnx.InvalidArgumentError, match=f"'{dq.name}' has no W_scale"):
+        rnnx.onnx.dynamic_quantize_lstm_module(edited(drop_w_scale))
+    # The same activations in both directions map to rnnx's one list.
+    m = rnnx.onnx.dynamic_quantize_lstm_module(
+        edited(lambda n: set_attr(n, "activations", ["Sigmoid", "Tanh", "Relu"] * 2)))
+    assert [a[0].lower() for a in m.activations] == ["sigmoid", "tanh", "relu"]

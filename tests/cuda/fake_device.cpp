@@ -36,6 +36,7 @@ struct State {
   std::mutex mutex;
   std::vector<std::string> log;
   int64_t fail_index = -1;
+  bool events_pending = false;  // cudaEventQuery answers cudaErrorNotReady
   std::map<void*, size_t> allocations;
   std::set<void*> pinned;                // the allocations cudaMallocHost made
   std::map<void*, std::string> objects;  // handles, streams, events, descriptors
@@ -197,9 +198,11 @@ cudaError_t event_create_with_flags(cudaEvent_t* e, unsigned int) {
   *e = reinterpret_cast<cudaEvent_t>(make_object<FakeEvent>("event"));
   return cudaSuccess;
 }
-// Nothing runs: every event has happened.
+// Nothing runs: every event has happened, unless the test says the device is behind.
 cudaError_t event_query(cudaEvent_t) {
-  return enter("cudaEventQuery") ? cudaErrorUnknown : cudaSuccess;
+  if (enter("cudaEventQuery")) return cudaErrorUnknown;
+  std::lock_guard<std::mutex> lock(g_state->mutex);
+  return g_state->events_pending ? cudaErrorNotReady : cudaSuccess;
 }
 cudaError_t stream_wait_event(cudaStream_t, cudaEvent_t, unsigned int) {
   return enter("cudaStreamWaitEvent") ? cudaErrorUnknown : cudaSuccess;
@@ -551,6 +554,10 @@ int64_t FakeDevice::live_allocations() const {
 int64_t FakeDevice::live_objects() const {
   std::lock_guard<std::mutex> lock(g_state->mutex);
   return static_cast<int64_t>(g_state->objects.size());
+}
+void FakeDevice::events_pending(bool pending) {
+  std::lock_guard<std::mutex> lock(g_state->mutex);
+  g_state->events_pending = pending;
 }
 void FakeDevice::fail_at(int64_t index) {
   std::lock_guard<std::mutex> lock(g_state->mutex);

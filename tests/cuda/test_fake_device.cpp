@@ -271,6 +271,14 @@ TEST_P(FakeDevicePath, NewMapsAreOrderedAfterThePreviousCallsWork) {
     EXPECT_EQ(fake.counts()["cudaStreamWaitEvent"], 1);
     EXPECT_LT(at("cudaStreamWaitEvent"), work) << "the wait comes after the step's work";
     EXPECT_EQ(fake.counts()["cudaStreamSynchronize"] + fake.counts()["cudaEventSynchronize"], 0);
+    // A device two batches behind: the staging buffer about to be written again is still
+    // being copied from, so the host waits for that copy, and for nothing else.
+    fake.events_pending(true);
+    fake.clear_log();
+    st.run(net, shapes[0], b);
+    EXPECT_EQ(fake.counts()["cudaEventSynchronize"], 1);
+    EXPECT_EQ(fake.counts()["cudaStreamSynchronize"], 0);
+    fake.events_pending(false);
   }
   cuda::calls().cudaStreamDestroy(a);
   cuda::calls().cudaStreamDestroy(b);
