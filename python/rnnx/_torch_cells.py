@@ -143,21 +143,7 @@ class _RnnxCell:
         for c, q in zip(_CELL_NAMES if self.bias else _CELL_NAMES[:2], _SEQ_NAMES):
             if mine.get(c) is not its.get(q):
                 return None
-        lstm = isinstance(self, torch.nn.LSTMCell)
-        state = None
-        if hx is not None:
-            parts = hx if lstm else (hx,)
-            if (lstm and (type(hx) is not tuple or len(hx) != 2)) or any(
-                    type(t) is not torch.Tensor or t.dim() != 2 for t in parts):
-                return None
-            state = tuple(t.unsqueeze(0) for t in parts) if lstm else hx.unsqueeze(0)
-        out = seq._rnnx_fast_call(fast, input.unsqueeze(0), state)
-        if out is None:
-            return None
-        if lstm:
-            hy, cy = out[1]
-            return hy[0], cy[0]
-        return out[1][0]
+        return seq._rnnx_fast_call(fast, input, hx, cell=True)
 
     def steps(self, input, hx=None, lengths=None):
         """Several steps at once: input (T, B, input_size) time-major (or (T, input_size)),

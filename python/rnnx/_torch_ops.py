@@ -368,13 +368,27 @@ class Prepared:
     and for a training call the operator's options that its backward reads."""
 
     __slots__ = ("engine", "plan", "flat_address", "y_shape", "h_shape", "c_shape", "lstm",
-                 "training", "options")
+                 "training", "options", "call", "backward_call", "threads_from",
+                 "reserve_size", "weights_numel")
 
     def __init__(self, engine, plan, flat_address, y_shape, h_shape, c_shape, lstm, training,
                  options):
         self.engine, self.plan, self.flat_address = engine, plan, flat_address
         self.y_shape, self.h_shape, self.c_shape = y_shape, h_shape, c_shape
         self.lstm, self.training, self.options = lstm, training, options
+        # The forward goes straight to the binding: the plan at the weights' address with
+        # its own workspaces, positional addresses only (_rnnx.PreparedForward).
+        self.call = _rnnx.PreparedForward(plan, flat_address, training)
+        self.backward_call = _rnnx.PreparedBackward(plan, flat_address) if training else None
+        self.threads_from = engine.threads_from
+        self.reserve_size = plan.reserve_size if training else 0
+        self.weights_numel = plan.weights_numel
+
+    def threads(self):
+        """The thread count of this call (PreparedForward's `threads`): the engine's source,
+        torch.get_num_threads() for rnnx.torch's, or 0 to leave the thread's count alone."""
+        source = self.threads_from
+        return 0 if source is None else max(1, int(source()))
 
     def outputs(self, dtype):
         """(y, hy, cy) to write; cy None but for LSTM."""
@@ -687,16 +701,50 @@ class _PreparedForward(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, prepared, *tensors):
+        # forward_kernel's work for what the cached call has checked (dense CPU tensors of
+        # the plan's shapes, no lengths, no dropout): outputs, a reserve, one binding call.
         x, hx, cx, lengths, batch_sizes, sorted_indices, *weights = tensors
-        output = forward_kernel(x, hx, cx, weights, lengths, batch_sizes, sorted_indices,
-                                *prepared.options, prepared=prepared)
+        y, hy, cy = prepared.outputs(x.dtype)
+        if cy is None:
+            cy = torch.empty((0,), dtype=x.dtype)  # forward_kernel's for a cell without c
+        reserve = _reserve_tensor(prepared.engine, prepared.reserve_size, x.device)
+        prepared.call(x.data_ptr(), y.data_ptr(), ptr(hx), ptr(cx), hy.data_ptr(),
+                      cy.data_ptr() if prepared.lstm else 0, 0, prepared.threads(),
+                      reserve.data_ptr(), prepared.reserve_size)
+        output = (y, hy, cy, reserve)
         _setup_context(ctx, (x, hx, cx, weights, lengths, batch_sizes, sorted_indices,
                              *prepared.options), output)
         ctx.mark_non_differentiable(output[3])
         ctx.rnnx_prepared = prepared
         return output
 
-    backward = _EagerForward.backward
+    @staticmethod
+    def backward(ctx, dy, dhy, dcy, dreserve):
+        if torch.is_grad_enabled() or any(_legacy_batched(t) for t in (dy, dhy, dcy)):
+            # A graph of the gradients (create_graph=True) or is_grads_batched: the operator's
+            # own backward decides (_autograd_backward).
+            return _EagerForward.backward(ctx, dy, dhy, dcy, dreserve)
+        # _backward's work for the cached call: the plan and shapes are the forward's, and
+        # autograd gives each output's gradient its output's shape and dtype.
+        x, hx, cx, _, _, _, reserve, *weights = ctx.saved_tensors
+        prepared = ctx.rnnx_prepared
+        needs = ctx.needs_input_grad  # (prepared, x, hx, cx, lengths, bs, si, *weights)
+        dtype = x.dtype
+        dx = torch.empty(x.shape, dtype=dtype) if needs[1] else None
+        dhx = torch.empty(hx.shape, dtype=dtype) if needs[2] and hx is not None else None
+        dcx = torch.empty(cx.shape, dtype=dtype) if needs[3] and cx is not None else None
+        dw = torch.empty((prepared.weights_numel,), dtype=dtype) if any(needs[7:]) else None
+        dy, dhy = dense(dy), dense(dhy)
+        dcy = dense(dcy) if prepared.lstm else None
+        prepared.backward_call(x.data_ptr(), reserve.data_ptr(), prepared.reserve_size, ptr(hx),
+                               ptr(cx), ptr(dy), ptr(dhy), ptr(dcy), ptr(dx), ptr(dhx),
+                               ptr(dcx), ptr(dw), prepared.threads())
+        if dw is None:
+            wgrads = [None] * len(weights)
+        else:
+            wgrads = [g.view(w.shape) for g, w in
+                      zip(dw.split_with_sizes([w.numel() for w in weights]), weights)]
+        return (None, dx, dhx, dcx, None, None, None, *wgrads)
 
 
 # Function.apply binds its arguments to forward's signature at every call where there is a

@@ -632,12 +632,14 @@ class _RnnxModule:
             tuple(w.shape for w in weights), prepared, token)
         self.__dict__["_rnnx_fast"] = fast
 
-    def _rnnx_fast_call(self, fast, x, hx):
+    def _rnnx_fast_call(self, fast, x, hx, cell=False):
         """The cached call (_rnnx_remember_fast) for this call's purpose when it is like the
         remembered one: the same input shape, dtype and device, dense; initial states absent
         or dense of the right shapes; the same parameters at the same addresses; no dropout,
         autocast, compiler, tracer, dispatch mode or torch.func transform. None when it is
-        not."""
+        not. cell: a cell's step (_torch_cells): x (B, I) and the states (B, H) without the
+        sequence module's leading 1; an inference step returns only the final states, shaped
+        so, (hy, cy) for LSTM."""
         if type(x) is not torch.Tensor or (self.training and self.dropout > 0
                                            and self.num_layers > 1):
             return None
@@ -651,17 +653,25 @@ class _RnnxModule:
             if entry is None or x.requires_grad or any(w.requires_grad for w in entry[4]):
                 return None
         (memo, engines, shape, dtype, weights, addresses, shapes, prepared, token) = entry
-        if (tuple(x.shape) != shape or x.dtype != dtype
-                or x.device.type != "cpu" or not x.is_contiguous()
-                or x.is_conj() or x.is_neg()
+        # A cell's tensors lack the sequence module's leading 1: its remembered call must have
+        # had one step (its steps() remembers calls of several).
+        skip = 1 if cell else 0
+        if cell and shape[0] != 1:
+            return None
+        if (x.shape != shape[skip:] or x.dtype != dtype or not x.is_cpu
+                or not x.is_contiguous() or x.is_neg() or x.is_conj()
                 or self.__dict__.get("_rnnx_config_memo") is not memo
                 or self.__dict__.get("_rnnx_engines") is not engines):
             return None
-        current = [getattr(self, n) for n in self._flat_weights_names]
-        if (any(a is not b for a, b in zip(current, weights))
-                or tuple(w.data_ptr() for w in current) != addresses
-                or any(w.shape != s or not w.is_contiguous() for w, s in zip(current, shapes))):
-            return None
+        # The parameters as the module holds them (functional_call and load_state_dict(
+        # assign=True) put other tensors there; a parametrization takes the name out, so
+        # its call takes the full path), each at its remembered address, shape and strides.
+        params = self._parameters
+        current = [params.get(n) for n in self._flat_weights_names]
+        for w, kept, address, kept_shape in zip(current, weights, addresses, shapes):
+            if (w is not kept or w.data_ptr() != address or w.shape != kept_shape
+                    or not w.is_contiguous()):
+                return None
         lstm = prepared.lstm
         h0 = c0 = None
         if hx is not None:
@@ -672,8 +682,8 @@ class _RnnxModule:
             else:
                 h0 = hx
             for t, want in ((h0, prepared.h_shape), (c0, prepared.c_shape)):
-                if t is not None and (type(t) is not torch.Tensor or tuple(t.shape) != want
-                                      or t.dtype != dtype or t.device.type != "cpu"
+                if t is not None and (type(t) is not torch.Tensor or t.shape != want[skip:]
+                                      or t.dtype != dtype or not t.is_cpu
                                       or not t.is_contiguous() or t.is_conj() or t.is_neg()):
                     return None
         needs_grad = grad and (x.requires_grad or any(w.requires_grad for w in current)
@@ -684,7 +694,13 @@ class _RnnxModule:
                 or torch.is_autocast_enabled("cpu")):
             return None
         if needs_grad:
+            if cell:
+                x = x.unsqueeze(0)
+                h0 = None if h0 is None else h0.unsqueeze(0)
+                c0 = None if c0 is None else c0.unsqueeze(0)
             y, hy, cy, _ = _torch_ops.prepared_training_forward(prepared, x, h0, c0, current)
+            if cell:
+                return (hy[0], cy[0]) if lstm else hy[0]
             return (y, (hy, cy)) if lstm else (y, hy)
         # The weights' version: every in-place change of a parameter (an optimizer's step,
         # load_state_dict, torch.no_grad() edits) advances its version counter, so the sum
@@ -694,11 +710,17 @@ class _RnnxModule:
         version = 0
         if self.__dict__.get("rnnx_keep_packed_weights", True):
             version = (token << 40) | (sum(w._version for w in current) & ((1 << 40) - 1))
-        y, hy, cy = prepared.outputs(dtype)
-        prepared.engine.forward_ptr(
-            prepared.plan, x.data_ptr(), prepared.flat_address, y.data_ptr(),
-            0 if h0 is None else h0.data_ptr(), 0 if c0 is None else c0.data_ptr(),
-            hy.data_ptr(), 0 if cy is None else cy.data_ptr(), False, 0, 0, 0, version)
+        h_shape = prepared.h_shape[skip:]
+        hy = torch.empty(h_shape, dtype=dtype)
+        cy = torch.empty(prepared.c_shape[skip:], dtype=dtype) if lstm else None
+        # A cell's step wants no outputs but the states: y goes to the call's scratch.
+        y = None if cell else torch.empty(prepared.y_shape, dtype=dtype)
+        prepared.call(x.data_ptr(), 0 if y is None else y.data_ptr(),
+                      0 if h0 is None else h0.data_ptr(), 0 if c0 is None else c0.data_ptr(),
+                      hy.data_ptr(), 0 if cy is None else cy.data_ptr(), version,
+                      prepared.threads())
+        if cell:
+            return (hy, cy) if lstm else hy
         return (y, (hy, cy)) if lstm else (y, hy)
 
     def _rnnx_states(self, hx, lstm, unbatched, h_shape, c_shape, dtype, device):

@@ -7,8 +7,13 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <mutex>
+#include <new>
 #include <optional>
 #include <string>
 #include <utility>
@@ -675,6 +680,157 @@ void backward_ptr(PyPlan& self, uintptr_t x, uintptr_t weights, uintptr_t reserv
   self.net->backward(self.shape, a);
 }
 
+// Host buffers of one size, 64-byte aligned, kept for the next call: a lease takes one (or
+// a new one) and gives it back when it ends. At most `keep` are kept: one per caller at a
+// time is the common case; more would hold memory that only a burst of callers needed.
+class BufferPool {
+  static constexpr size_t kAlign = 64;
+  struct Free {
+    void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t{kAlign}); }
+  };
+  using Buffer = std::unique_ptr<std::byte[], Free>;
+
+ public:
+  BufferPool(size_t bytes, size_t keep) : bytes_(std::max<size_t>(bytes, 1)), keep_(keep) {}
+
+  class Lease {
+   public:
+    explicit Lease(BufferPool& pool) : pool_(pool), buffer_(pool.take()) {}
+    ~Lease() { pool_.give_back(std::move(buffer_)); }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    std::byte* get() const { return buffer_.get(); }
+
+   private:
+    BufferPool& pool_;
+    Buffer buffer_;
+  };
+
+  static size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+ private:
+  Buffer take() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!free_.empty()) {
+        Buffer b = std::move(free_.back());
+        free_.pop_back();
+        return b;
+      }
+    }
+    return Buffer(new (std::align_val_t{kAlign}) std::byte[bytes_]);
+  }
+  void give_back(Buffer b) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (free_.size() < keep_) free_.push_back(std::move(b));
+  }
+
+  size_t bytes_;
+  size_t keep_;
+  std::mutex mutex_;
+  std::vector<Buffer> free_;
+};
+
+// The calling thread's thread count for one call (rnnx.torch passes torch.get_num_threads()),
+// restored after it; 0 leaves it alone.
+class ThreadCountScope {
+ public:
+  explicit ThreadCountScope(int threads)
+      : threads_(threads), saved_(threads > 0 ? rnnx::max_threads() : 0) {
+    if (threads_ > 0) rnnx::set_num_threads(threads_);
+  }
+  ~ThreadCountScope() {
+    if (threads_ > 0) rnnx::set_num_threads(saved_);
+  }
+  ThreadCountScope(const ThreadCountScope&) = delete;
+  ThreadCountScope& operator=(const ThreadCountScope&) = delete;
+
+ private:
+  int threads_;
+  int saved_;
+};
+
+// rnnx.torch's cached eager call on the host (torch.py's _rnnx_fast_call, the cells' step):
+// one plan at one weights address with workspaces of its own, called with positional
+// addresses. Through Plan.forward_ptr and the Python engine the same call costs about 5 us at
+// T=1, B=1, H=16 (keyword arguments, the Python workspace pool, two thread-count calls), a
+// third of torch.nn's whole RNNCell call. y may be 0 for an inference call whose caller wants
+// only the final states (a cell's step): the outputs are then written past the workspace. A
+// training call (training=True at construction) writes the caller's reserve.
+class PyPreparedForward {
+ public:
+  PyPreparedForward(const PyPlan& plan, uintptr_t weights, bool training)
+      : net_(plan.net),
+        shape_(plan.shape),
+        weights_(weights),
+        training_(training),
+        workspace_size_(plan.info.forward_workspace[training ? 1 : 0]),
+        buffers_(BufferPool::round_up(workspace_size_) +
+                     static_cast<size_t>(plan.info.y_numel) *
+                         static_cast<size_t>(rnnx::dtype_size(plan.config().dtype)),
+                 2) {}
+
+  void call(uintptr_t x, uintptr_t y, uintptr_t h0, uintptr_t c0, uintptr_t hy, uintptr_t cy,
+            uint64_t weights_version, int threads, uintptr_t reserve, size_t reserve_size) {
+    py::gil_scoped_release nogil;
+    BufferPool::Lease buffer(buffers_);
+    rnnx::ForwardArgs a;
+    a.weights_version = weights_version;
+    a.x = address(x), a.weights = address(weights_);
+    a.y = y != 0 ? address(y) : buffer.get() + BufferPool::round_up(workspace_size_);
+    a.h0 = address(h0), a.c0 = address(c0), a.hy = address(hy), a.cy = address(cy);
+    a.workspace = workspace_size_ > 0 ? buffer.get() : nullptr;
+    a.workspace_size = workspace_size_;
+    a.training = training_;
+    a.reserve = address(reserve), a.reserve_size = reserve_size;
+    ThreadCountScope thread_count(threads);
+    net_->forward(shape_, a);
+  }
+
+ private:
+  std::shared_ptr<rnnx::Network> net_;
+  rnnx::SequenceShape shape_;
+  uintptr_t weights_;
+  bool training_;
+  size_t workspace_size_;
+  BufferPool buffers_;  // the workspace, then room for a y the caller does not want
+};
+
+// The backward of a PyPreparedForward's training call (rnnx.torch's cached eager training
+// call): the same plan and weights address, workspaces of its own, positional addresses.
+class PyPreparedBackward {
+ public:
+  PyPreparedBackward(const PyPlan& plan, uintptr_t weights)
+      : net_(plan.net),
+        shape_(plan.shape),
+        weights_(weights),
+        workspace_size_(plan.info.backward_workspace),
+        buffers_(workspace_size_, 1) {}
+
+  void call(uintptr_t x, uintptr_t reserve, size_t reserve_size, uintptr_t h0, uintptr_t c0,
+            uintptr_t dy, uintptr_t dhy, uintptr_t dcy, uintptr_t dx, uintptr_t dh0, uintptr_t dc0,
+            uintptr_t dweights, int threads) {
+    py::gil_scoped_release nogil;
+    BufferPool::Lease buffer(buffers_);
+    rnnx::BackwardArgs a;
+    a.x = address(x), a.weights = address(weights_), a.h0 = address(h0), a.c0 = address(c0);
+    a.dy = address(dy), a.dhy = address(dhy), a.dcy = address(dcy);
+    a.dx = address(dx), a.dh0 = address(dh0), a.dc0 = address(dc0), a.dweights = address(dweights);
+    a.workspace = workspace_size_ > 0 ? buffer.get() : nullptr;
+    a.workspace_size = workspace_size_;
+    a.reserve = address(reserve), a.reserve_size = reserve_size;
+    ThreadCountScope thread_count(threads);
+    net_->backward(shape_, a);
+  }
+
+ private:
+  std::shared_ptr<rnnx::Network> net_;
+  rnnx::SequenceShape shape_;
+  uintptr_t weights_;
+  size_t workspace_size_;
+  BufferPool buffers_;
+};
+
 }  // namespace
 
 PYBIND11_MODULE(_rnnx, m) {
@@ -1027,4 +1183,22 @@ PYBIND11_MODULE(_rnnx, m) {
       .def("__repr__", [](const PyPlan& p) {
         return "rnnx.Plan(" + p.net->problem_name(p.shape) + ", " + p.net->impl_name(p.shape) + ")";
       });
+
+  py::class_<PyPreparedBackward>(m, "PreparedBackward",
+                                 "The backward of a PreparedForward's training call: the same "
+                                 "plan and weights address, workspaces of its own.")
+      .def(py::init<const PyPlan&, uintptr_t>(), "plan"_a, "weights"_a)
+      .def("__call__", &PyPreparedBackward::call, "x"_a, "reserve"_a, "reserve_size"_a, "h0"_a,
+           "c0"_a, "dy"_a, "dhy"_a, "dcy"_a, "dx"_a, "dh0"_a, "dc0"_a, "dweights"_a, "threads"_a,
+           "The backward on host buffers by address (0: absent; gradients of absent outputs "
+           "zero), whose sizes the caller has checked against the plan's; dweights overwritten.");
+  py::class_<PyPreparedForward>(m, "PreparedForward",
+                                "A plan's forward at one weights address, with workspaces "
+                                "of its own: rnnx.torch's cached eager call on the host.")
+      .def(py::init<const PyPlan&, uintptr_t, bool>(), "plan"_a, "weights"_a, "training"_a)
+      .def("__call__", &PyPreparedForward::call, "x"_a, "y"_a, "h0"_a, "c0"_a, "hy"_a, "cy"_a,
+           "weights_version"_a, "threads"_a, "reserve"_a = 0, "reserve_size"_a = 0,
+           "The forward on host buffers by address (0: absent; y 0: not wanted), whose sizes "
+           "the caller has checked against the plan's; a training call's reserve. threads: the "
+           "calling thread's count for this call (0: as it is).");
 }

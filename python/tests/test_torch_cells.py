@@ -92,6 +92,77 @@ def test_a_decoder_loop_matches_torch_nn_step_after_step(name, grad):
             torch.testing.assert_close(g, w, rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("name", CELLS)
+@pytest.mark.parametrize("grad", [False, True])
+def test_a_step_after_steps_is_one_step(name, grad):
+    """steps() remembers a call of several steps on the part; a step of the same batch after
+    it must not take that call (it would read T steps of a one-step input)."""
+    ref, ours = pair(name)
+    xs = torch.randn(6, 4, 3, dtype=torch.float64, requires_grad=grad)
+    hx = state(name, (4, 5))
+    with torch.set_grad_enabled(grad):
+        for _ in range(2):  # the second steps() is the cached call
+            ours.steps(xs, hx)
+        for t in range(3):
+            got, want = flat(ours(xs[t], hx)), flat(ref(xs[t], hx))
+            for w, g in zip(want, got):
+                torch.testing.assert_close(g, w, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", CELLS)
+def test_cached_training_steps_give_each_wanted_gradient(name):
+    """The cached training call's backward (its own, not the operator's) for every choice of
+    what needs a gradient: the input, the state, the parameters (frozen or not), against
+    torch.nn's, from the second call on."""
+    ref, ours = pair(name)
+    for need_x, need_h, need_w in [(True, True, True), (False, True, False),
+                                   (True, False, False), (False, False, True)]:
+        for m in (ref, ours):
+            m.requires_grad_(need_w)
+        x = torch.randn(4, 3, dtype=torch.float64, requires_grad=need_x)
+        hx = state(name, (4, 5), requires_grad=need_h)
+        inputs = ([x] if need_x else []) + (flat(hx) if need_h else [])
+        for _ in range(3):
+            want, got = flat(ref(x, hx)), flat(ours(x, hx))
+            seeds = [torch.randn_like(w) for w in want]
+            gw = torch.autograd.grad(want, inputs + (list(ref.parameters()) if need_w else []),
+                                     seeds)
+            gg = torch.autograd.grad(got, inputs + (list(ours.parameters()) if need_w else []),
+                                     seeds)
+            for w, g in zip(gw, gg):
+                torch.testing.assert_close(g, w, rtol=0, atol=1e-12)
+        if _torch_ops.AVAILABLE:
+            assert "training" in ours._rnnx_seq.__dict__["_rnnx_fast"]
+
+
+@pytest.mark.parametrize("name", CELLS)
+def test_concurrent_cached_steps_match_one_caller(name):
+    """Threads stepping one cell at once through its cached inference call (workspaces of
+    the call's own, one per caller at a time) get what one caller gets."""
+    import threading
+    _, ours = pair(name, I=8, H=32)
+    ours.eval()
+    xs = [torch.randn(3, 8, dtype=torch.float64) for _ in range(4)]
+    with torch.no_grad():
+        ours(xs[0])
+        want = [[flat(ours(x)) for _ in range(50)] for x in xs]
+    got = [None] * len(xs)
+
+    def run(i):
+        with torch.no_grad():
+            got[i] = [flat(ours(xs[i])) for _ in range(50)]
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(xs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for w_calls, g_calls in zip(want, got):
+        for w, g in zip(w_calls, g_calls):
+            for a, b in zip(w, g):
+                assert torch.equal(a, b)
+
+
 @pytest.mark.parametrize("nonlinearity", ["tanh", "relu"])
 def test_rnn_cell_nonlinearity(nonlinearity):
     ref, ours = pair("RNNCell", nonlinearity=nonlinearity)
