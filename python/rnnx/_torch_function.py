@@ -1,86 +1,38 @@
-"""rnnx.torch's autograd on PyTorch before 2.4 and under torch.func's transforms: a
-torch.autograd.Function around rnnx's forward and backward (on PyTorch 2.4+ the modules
-otherwise call the dispatcher operators of _torch_ops.py). The plan is built by the module
-and travels in a _Call; the reserve comes from the engine's pool (CPU) or PyTorch's caching
-allocator (CUDA)."""
+"""rnnx.torch's autograd on PyTorch before 2.4 and under torch.func's grad transforms: a
+torch.autograd.Function around the operator's own kernels (_torch_ops.forward_kernel and
+_torch_ops._backward: the same code the dispatcher operators run on PyTorch 2.4+, the same
+plans in the module's engine), with what those transforms need around them: forward without
+ctx (setup_context), backward below their wrappers, vmap over examples."""
 
 import copy
 
 import torch
 
-from . import _runtime
-from ._torch_ops import _at, _functorch, _functorch_active, dense as _dense, np_view as _np
-from ._torch_ops import ptr as _ptr, refuse_double_backward, stream as _stream
+from . import _rnnx
+from . import _torch_ops
+from ._torch_ops import _at, _functorch, _functorch_active, refuse_double_backward
 
 
 class _Call:
-    """What one forward needs besides tensors; the backward gets the same object."""
+    """What one forward needs besides the differentiable tensors, and what its backward
+    needs from it: the operator's options (config, engine, backend, num_threads,
+    batch_first, training, dropout_counter, static_reserve), its index tensors (lengths,
+    batch_sizes, sorted_indices), and the reserve the forward wrote."""
 
-    __slots__ = ("engine", "plan", "params", "training", "counter", "lstm", "flat",
-                 "y_shape", "h_shape", "c_shape", "dtype", "device", "flat_used", "reserve",
-                 "dropout", "examples")
+    __slots__ = ("options", "indices", "lstm", "dropout", "reserve", "examples")
 
-
-def _gather_flat(call, weights):
-    flat = torch.empty(call.plan.weights_numel, dtype=call.dtype, device=weights[0].device)
-    for w, p in zip(weights, call.params):
-        flat[p.offset:p.offset + p.numel].copy_(w.detach().reshape(-1))
-    return flat
-
-
-class _DeviceReserve:
-    """A CUDA call's reserve: bytes from PyTorch's caching allocator, freed with the node."""
-
-    __slots__ = ("buffer",)
-
-    def __init__(self, nbytes, device):
-        self.buffer = torch.empty(max(nbytes, 1), dtype=torch.uint8, device=device)
-
-
-def _run_forward_cuda(call, x, h0, c0, flat):
-    dev = call.device
-    y = torch.empty(call.y_shape, dtype=call.dtype, device=dev)
-    hy = torch.empty(call.h_shape, dtype=call.dtype, device=dev)
-    cy = torch.empty(call.c_shape, dtype=call.dtype, device=dev) if call.lstm else None
-    plan = call.plan
-    reserve = _DeviceReserve(plan.reserve_size, dev) if call.training else None
-    ws_size = plan.forward_workspace_size(call.training)
-    ws = torch.empty(ws_size, dtype=torch.uint8, device=dev) if ws_size else None
-    with torch.cuda.device(dev):
-        plan.forward_ptr(_ptr(x), _ptr(flat), _ptr(y), h0=_ptr(h0), c0=_ptr(c0), hy=_ptr(hy),
-                         cy=_ptr(cy), training=call.training, dropout_counter=call.counter,
-                         workspace=_ptr(ws), workspace_size=ws_size,
-                         reserve=0 if reserve is None else _ptr(reserve.buffer),
-                         reserve_size=0 if reserve is None else plan.reserve_size,
-                         stream=_stream(dev))
-    return y, hy, cy, reserve
-
-
-def _run_forward(call, x, h0, c0, flat):
-    if call.device is not None:
-        return _run_forward_cuda(call, x, h0, c0, flat)
-    y = torch.empty(call.y_shape, dtype=call.dtype)
-    hy = torch.empty(call.h_shape, dtype=call.dtype)
-    cy = torch.empty(call.c_shape, dtype=call.dtype) if call.lstm else None
-    reserve = None
-    if call.training:
-        pool = call.engine.reserves
-        reserve = _runtime.ReserveHandle(pool, pool.acquire(call.plan.reserve_size))
-    call.engine.forward(call.plan, _np(x), _np(flat), _np(y), h0=_np(h0), c0=_np(c0), hy=_np(hy),
-                        cy=_np(cy), training=call.training, dropout_counter=call.counter,
-                        reserve=None if reserve is None else reserve.buffer)
-    return y, hy, cy, reserve
+    def __init__(self, options, indices, lstm, dropout):
+        self.options, self.indices, self.lstm, self.dropout = options, indices, lstm, dropout
+        self.reserve = None
+        self.examples = None
 
 
 def _function_forward(call, x, h0, c0, weights):
-    """The forward of _RnnxFunction: runs rnnx, keeps what backward needs on `call` (one
-    object per forward), returns (y, hy[, cy])."""
-    flat = call.flat if call.flat is not None else _gather_flat(call, weights)
-    y, hy, cy, reserve = _run_forward(call, x, h0, c0, flat)
-    call.flat_used = flat
-    # Released to the engine's pool when the node (holding `call`) is freed, not after
-    # backward: backward may run again with retain_graph=True.
-    call.reserve = reserve
+    """The forward of _RnnxFunction: the operator's kernel; the reserve is kept on `call`
+    (one object per forward) and released with the node, not after backward, which may run
+    again with retain_graph=True. Returns (y, hy[, cy])."""
+    y, hy, cy, call.reserve = _torch_ops.forward_kernel(x, h0, c0, weights, *call.indices,
+                                                        *call.options)
     return (y, hy, cy) if call.lstm else (y, hy)
 
 
@@ -181,44 +133,26 @@ def _backward_vmapped(ctx, level, saved, dy, dhy, dcy):
 
 
 def _backward_plain(ctx, call, x, h0, c0, *rest):
+    """The operator's backward kernel for one forward's call."""
     *weights, dy, dhy, dcy = rest
     needs = ctx.needs_input_grad  # (call, x, h0, c0, *weights)
-    dx = torch.empty_like(x) if needs[1] else None
-    dh0 = torch.empty_like(h0) if h0 is not None and needs[2] else None
-    dc0 = torch.empty_like(c0) if c0 is not None and needs[3] else None
-    want_w = any(needs[4:])
-    dw = (torch.empty(call.plan.weights_numel, dtype=call.dtype, device=x.device)
-          if want_w else None)
-    # Dense copies held in locals until rnnx has run: on CUDA a temporary freed right after
-    # taking its pointer goes back to the caching allocator, which may hand its block to the
-    # next copy on the same stream before rnnx's backward reads it (issue #27).
-    dy, dhy = _dense(dy), _dense(dhy)
-    dcy = _dense(dcy) if call.lstm else None
-    if call.device is not None:
-        plan, dev = call.plan, call.device
-        ws_size = plan.backward_workspace_size
-        ws = torch.empty(ws_size, dtype=torch.uint8, device=dev) if ws_size else None
-        with torch.cuda.device(dev):
-            plan.backward_ptr(_ptr(x), _ptr(call.flat_used), _ptr(call.reserve.buffer),
-                              plan.reserve_size, h0=_ptr(h0), c0=_ptr(c0), dy=_ptr(dy),
-                              dhy=_ptr(dhy), dcy=_ptr(dcy), dx=_ptr(dx), dh0=_ptr(dh0),
-                              dc0=_ptr(dc0), dweights=_ptr(dw), workspace=_ptr(ws),
-                              workspace_size=ws_size, stream=_stream(dev))
-    else:
-        call.engine.backward(call.plan, _np(x), _np(call.flat_used), call.reserve.buffer,
-                             h0=_np(h0), c0=_np(c0), dy=_np(dy), dhy=_np(dhy), dcy=_np(dcy),
-                             dx=_np(dx), dh0=_np(dh0), dc0=_np(dc0), dweights=_np(dw))
-    wgrads = []
-    for i, p in enumerate(call.params):
-        if dw is not None and needs[4 + i]:
-            wgrads.append(dw[p.offset:p.offset + p.numel].view(weights[i].shape))
-        else:
-            wgrads.append(None)
-    return (None, dx, dh0, dc0, *wgrads)
+    mask = [bool(needs[1]), bool(needs[2]) and h0 is not None,
+            bool(needs[3]) and c0 is not None, any(needs[4:])]
+    config, engine, backend, num_threads, batch_first = call.options[:5]
+    dx, dh0, dc0, dw = _torch_ops._backward(
+        x, h0, c0, weights, *call.indices, config, engine, backend, num_threads, batch_first,
+        call.reserve, dy, dhy, dcy if call.lstm else None, mask)
+    wgrads, offset = [], 0
+    for i, w in enumerate(weights):
+        wgrads.append(dw[offset:offset + w.numel()].view(w.shape)
+                      if mask[3] and needs[4 + i] else None)
+        offset += w.numel()
+    return (None, dx if mask[0] else None, dh0 if mask[1] else None, dc0 if mask[2] else None,
+            *wgrads)
 
 
 def _refuse_jvp(ctx, *tangents):
-    raise _runtime._rnnx.UnsupportedError(
+    raise _rnnx.UnsupportedError(
         "rnnx.torch: forward-mode AD (torch.func.jvp, jacfwd, hessian) through an rnnx "
         "LSTM/GRU/RNN is not supported: rnnx computes reverse-mode gradients only; use "
         "jacrev, or vmap(grad(...)) for per-example gradients")
@@ -230,8 +164,8 @@ def _function_vmap(info, in_dims, call, x, h0, c0, *weights):
     reserve, so that its backward gives that example's gradients; the plan is the module's,
     made for one example's shape. Dropout masks are the same for every example
     (randomness='same'); 'error' (vmap's default) refuses them."""
-    if call.training and call.dropout > 0 and info.randomness != "same":
-        raise _runtime._rnnx.UnsupportedError(
+    if call.dropout > 0 and info.randomness != "same":
+        raise _rnnx.UnsupportedError(
             f"rnnx.torch: dropout under torch.vmap needs randomness='same' (got "
             f"{info.randomness!r}): rnnx's masks come from (seed, counter, layer, position)")
     w_dims = in_dims[4:]
@@ -239,10 +173,8 @@ def _function_vmap(info, in_dims, call, x, h0, c0, *weights):
     # The backward (one node for the batch, _backward_vmapped) finds each example's call here.
     call.examples = []
     for v in range(info.batch_size):
-        example = copy.copy(call)  # a forward's reserve and weights live on its call
+        example = copy.copy(call)  # a forward's reserve lives on its call
         example.examples = None
-        if any(d is not None for d in w_dims):
-            example.flat = None  # this example's weights, gathered by its forward
         call.examples.append(example)
         outs.append(_RnnxFunction.apply(
             example, _at(x, in_dims[1], v), _at(h0, in_dims[2], v), _at(c0, in_dims[3], v),
@@ -279,3 +211,13 @@ else:
             return out
 
         backward = staticmethod(_function_backward)
+
+
+def training_forward(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, *options):
+    """The module's training forward on this path, with the operator's arguments and results
+    (y, hy, cy, reserve: cy None but for LSTM, the reserve kept on the node's call)."""
+    info = _torch_ops.config_info(options[0])
+    call = _Call(options, (lengths, batch_sizes, sorted_indices), info.lstm,
+                 float(info.kwargs.get("dropout") or 0))
+    out = _RnnxFunction.apply(call, x, hx, cx, *weights)
+    return out[0], out[1], (out[2] if info.lstm else None), None

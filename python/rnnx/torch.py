@@ -31,7 +31,7 @@ from . import _runtime
 from . import _torch_onnx
 from . import _torch_ops
 from ._runtime import invalid
-from ._torch_function import _Call, _RnnxFunction, _gather_flat, _run_forward
+from ._torch_function import training_forward as _function_training_forward
 from ._torch_ops import _functorch_active, dense as _dense
 from ._torch_ops import compiling as _compiling, dispatch_modes_active as _dispatch_modes_active
 
@@ -368,7 +368,6 @@ class _RnnxModule:
             if x.dim() != 2:
                 raise invalid(f"PackedSequence data must be 2-D, got {x.dim()}-D")
             if compiling:
-                shape_key = None
                 batch = (sorted_indices.shape[0] if sorted_indices is not None
                          else _batch_of_states(hx))
             else:
@@ -391,8 +390,6 @@ class _RnnxModule:
                         raise invalid(f"PackedSequence unsorted_indices {ui} is not the inverse "
                                       f"permutation of sorted_indices {si}")
                 batch = bs[0] if bs else 0  # no steps: the plan refuses it, naming batch_sizes
-                shape_key = _runtime.shape_key_packed(bs, si)
-            y_shape = (x.shape[0], 0)
             batch_first = False
         else:
             x = input
@@ -407,13 +404,9 @@ class _RnnxModule:
                     raise invalid("lengths= needs batched (3-D) input")
                 unbatched = True
                 x = x.unsqueeze(0 if batch_first else 1)
-            T, batch = (x.shape[1], x.shape[0]) if batch_first else (x.shape[0], x.shape[1])
-            if compiling:
-                lens, shape_key = None, None
-            else:
-                lens = None if lengths is None else _runtime.as_index_list(lengths, "lengths")
-                shape_key = _runtime.shape_key_padded(T, batch, lens, batch_first)
-            y_shape = (x.shape[0], x.shape[1], 0)
+            batch = x.shape[0] if batch_first else x.shape[1]
+            lens = (None if compiling or lengths is None
+                    else _runtime.as_index_list(lengths, "lengths"))
         device = x.device
         if device.type not in ("cpu", "cuda"):
             raise _rnnx.UnsupportedError(f"rnnx.torch runs on CPU and CUDA tensors; input is on "
@@ -496,7 +489,11 @@ class _RnnxModule:
                 kw, self._flat_weights_names, x, h0, c0, weights,
                 lengths if lengths is None or isinstance(lengths, torch.Tensor)
                 else torch.tensor(lens), batch_sizes if packed else None, batch_first)
-        elif _torch_ops.AVAILABLE and (vmapped or not _functorch_active()):
+        else:
+            # PyTorch before 2.4 (no dispatcher operators), and torch.func's grad transforms
+            # (which differentiate a Function, not a torch.library operator's autograd): the
+            # same kernels through _RnnxFunction.
+            function_path = not (_torch_ops.AVAILABLE and (vmapped or not _functorch_active()))
             if packed:
                 op_lengths, op_bs, op_si = None, batch_sizes, sorted_indices
             else:
@@ -512,8 +509,9 @@ class _RnnxModule:
             # Eager training (plain tensors, nothing watching) enters the operator's autograd
             # directly, whose forward calls the kernel itself (_torch_ops._EagerForward).
             eager = not (compiling or vmapped or _dispatch_modes_active())
-            direct = eager and not needs_grad
+            direct = (eager or function_path) and not needs_grad
             op = (_torch_ops.forward_kernel if direct
+                  else _function_training_forward if function_path
                   else _torch_ops.eager_training_forward if eager else torch.ops.rnnx.forward)
             extra = {"eager_inference": True} if direct and not apply_dropout else {}
             op_config = self._rnnx_op_config(dtype, self.dropout if apply_dropout else 0.0)
@@ -522,8 +520,8 @@ class _RnnxModule:
                 self._rnnx_engines.id, self._rnnx_backend, self._rnnx_num_threads,
                 batch_first, bool(needs_grad or apply_dropout), counter, compiling, **extra)
             if ((extra or (eager and needs_grad and not apply_dropout))
-                    and device.type == "cpu" and not packed and lengths is None
-                    and not unbatched and dtype == weights[0].dtype
+                    and not function_path and device.type == "cpu" and not packed
+                    and lengths is None and not unbatched and dtype == weights[0].dtype
                     and _autocast_dtype("cpu") is None):
                 self._rnnx_remember_fast("inference" if extra else "training", x, weights,
                                          op_config, batch_first, h_shape, c_shape,
@@ -532,12 +530,6 @@ class _RnnxModule:
                 self.dropout_calls += 1
             if not lstm:
                 cy = None
-        else:
-            cfg, cfg_key, params = self._rnnx_config(dtype, dropout)
-            y, hy, cy = self._rnnx_forward_function(
-                x, h0, c0, weights, cfg, cfg_key, params, shape_key, device, apply_dropout,
-                needs_grad, lstm, y_shape, D, P, h_shape, c_shape, dtype)
-
         if int8_graph:
             y, hy, cy = _torch_quantize.no_backward(type(self).__name__, x, y, hy, cy)
         if packed:
@@ -550,56 +542,10 @@ class _RnnxModule:
             output = y
         return (output, (hy, cy)) if lstm else (output, hy)
 
-    def _rnnx_forward_function(self, x, h0, c0, weights, cfg, cfg_key, params, shape_key,
-                               device, apply_dropout, needs_grad, lstm, y_shape, D, P, h_shape,
-                               c_shape, dtype):
-        """The forward on PyTorch before 2.4 (no torch.library fake kernels): through
-        _RnnxFunction, with the plan cached in the module's engine."""
-        call = _Call()
-        call.device = None if device.type == "cpu" else device
-        call.engine = self._rnnx_engine if call.device is None else self._rnnx_cuda_engine(device)
-        # A call that keeps no reserve runs on a plan built for inference (its search times a
-        # forward, not a training step).
-        purpose = "training" if (needs_grad or apply_dropout) else "inference"
-        if call.device is None:
-            call.plan = call.engine.plan(cfg, cfg_key, shape_key, purpose)
-        else:
-            with torch.cuda.device(device):  # a cuda plan is bound to the current device
-                call.plan = call.engine.plan(cfg, cfg_key, shape_key, purpose)
-        # The counter advances only for a call that gets this far: a refused one (bad
-        # lengths, a bad parameter) leaves the masks of later calls as they were.
-        counter = 0
-        if apply_dropout:
-            counter = self.dropout_calls
-            self.dropout_calls += 1
-        call.params = params
-        call.training = bool(needs_grad or apply_dropout)
-        call.counter = counter
-        call.dropout = float(self.dropout) if apply_dropout else 0.0
-        call.lstm = lstm
-        call.flat = self._rnnx_flat if self._rnnx_aliased(weights, params) else None
-        call.y_shape = y_shape[:-1] + (D * P,)
-        call.h_shape = h_shape
-        call.c_shape = c_shape
-        call.dtype = dtype
-
-        x = _dense(x)
-        if needs_grad:
-            outs = _RnnxFunction.apply(call, x, h0, c0, *weights)
-        else:
-            with torch.no_grad():
-                flat = call.flat if call.flat is not None else _gather_flat(call, weights)
-                outs = _run_forward(call, x, h0, c0, flat)[:3 if lstm else 2]
-        return outs[0], outs[1], (outs[2] if lstm else None)
-
     def _rnnx_new_engines(self):
         """The plan caches of this module: the operator's `engine` argument names them."""
         self._rnnx_engines = _torch_ops.EngineSet(self._rnnx_backend, self._rnnx_num_threads)
         self._rnnx_engine = self._rnnx_engines.cpu
-
-    def _rnnx_cuda_engine(self, device):
-        """The engine of the cuda backend for one GPU (plans are bound to a device)."""
-        return self._rnnx_engines.for_device(device)
 
     # ---- the cached eager inference call (per-call cost, issue 26) --------------------------
 
