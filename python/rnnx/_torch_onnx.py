@@ -27,8 +27,6 @@ in onnxscript; the Scan form needs the module route). Refused by name: dropout i
 (export in eval()) and PackedSequence input (export the padded batch with lengths=).
 """
 
-import json
-
 from . import _rnnx
 from . import _torch_recurrence
 from . import onnx as _onnx
@@ -232,7 +230,9 @@ def forward(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, config, en
     """The ONNX graph of torch.ops.rnnx.forward: (y, hy, cy, reserve)."""
     from onnxscript import opset18 as op
 
-    kw = json.loads(config)
+    from . import _torch_ops  # which imports this module
+
+    kw = _torch_ops.config_info(config).kwargs
     check_exportable(kw, batch_sizes)
     if kw.get("math") == "int8":
         _refuse("math='int8': DynamicQuantizeLSTM is emitted by the module itself while "

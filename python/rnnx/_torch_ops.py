@@ -18,8 +18,8 @@ about 6 us per call for a Python kernel registered with torch.library.Library, 1
 torch.library.custom_op, against rnnx's own C++ call of 5-8 us at T=1, B=1, H=16; so the
 low-level registration is used.
 
-A config travels as its JSON text (the keyword arguments of rnnx.Config), which the engine
-parses once per distinct text.
+A config travels as core's own text form (str(rnnx.Config), rnnx::to_string: every field
+as name=value), which the kernels parse once per distinct text (rnnx.Config.from_string).
 """
 
 import inspect
@@ -133,15 +133,21 @@ _foreign = {}
 
 
 class ConfigInfo:
-    """What the kernels need to know of a config, parsed once per JSON text."""
+    """What the kernels need to know of a config, parsed once per text."""
 
     __slots__ = ("kwargs", "lstm", "D", "H", "P", "L", "params", "cfg", "dtype")
 
     def __init__(self, text):
         self.params = None  # the layout's parameters, once a config has been built
         self.cfg = None  # the rnnx.Config (device-neutral: every engine's plans take it)
-        # JSON has no tuples; the engine caches configs by their (hashable) arguments.
-        self.kwargs = {k: _tuples(v) for k, v in json.loads(text).items()}
+        if text.startswith("{"):
+            # The JSON of keyword arguments that rnnx 0.1's operators took: a program
+            # exported by it (torch.export) still loads.
+            fields = json.loads(text)
+        else:
+            fields = _rnnx.Config.from_string(text).to_dict()
+        # The engine caches configs by their (hashable) arguments: lists become tuples.
+        self.kwargs = {k: _tuples(v) for k, v in fields.items()}
         k = self.kwargs
         self.lstm = k["cell"] == "lstm"
         self.D = 2 if k.get("bidirectional") else 1
@@ -174,13 +180,14 @@ def config_info(text):
 _texts = {}
 
 
-def config_text(key):
-    """The JSON text of a config from its cache key (Engine.config's sorted arguments)."""
+def config_text(cfg, key):
+    """The operator's `config` argument: the config's text form (str(rnnx.Config)),
+    remembered by the config's cache key (Engine.config's sorted arguments)."""
     text = _texts.get(key)
     if text is None:
         if len(_texts) > 256:
             _texts.clear()
-        text = _texts[key] = json.dumps(dict(key), separators=(",", ":"))
+        text = _texts[key] = str(cfg)
     return text
 
 

@@ -211,11 +211,12 @@ class _RnnxModule:
 
     @_constant_when_compiling
     def _rnnx_op_config(self, dtype, dropout):
-        """The config's JSON text, the operator's `config` argument. Taken as a constant by
-        torch.compile (computing it calls into rnnx): a graph is traced again when the
-        parameters' dtype changes, and setting an attribute that shapes the config after
-        compiling needs torch.compiler.reset()."""
-        return _torch_ops.config_text(self._rnnx_config(dtype, dropout)[1])
+        """The config's text form (str(rnnx.Config)), the operator's `config` argument. Taken
+        as a constant by torch.compile (computing it calls into rnnx): a graph is traced again
+        when the parameters' dtype changes, and setting an attribute that shapes the config
+        after compiling needs torch.compiler.reset()."""
+        cfg, key, _ = self._rnnx_config(dtype, dropout)
+        return _torch_ops.config_text(cfg, key)
 
     def _rnnx_make_config(self, dtype, dropout):
         if dtype not in _DTYPES:

@@ -938,6 +938,17 @@ PYBIND11_MODULE(_rnnx, m) {
            "direction.")
       .def("to_dict", &config_dict, "Every field by name, as Config(**d) takes them.")
       .def_static(
+          "from_string",
+          [](const std::string& text) {
+            rnnx::Config c = rnnx::config_from_string(text);
+            rnnx::validate(c);
+            return c;
+          },
+          "text"_a,
+          "The config of a text form (str(config), rnnx::to_string): any subset of the fields "
+          "as 'name=value' separated by spaces, the rest at their defaults; validated. Raises "
+          "rnnx.InvalidArgumentError naming an unknown field or a bad value.")
+      .def_static(
           "defaults", []() { return config_dict(rnnx::Config{}); },
           "Every field's default (cell, input_size and hidden_size have none in Python: they "
           "are required).")

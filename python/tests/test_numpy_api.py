@@ -303,6 +303,17 @@ def test_config_fields_round_trip_through_dict_repr_text_and_pickle():
         rnnx.Config(cell="lstm", input_size=1, hidden_size=1, cell_clip=5)
     with pytest.raises(rnnx.InvalidArgumentError, match=r"seed \(= -1\)"):
         rnnx.Config(cell="lstm", input_size=1, hidden_size=1, seed=-1)
+    # The text form (rnnx.torch's operators take it) reads back exactly; any subset of the
+    # fields, the rest at their defaults; the result validated.
+    assert rnnx.Config.from_string(str(c)) == c
+    assert rnnx.Config.from_string("hidden_size=2 cell=gru input_size=1") == \
+        rnnx.Config(cell="gru", input_size=1, hidden_size=2)
+    with pytest.raises(rnnx.InvalidArgumentError, match="hidden"):
+        rnnx.Config.from_string("cell=lstm input_size=1 hidden=2")
+    with pytest.raises(rnnx.InvalidArgumentError, match="clip_nan"):
+        rnnx.Config.from_string("cell=lstm input_size=1 hidden_size=2 clip_nan=sometimes")
+    with pytest.raises(rnnx.InvalidArgumentError, match="hidden_size"):
+        rnnx.Config.from_string("cell=lstm input_size=1 hidden_size=0")
 
 
 def test_plan_cpu_choices_force_what_runs_and_are_checked():

@@ -655,6 +655,36 @@ def test_batched_gradients_is_grads_batched_and_gradcheck(cls):
     assert torch.autograd.gradcheck(lambda xx: ours(xx)[0], (x,), check_batched_grad=True)
 
 
+@pytest.mark.skipif(not rnnx.torch._torch_ops.AVAILABLE,
+                    reason="the dispatcher operators (PyTorch 2.4+)")
+def test_the_operator_takes_the_config_in_core_text_form():
+    """torch.ops.rnnx.forward's config is rnnx's own text form (str(rnnx.Config)); the JSON
+    of keyword arguments that rnnx 0.1's operators took (in programs exported then) gives the
+    same call; a bad text is refused naming the field."""
+    import json
+    ours = rt.LSTM(3, 4, num_layers=2, bidirectional=True, cell_clip=(-0.5, 0.5)).double()
+    ours.eval()
+    x = torch.randn(5, 2, 3, dtype=torch.float64)
+    weights = [getattr(ours, n) for n in ours._flat_weights_names]
+    text = ours._rnnx_op_config(torch.float64, 0.0)
+    cfg = rnnx.Config.from_string(text)
+    assert str(cfg) == text and cfg.cell_clip == (-0.5, 0.5) and cfg.dtype == "float64"
+    old = json.dumps(cfg.to_dict())
+
+    def run(config):
+        with torch.no_grad():
+            return torch.ops.rnnx.forward(x, None, None, weights, None, None, None, config,
+                                          ours._rnnx_engines.id, "cpu", 0, False, False, 0,
+                                          False)
+
+    got, want = run(old), run(text)
+    for a, b in zip(got[:3], want[:3]):
+        assert torch.equal(a, b)
+    assert torch.equal(want[0], ours(x)[0])
+    with pytest.raises(rnnx.InvalidArgumentError, match="clip_nan"):
+        run(text.replace("clip_nan=propagate", "clip_nan=sometimes"))
+
+
 @pytest.mark.skipif(not rnnx.torch._torch_ops.AVAILABLE, reason="torch.func (PyTorch 2.4+)")
 def test_per_example_gradients_with_dropout_need_same_randomness():
     """vmap(grad(...)) runs each example's forward with the call's one dropout mask: vmap's
