@@ -746,12 +746,84 @@ class _PreparedForward(torch.autograd.Function):
         prepared.backward_call(x.data_ptr(), reserve.data_ptr(), prepared.reserve_size, ptr(hx),
                                ptr(cx), ptr(dy), ptr(dhy), ptr(dcy), ptr(dx), ptr(dhx),
                                ptr(dcx), ptr(dw), prepared.threads())
-        if dw is None:
-            wgrads = [None] * len(weights)
-        else:
-            wgrads = [g.view(w.shape) for g, w in
-                      zip(dw.split_with_sizes([w.numel() for w in weights]), weights)]
-        return (None, dx, dhx, dcx, None, None, None, *wgrads)
+        return (None, dx, dhx, dcx, None, None, None, *_weight_grads(dw, weights))
+
+
+def _weight_grads(dw, weights):
+    """Each parameter's gradient as a view of the flat dw (None: no parameter wanted one)."""
+    if dw is None:
+        return [None] * len(weights)
+    return [g.view(w.shape) for g, w in
+            zip(dw.split_with_sizes([w.numel() for w in weights]), weights)]
+
+
+class _GeneralBackwardContext:
+    """A cell's step's context in the operator's form (_setup_context's): what
+    _autograd_backward reads, for the gradients _PreparedCellForward's own backward does not
+    give (a graph of them, is_grads_batched)."""
+
+    def __init__(self, ctx, x, hx, cx, reserve, weights):
+        prepared = ctx.rnnx_prepared
+        needs = ctx.needs_input_grad  # (prepared, x, hx, cx, *weights)
+        # The sequence module's (1, B, ...) tensors; unsqueeze is differentiable, so a
+        # graph of the gradients reaches the cell's own tensors.
+        ones = [None if t is None else t.unsqueeze(0) for t in (x, hx, cx)]
+        self.saved_tensors = (*ones, None, None, None, reserve, *weights)
+        self.needs_input_grad = (False, *needs[1:4], False, False, False, *needs[4:])
+        self.rnnx_args = prepared.options[:5]
+        self.rnnx_training = True
+        self.rnnx_prepared = prepared
+
+
+class _PreparedCellForward(torch.autograd.Function):
+    """A cell's cached eager CPU training step: _PreparedForward with a cell's shapes (x
+    (B, I), states (B, H)) and only the states as outputs (the one-step sequence output, the
+    same values, goes to the call's scratch), so nothing is reshaped on the way."""
+
+    @staticmethod
+    def forward(ctx, prepared, x, hx, cx, *weights):
+        dtype = x.dtype
+        hy = torch.empty(prepared.h_shape[1:], dtype=dtype)
+        cy = torch.empty(prepared.c_shape[1:], dtype=dtype) if prepared.lstm else None
+        reserve = _reserve_tensor(prepared.engine, prepared.reserve_size, x.device)
+        prepared.call(x.data_ptr(), 0, ptr(hx), ptr(cx), hy.data_ptr(), ptr(cy), 0,
+                      prepared.threads(), reserve.data_ptr(), prepared.reserve_size)
+        ctx.set_materialize_grads(False)  # absent output gradients reach rnnx as null
+        ctx.save_for_backward(x, hx, cx, reserve, *weights)
+        ctx.rnnx_prepared = prepared
+        ctx.mark_non_differentiable(reserve)
+        return (hy, cy, reserve) if prepared.lstm else (hy, reserve)
+
+    @staticmethod
+    def backward(ctx, dhy, *rest):
+        prepared = ctx.rnnx_prepared
+        dcy = rest[0] if prepared.lstm else None
+        x, hx, cx, reserve, *weights = ctx.saved_tensors
+        needs = ctx.needs_input_grad  # (prepared, x, hx, cx, *weights)
+        if torch.is_grad_enabled() or any(_legacy_batched(t) for t in (dhy, dcy)):
+            general = _GeneralBackwardContext(ctx, x, hx, cx, reserve, weights)
+            dx, dhx, dcx, wgrads, *_ = _autograd_backward(
+                general, None, None if dhy is None else dhy.unsqueeze(0),
+                None if dcy is None else dcy.unsqueeze(0), None, direct=True)
+            return (None, *[None if g is None else g.squeeze(0) for g in (dx, dhx, dcx)],
+                    *wgrads)
+        dtype = x.dtype
+        dx = torch.empty(x.shape, dtype=dtype) if needs[1] else None
+        dhx = torch.empty(hx.shape, dtype=dtype) if needs[2] and hx is not None else None
+        dcx = torch.empty(cx.shape, dtype=dtype) if needs[3] and cx is not None else None
+        dw = torch.empty((prepared.weights_numel,), dtype=dtype) if any(needs[4:]) else None
+        dhy, dcy = dense(dhy), dense(dcy)
+        prepared.backward_call(x.data_ptr(), reserve.data_ptr(), prepared.reserve_size, ptr(hx),
+                               ptr(cx), 0, ptr(dhy), ptr(dcy), ptr(dx), ptr(dhx), ptr(dcx),
+                               ptr(dw), prepared.threads())
+        return (None, dx, dhx, dcx, *_weight_grads(dw, weights))
+
+
+def prepared_cell_training_step(prepared, x, hx, cx, weights):
+    """A cell's cached eager CPU training step: (hy, cy) with autograd, cy None but for
+    LSTM."""
+    out = _PreparedCellForward.apply(prepared, x, hx, cx, *weights)
+    return (out[0], out[1]) if prepared.lstm else (out[0], None)
 
 
 # Function.apply binds its arguments to forward's signature at every call where there is a

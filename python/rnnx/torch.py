@@ -83,6 +83,8 @@ def _autocast_dtype(device_type):
         return torch.get_autocast_cpu_dtype() if torch.is_autocast_cpu_enabled() else None
     return torch.get_autocast_gpu_dtype() if torch.is_autocast_enabled() else None
 _CELLS = {"LSTM": "lstm", "GRU": "gru", "RNN_TANH": "rnn_tanh", "RNN_RELU": "rnn_relu"}
+# The Config fields each call sets (_rnnx_make_config); the module's attributes give the rest.
+_CALL_FIELDS = frozenset(("cell", "dtype", "dropout", "seed"))
 
 
 def _cast_states(hx, dtype):
@@ -181,8 +183,8 @@ class _RnnxModule:
     # The attributes a config is made of: setting one forgets the configs made so far. They
     # are the config's fields (from rnnx's field table) under the module's own names: `mode`
     # for the cell; the dtype follows the parameters and dropout is read at each call.
-    _RNNX_CONFIG_ATTRS = frozenset(("mode",)) | (
-        frozenset(_rnnx.Config.fields) - {"cell", "dtype", "dropout"})
+    _RNNX_CONFIG_ATTRS = frozenset(("mode", "seed")) | (
+        frozenset(_rnnx.Config.fields) - _CALL_FIELDS)
 
     def __setattr__(self, name, value):
         if name in _RnnxModule._RNNX_CONFIG_ATTRS:
@@ -221,16 +223,18 @@ class _RnnxModule:
     def _rnnx_make_config(self, dtype, dropout):
         if dtype not in _DTYPES:
             self._rnnx_refuse_dtype(dtype)
+        # Every field of rnnx's Config from the module's attribute of the same name
+        # (_RNNX_CONFIG_ATTRS), but those a call decides: the cell (the module's mode), the
+        # dtype (the parameters'), dropout and its seed (applied in training only).
+        fields = {name: getattr(self, name) for name in _rnnx.Config.fields
+                  if name not in _CALL_FIELDS}
+        for name in ("input_size", "hidden_size", "proj_size", "num_layers"):
+            fields[name] = int(fields[name])  # torch.nn keeps what it was given
+        for name in ("bidirectional", "bias"):
+            fields[name] = bool(fields[name])
         cfg, key = self._rnnx_engine.config(
-            cell=_CELLS[self.mode], input_size=int(self.input_size),
-            hidden_size=int(self.hidden_size), proj_size=int(self.proj_size),
-            num_layers=int(self.num_layers), bidirectional=bool(self.bidirectional),
-            bias=bool(self.bias), gru_linear_before_reset=self.gru_linear_before_reset,
-            cell_clip=self.cell_clip, proj_clip=self.proj_clip, clip_nan=self.clip_nan,
-            dropout=float(dropout), seed=int(self.seed or 0) if dropout else 0,
-            dtype=_DTYPES[dtype], padding_fill=self.padding_fill, reverse=self.reverse,
-            peephole=self.peephole, gate_clip=self.gate_clip, input_forget=self.input_forget,
-            activations=self.activations, math=self.math)
+            cell=_CELLS[self.mode], dtype=_DTYPES[dtype], dropout=float(dropout),
+            seed=int(self.seed or 0) if dropout else 0, **fields)
         params = self._rnnx_layouts.get(key)
         if params is None:
             params = _runtime.layout(cfg)
@@ -642,12 +646,9 @@ class _RnnxModule:
             return None
         if needs_grad:
             if cell:
-                x = x.unsqueeze(0)
-                h0 = None if h0 is None else h0.unsqueeze(0)
-                c0 = None if c0 is None else c0.unsqueeze(0)
+                hy, cy = _torch_ops.prepared_cell_training_step(prepared, x, h0, c0, current)
+                return (hy, cy) if lstm else hy
             y, hy, cy, _ = _torch_ops.prepared_training_forward(prepared, x, h0, c0, current)
-            if cell:
-                return (hy[0], cy[0]) if lstm else hy[0]
             return (y, (hy, cy)) if lstm else (y, hy)
         # The weights' version: every in-place change of a parameter (an optimizer's step,
         # load_state_dict, torch.no_grad() edits) advances its version counter, so the sum

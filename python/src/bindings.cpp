@@ -681,8 +681,9 @@ void backward_ptr(PyPlan& self, uintptr_t x, uintptr_t weights, uintptr_t reserv
 }
 
 // Host buffers of one size, 64-byte aligned, kept for the next call: a lease takes one (or
-// a new one) and gives it back when it ends. At most `keep` are kept: one per caller at a
-// time is the common case; more would hold memory that only a burst of callers needed.
+// a new one) and gives it back when it ends. At most `keep` are kept (the prepared calls keep
+// one): one caller at a time is the common case, and a module's workspace can be tens of MB;
+// a second caller meanwhile allocates its own and lets it go.
 class BufferPool {
   static constexpr size_t kAlign = 64;
   struct Free {
@@ -768,7 +769,7 @@ class PyPreparedForward {
         buffers_(BufferPool::round_up(workspace_size_) +
                      static_cast<size_t>(plan.info.y_numel) *
                          static_cast<size_t>(rnnx::dtype_size(plan.config().dtype)),
-                 2) {}
+                 1) {}
 
   void call(uintptr_t x, uintptr_t y, uintptr_t h0, uintptr_t c0, uintptr_t hy, uintptr_t cy,
             uint64_t weights_version, int threads, uintptr_t reserve, size_t reserve_size) {

@@ -135,6 +135,42 @@ def test_cached_training_steps_give_each_wanted_gradient(name):
             assert "training" in ours._rnnx_seq.__dict__["_rnnx_fast"]
 
 
+@pytest.mark.skipif(not _torch_ops.AVAILABLE, reason="double backward and is_grads_batched "
+                    "run on the operators (PyTorch 2.4+)")
+@pytest.mark.parametrize("name", CELLS)
+def test_cached_steps_give_gradients_of_gradients_and_batched_gradients(name):
+    """The cached training step's backward hands a graph of the gradients
+    (create_graph=True) and is_grads_batched to the operator's general backward: both as
+    torch.nn's cells give them, from the second step on."""
+    ref, ours = pair(name)
+    x = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
+    hx = state(name, (4, 5), requires_grad=True)
+    inputs = [x] + flat(hx)
+    for step in range(3):
+        want, got = flat(ref(x, hx)), flat(ours(x, hx))
+        if step == 0:
+            continue
+        gw = torch.autograd.grad(sum(w.pow(2).sum() for w in want),
+                                 inputs + list(ref.parameters()), create_graph=True)
+        gg = torch.autograd.grad(sum(g.pow(2).sum() for g in got),
+                                 inputs + list(ours.parameters()), create_graph=True)
+        for w, g in zip(gw, gg):
+            torch.testing.assert_close(g, w, rtol=0, atol=1e-10)
+        hw = torch.autograd.grad(sum(w.sin().sum() for w in gw), [x, ref.weight_hh])
+        hg = torch.autograd.grad(sum(g.sin().sum() for g in gg), [x, ours.weight_hh])
+        for w, g in zip(hw, hg):
+            torch.testing.assert_close(g, w, rtol=0, atol=1e-10)
+    assert "training" in ours._rnnx_seq.__dict__["_rnnx_fast"]
+    eye = torch.eye(20, dtype=torch.float64).view(20, 4, 5)
+    want = torch.autograd.grad(flat(ref(x, hx))[0], [x, *ref.parameters()], eye,
+                               is_grads_batched=True)
+    got = torch.autograd.grad(flat(ours(x, hx))[0], [x, *ours.parameters()], eye,
+                              is_grads_batched=True)
+    for w, g in zip(want, got):
+        assert g.shape == w.shape
+        torch.testing.assert_close(g, w, rtol=0, atol=1e-12)
+
+
 @pytest.mark.parametrize("name", CELLS)
 def test_concurrent_cached_steps_match_one_caller(name):
     """Threads stepping one cell at once through its cached inference call (workspaces of
