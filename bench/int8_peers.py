@@ -315,7 +315,13 @@ def write_section(args, rows, seconds):
     info = rnnx.build_info()
     commit = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "rev-parse",
                              "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    lines = ["## int8 inference (issue 48)", "",
+    # One section per int8 kernel (AMX-INT8 tiles, AVX512-VNNI, ...): a run on another kind
+    # of machine adds its table beside the others rather than replacing them.
+    kernel = info["int8_gemm"]
+    key = "int8" if kernel == "amx-int8" else f"int8-{kernel}"
+    title = ("## int8 inference (issue 48)" if key == "int8"
+             else f"## int8 inference on {kernel} (issue 48)")
+    lines = [title, "",
              f"* Date: {datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z} "
              f"(took {seconds / 60:.1f} min); commit {commit or 'unknown'}",
              f"* CPU: {run_all.cpu_model()}, {os.cpu_count()} logical CPUs, features "
@@ -362,7 +368,7 @@ def write_section(args, rows, seconds):
               "LSTM projection; PyTorch's dynamic LSTM refuses proj_size at its first call; "
               "oneDNN: no int8 linear-before-reset GRU)."]
     sections = run_all.read_sections(args.results)
-    sections["int8"] = "\n".join(lines)
+    sections[key] = "\n".join(lines)
     run_all.write_sections(args.results, sections)
 
 

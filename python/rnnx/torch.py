@@ -96,6 +96,33 @@ def _cast_states(hx, dtype):
     return cast(hx)
 
 
+def _forward_route(compiling, needs_grad):
+    """The one place that decides how a module's forward (a call its cached call did not
+    take) reaches rnnx's kernels: (a callable with torch.ops.rnnx.forward's arguments and
+    results, whether the call may be remembered as the module's cached call). Every route
+    runs the same kernels (_torch_ops.forward_kernel and _backward); docs/python.md,
+    "Routes", gives each one's reason and cost.
+    * Inference with nothing watching (no compiler, vmap or dispatch mode), and any
+      inference on PyTorch before 2.4 or under torch.func: the operator's kernel itself.
+    * Training on PyTorch before 2.4 or under torch.func's grad transforms (which
+      differentiate a Function with setup_context, not a torch.library operator's
+      autograd): _torch_function's Function.
+    * Eager training with nothing watching: the operator's autograd entered directly
+      (_torch_ops._EagerForward), whose forward calls the kernel itself.
+    * Everything else (torch.compile, torch.export, vmap, dispatch modes such as
+      FlopCounterMode): the dispatcher operator, torch.ops.rnnx.forward."""
+    vmapped = _torch_ops.vmap_only()  # torch.vmap alone: the operators' vmap rules (2.5+)
+    function_path = not (_torch_ops.AVAILABLE and (vmapped or not _functorch_active()))
+    eager = not (compiling or vmapped or _dispatch_modes_active())
+    if (eager or function_path) and not needs_grad:
+        return _torch_ops.forward_kernel, not function_path
+    if function_path:
+        return _function_training_forward, False
+    if eager:
+        return _torch_ops.eager_training_forward, True
+    return torch.ops.rnnx.forward, False
+
+
 def _check_tensor(t, name):
     if not isinstance(t, torch.Tensor):
         raise invalid(f"{name} must be a tensor, got {type(t).__name__}")
@@ -482,10 +509,6 @@ class _RnnxModule:
             if tuple(w.shape) != shape:
                 raise invalid(f"parameter {name} has shape {tuple(w.shape)}, expected {shape}")
 
-        # torch.func's grad transforms run through _RnnxFunction (its setup_context form),
-        # which they support; PyTorch's autograd of a torch.library operator they do not.
-        # torch.vmap alone runs through the operators and their vmap rules (PyTorch 2.5+).
-        vmapped = _torch_ops.vmap_only()
         if compiling and _torch_onnx.exporting():
             # torch.onnx.export traces this call: ONNX's own nodes, or Scans where no node
             # expresses the config, instead of rnnx's operator (_torch_onnx.py).
@@ -495,10 +518,7 @@ class _RnnxModule:
                 lengths if lengths is None or isinstance(lengths, torch.Tensor)
                 else torch.tensor(lens), batch_sizes if packed else None, batch_first)
         else:
-            # PyTorch before 2.4 (no dispatcher operators), and torch.func's grad transforms
-            # (which differentiate a Function, not a torch.library operator's autograd): the
-            # same kernels through _RnnxFunction.
-            function_path = not (_torch_ops.AVAILABLE and (vmapped or not _functorch_active()))
+            op, cacheable = _forward_route(compiling, needs_grad)
             if packed:
                 op_lengths, op_bs, op_si = None, batch_sizes, sorted_indices
             else:
@@ -508,27 +528,17 @@ class _RnnxModule:
             # The counter advances only for a call that runs: a refused one (bad lengths, a
             # bad parameter) leaves the masks of later calls as they were.
             counter = self.dropout_calls if apply_dropout else 0
-            # Eager inference with nothing watching the dispatcher (no compiler, no mode)
-            # calls the operator's kernel itself: the dispatcher's autograd and redispatch
-            # layers would add nothing there but per-call time.
-            # Eager training (plain tensors, nothing watching) enters the operator's autograd
-            # directly, whose forward calls the kernel itself (_torch_ops._EagerForward).
-            eager = not (compiling or vmapped or _dispatch_modes_active())
-            direct = (eager or function_path) and not needs_grad
-            op = (_torch_ops.forward_kernel if direct
-                  else _function_training_forward if function_path
-                  else _torch_ops.eager_training_forward if eager else torch.ops.rnnx.forward)
-            extra = {"eager_inference": True} if direct and not apply_dropout else {}
+            inference = op is _torch_ops.forward_kernel and not apply_dropout
+            extra = {"eager_inference": True} if inference else {}
             op_config = self._rnnx_op_config(dtype, self.dropout if apply_dropout else 0.0)
             y, hy, cy, _ = op(
                 _dense(x), h0, c0, weights, op_lengths, op_bs, op_si, op_config,
                 self._rnnx_engines.id, self._rnnx_backend, self._rnnx_num_threads,
                 batch_first, bool(needs_grad or apply_dropout), counter, compiling, **extra)
-            if ((extra or (eager and needs_grad and not apply_dropout))
-                    and not function_path and device.type == "cpu" and not packed
+            if (cacheable and not apply_dropout and device.type == "cpu" and not packed
                     and lengths is None and not unbatched and dtype == weights[0].dtype
                     and _autocast_dtype("cpu") is None):
-                self._rnnx_remember_fast("inference" if extra else "training", x, weights,
+                self._rnnx_remember_fast("inference" if inference else "training", x, weights,
                                          op_config, batch_first, h_shape, c_shape,
                                          y.shape, lstm)
             if apply_dropout:
