@@ -736,17 +736,25 @@ class _PreparedForward(torch.autograd.Function):
         x, hx, cx, _, _, _, reserve, *weights = ctx.saved_tensors
         prepared = ctx.rnnx_prepared
         needs = ctx.needs_input_grad  # (prepared, x, hx, cx, lengths, bs, si, *weights)
-        dtype = x.dtype
-        dx = torch.empty(x.shape, dtype=dtype) if needs[1] else None
-        dhx = torch.empty(hx.shape, dtype=dtype) if needs[2] and hx is not None else None
-        dcx = torch.empty(cx.shape, dtype=dtype) if needs[3] and cx is not None else None
-        dw = torch.empty((prepared.weights_numel,), dtype=dtype) if any(needs[7:]) else None
+        dx, dhx, dcx, dw = _prepared_gradients(prepared, x, hx, cx, needs[1:4], any(needs[7:]))
         dy, dhy = dense(dy), dense(dhy)
         dcy = dense(dcy) if prepared.lstm else None
         prepared.backward_call(x.data_ptr(), reserve.data_ptr(), prepared.reserve_size, ptr(hx),
                                ptr(cx), ptr(dy), ptr(dhy), ptr(dcy), ptr(dx), ptr(dhx),
                                ptr(dcx), ptr(dw), prepared.threads())
         return (None, dx, dhx, dcx, None, None, None, *_weight_grads(dw, weights))
+
+
+def _prepared_gradients(prepared, x, hx, cx, need_xhc, need_w):
+    """The gradients a cached call's backward writes (None: not wanted, or no such input):
+    dx, dhx, dcx like x, hx, cx, and dw flat."""
+    need_x, need_h, need_c = need_xhc
+
+    def like(t, wanted):
+        return torch.empty(t.shape, dtype=x.dtype) if wanted and t is not None else None
+
+    dw = torch.empty((prepared.weights_numel,), dtype=x.dtype) if need_w else None
+    return like(x, need_x), like(hx, need_h), like(cx, need_c), dw
 
 
 def _weight_grads(dw, weights):
@@ -807,11 +815,7 @@ class _PreparedCellForward(torch.autograd.Function):
                 None if dcy is None else dcy.unsqueeze(0), None, direct=True)
             return (None, *[None if g is None else g.squeeze(0) for g in (dx, dhx, dcx)],
                     *wgrads)
-        dtype = x.dtype
-        dx = torch.empty(x.shape, dtype=dtype) if needs[1] else None
-        dhx = torch.empty(hx.shape, dtype=dtype) if needs[2] and hx is not None else None
-        dcx = torch.empty(cx.shape, dtype=dtype) if needs[3] and cx is not None else None
-        dw = torch.empty((prepared.weights_numel,), dtype=dtype) if any(needs[4:]) else None
+        dx, dhx, dcx, dw = _prepared_gradients(prepared, x, hx, cx, needs[1:4], any(needs[4:]))
         dhy, dcy = dense(dhy), dense(dcy)
         prepared.backward_call(x.data_ptr(), reserve.data_ptr(), prepared.reserve_size, ptr(hx),
                                ptr(cx), 0, ptr(dhy), ptr(dcy), ptr(dx), ptr(dhx), ptr(dcx),
