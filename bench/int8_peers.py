@@ -65,7 +65,11 @@ def parse_args(argv=None):
     p.add_argument("--onednn-peer", default=default_onednn_peer(),
                    help="rnnx_onednn_peer (default: build/release/bench/ of this checkout); "
                         "'' shows it as n/a")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.onednn_peer and not os.access(args.onednn_peer, os.X_OK):
+        p.error(f"--onednn-peer {args.onednn_peer!r} is not an executable file "
+                "(build/release/bench/rnnx_onednn_peer, or '' to leave oneDNN out)")
+    return args
 
 
 def default_onednn_peer():

@@ -162,3 +162,21 @@ def test_quantize_dynamic_keeps_rnnx_options():
         y, _ = q(x, lengths=lengths)
         assert rel(y, m(x, lengths=lengths)[0]) < BOUND
     assert torch.all(y[2:, 1] == -1.0)  # padding_fill past the second sequence's end
+
+
+def test_int8_peers_names_a_bad_onednn_peer(capsys):
+    """bench/int8_peers.py: a --onednn-peer that is not an executable is refused by name (it
+    used to end in a traceback from subprocess at the first round)."""
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "int8_peers.py")
+    if not os.path.exists(path):
+        pytest.skip("bench/ is not beside this test (an installed package's tests)")
+    spec = importlib.util.spec_from_file_location("int8_peers", path)
+    peers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(peers)
+    with pytest.raises(SystemExit):
+        peers.parse_args(["--onednn-peer", "/nonexistent/rnnx_onednn_peer"])
+    assert "--onednn-peer '/nonexistent/rnnx_onednn_peer' is not an executable" in \
+        capsys.readouterr().err
+    assert peers.parse_args(["--onednn-peer", ""]).onednn_peer == ""
