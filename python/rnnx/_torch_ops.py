@@ -221,12 +221,17 @@ def _plan_and_config(engines, device, text, x, lengths, batch_sizes, sorted_indi
     return engine, cfg, plan, batch
 
 
+# Reserves up to this size come from PyTorch's allocator (64-byte aligned on the CPU), which
+# keeps small blocks: the pool's lock and handle would cost more than a tiny step's work.
+_POOLED_RESERVE_BYTES = 1 << 16
+
+
 def _reserve_tensor(engine, nbytes, device):
     """A reserve of nbytes. On the CPU from the engine's pool, given back when the tensor
     is freed: a training reserve is often tens of MB, beyond what malloc keeps, so a fresh
     one would be mapped and page-faulted at every step (measured: 7% of a 2-layer H=512
-    training step on 1 thread). On CUDA from PyTorch's caching allocator."""
-    if device.type != "cpu" or nbytes == 0:
+    training step on 1 thread). On CUDA from PyTorch's caching allocator, as small ones."""
+    if device.type != "cpu" or nbytes <= _POOLED_RESERVE_BYTES:
         return torch.empty(nbytes, dtype=torch.uint8, device=device)
     pool = engine.reserves
     buffer = pool.acquire(nbytes)

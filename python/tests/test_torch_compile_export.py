@@ -170,10 +170,12 @@ def test_a_failed_call_reports_rnnx_s_error():
 
 
 def test_eager_training_reuses_the_reserve():
-    """The CPU reserve comes from the engine's pool and goes back when autograd frees it:
-    steps after the first reuse one buffer instead of mapping a fresh one each time."""
-    m = rt.LSTM(8, 16)
-    x = torch.randn(5, 3, 8, requires_grad=True)
+    """A CPU reserve above 64 KiB comes from the engine's pool and goes back when autograd
+    frees it: steps after the first reuse one buffer instead of mapping a fresh one each
+    time. Smaller ones come from PyTorch's allocator, which keeps small blocks itself."""
+    from rnnx import _torch_ops
+    m = rt.LSTM(64, 256)
+    x = torch.randn(20, 8, 64, requires_grad=True)
     pool = m._rnnx_engines.cpu.reserves
     seen = set()
     for _ in range(10):
@@ -181,6 +183,12 @@ def test_eager_training_reuses_the_reserve():
         y.sum().backward()
         seen.update(id(b) for b in pool._free)
     assert len(pool._free) == 1 and len(seen) == 1, (len(pool._free), len(seen))
+    assert pool._free[0].nbytes > _torch_ops._POOLED_RESERVE_BYTES
+    small = rt.LSTM(8, 16)
+    for _ in range(3):
+        y, _ = small(torch.randn(5, 3, 8, requires_grad=True))
+        y.sum().backward()
+    assert small._rnnx_engines.cpu.reserves._free == []
 
 
 def test_operator_argument_errors_name_the_argument():
