@@ -54,6 +54,27 @@ def test_module_follows_torch_get_num_threads_at_call_time(torch_threads):
 
 
 @pytest.mark.skipif(BUDGET < 2, reason="one CPU: nothing to split")
+def test_cached_training_steps_follow_torch_get_num_threads(torch_threads):
+    """The cached training call (its forward and backward straight to the binding, from the
+    second step on) takes its thread count from torch.get_num_threads() at each call, as
+    the full path does, and leaves the calling thread's count as it found it."""
+    m = rnnx.torch.LSTM(64, 128)
+    x = _x().requires_grad_()
+
+    def step():
+        y, _ = m(x)
+        y.sum().backward()
+
+    step()  # remembered from here on
+    for threads, want in ((1, 1), (2, 2), (1, 1)):
+        torch.set_num_threads(threads)
+        peak = _peak_of(step)
+        assert (peak <= 1) if want == 1 else (peak == 2), (threads, peak)
+    assert "training" in m.__dict__.get("_rnnx_fast", {}) or not rnnx.torch._torch_ops.AVAILABLE
+    assert _rnnx.get_num_threads() == BUDGET
+
+
+@pytest.mark.skipif(BUDGET < 2, reason="one CPU: nothing to split")
 def test_module_num_threads_wins_over_torch(torch_threads):
     m, x = _lstm(num_threads=1), _x()
     torch.set_num_threads(2)
