@@ -20,6 +20,12 @@ set_num_threads, ORT intra_op_num_threads, all the same. Errors: relative 2-norm
 against torch.nn fp32. Run under the interpreter that has the peers (the pip environment:
 $(./scripts/pip-env.sh)/bin/python bench/int8_peers.py). Prints a table; --json appends one
 object per (case, threads, variant).
+
+Where rnnx's int8 runs on AVX512-VNNI (no AMX), every variant's products run on the same
+`vpdpbusd`: the run measures one core's rate on registers (rnnx_machine_peak's
+int8-avx512-vnni loop) and gives each case its floor (the case's multiply-adds at threads x
+that rate) and the fraction of it that rnnx int8 and the fastest int8 peer reach: the
+arithmetic of what a ratio between them can be (docs/int8.md, "The bound without AMX").
 """
 
 import argparse
@@ -62,20 +68,52 @@ def parse_args(argv=None):
                    help="write the run as the int8 section of this RESULTS.md (bench/RESULTS.md), "
                         "keeping run_all.py's sections")
     p.add_argument("--no-ort", action="store_true", help="leave ONNX Runtime out")
-    p.add_argument("--onednn-peer", default=default_onednn_peer(),
+    p.add_argument("--onednn-peer", default=default_tool("rnnx_onednn_peer"),
                    help="rnnx_onednn_peer (default: build/release/bench/ of this checkout); "
                         "'' shows it as n/a")
+    p.add_argument("--machine-peak", default=default_tool("peak/rnnx_machine_peak"),
+                   help="rnnx_machine_peak, for the int8 floor on AVX512-VNNI (default: "
+                        "build/release/bench/peak/ of this checkout); '' leaves the floor out")
     args = p.parse_args(argv)
-    if args.onednn_peer and not os.access(args.onednn_peer, os.X_OK):
-        p.error(f"--onednn-peer {args.onednn_peer!r} is not an executable file "
-                "(build/release/bench/rnnx_onednn_peer, or '' to leave oneDNN out)")
+    for flag, path, built in (("--onednn-peer", args.onednn_peer, "rnnx_onednn_peer"),
+                              ("--machine-peak", args.machine_peak, "peak/rnnx_machine_peak")):
+        if path and not os.access(path, os.X_OK):
+            p.error(f"{flag} {path!r} is not an executable file "
+                    f"(build/release/bench/{built}, or '' to leave it out)")
     return args
 
 
-def default_onednn_peer():
+def default_tool(name):
+    """bench/<name> in this checkout's release build, or '' where it is not built."""
     here = os.path.dirname(os.path.abspath(__file__))
-    path = os.path.join(here, "..", "build", "release", "bench", "rnnx_onednn_peer")
-    return os.path.normpath(path) if os.path.exists(path) else ""
+    path = os.path.normpath(os.path.join(here, "..", "build", "release", "bench", name))
+    return path if os.path.exists(path) else ""
+
+
+def multiply_adds(cell, T, B, I, H, P):
+    """The multiply-adds of one inference call: every step's products of every row (LSTM: four
+    gates, GRU: three, over the input and the recurrent state; a projection's P x H more)."""
+    gates = 4 if cell == "lstm" else 3
+    recurrent = P if P else H
+    return T * B * (gates * H * (I + recurrent) + P * H)
+
+
+def int8_core_rate(tool):
+    """(GOP/s of one core's vpdpbusd loop, None) where rnnx's int8 runs on AVX512-VNNI, else
+    (None, why). Operations count 2 per multiply-add, as rnnx_machine_peak reports them."""
+    import subprocess
+    kernel = rnnx.build_info()["int8_gemm"]
+    if kernel != "avx512-vnni":
+        return None, f"int8 on {kernel}: no register loop of its instruction to bound it"
+    if not tool:
+        return None, "no rnnx_machine_peak (build bench/, or give --machine-peak)"
+    out = subprocess.run([tool, "--threads", "1", "--repeat", "5", "--json"], capture_output=True,
+                         text=True)
+    for line in out.stdout.splitlines():
+        rec = json.loads(line) if line.startswith("{") else {}
+        if rec.get("kind") == "int8-avx512-vnni" and "gflops" in rec:
+            return rec["gflops"], None
+    return None, f"rnnx_machine_peak exit {out.returncode} gave no int8-avx512-vnni rate"
 
 
 def onednn_int8(peer, cell, T, B, I, H, P, threads, repeat):
@@ -213,6 +251,9 @@ def main(argv=None):
     print(f"rnnx {rnnx.__version__}, torch {torch.__version__} (quantized engine "
           f"{torch.backends.quantized.engine}), int8 kernel {rnnx.build_info()['int8_gemm']}, "
           f"bf16 kernel {rnnx.build_info()['bf16_gemm']}, ISA {rnnx.build_info()['cpu_isa_used']}")
+    rate, no_rate = int8_core_rate(args.machine_peak)
+    print(f"int8 rate of one core: {rate:.1f} GOP/s (rnnx_machine_peak, int8-avx512-vnni)"
+          if rate else f"int8 floor: n/a ({no_rate})")
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.cells.split(","):
             spec = CELLS[name]
@@ -292,13 +333,24 @@ def main(argv=None):
                         print(f"  int8 vs fastest int8 peer: {min(int8_peers) / med['rnnx int8']:.2f}x, "
                               f"vs rnnx fp32 {med['rnnx fp32'] / med['rnnx int8']:.2f}x, "
                               f"vs rnnx bf16 {med['rnnx bf16'] / med['rnnx int8']:.2f}x")
+                    if rate:
+                        floor = 2 * multiply_adds(cell, T, B, I, H, P) / (rate * threads) / 1e6
+                        rows.append(dict(case=case, threads=threads, variant="int8 floor",
+                                         ms_median=floor, core_gops=rate))
+                        line = (f"  int8 floor {floor:.2f} ms ({threads} x {rate:.0f} GOP/s): "
+                                f"rnnx int8 at {100 * floor / med['rnnx int8']:.0f}%")
+                        if int8_peers:
+                            best = 100 * floor / min(int8_peers)
+                            line += (f", fastest peer at {best:.0f}%; 1.5x that peer needs "
+                                     f"{1.5 * best:.0f}%")
+                        print(line)
                     sys.stdout.flush()
     if args.json:
         with open(args.json, "a") as f:
             for r in rows:
                 f.write(json.dumps(r) + "\n")
     if args.results:
-        write_section(args, rows, time.time() - started)
+        write_section(args, rows, time.time() - started, rate, no_rate)
     return 0
 
 
@@ -306,7 +358,7 @@ VARIANTS = ["rnnx fp32", "rnnx bf16", "rnnx int8", "torch.nn fp32", "torch int8"
             "ORT int8", "oneDNN int8"]
 
 
-def write_section(args, rows, seconds):
+def write_section(args, rows, seconds, rate, no_rate):
     """RESULTS.md's int8 section: the machine, the command, and per (case, threads) the
     medians of every variant and rnnx int8's ratios."""
     import datetime
@@ -344,11 +396,18 @@ def write_section(args, rows, seconds):
              "* oneDNN int8: `rnnx_onednn_peer --dtype int8`, Debian's oneDNN "
              f"{onednn_version()}, its own process (default OpenMP wait policy), static "
              "quantisation calibrated on the data's known range (scale and shift fixed at "
-             "build: an advantage the dynamic peers do not have)", "",
+             "build: an advantage the dynamic peers do not have)",
+             "* int8 floor: " + (
+                 f"the case's multiply-adds at threads x {rate:.1f} GOP/s, one core's "
+                 "`vpdpbusd` loop on registers (`rnnx_machine_peak`, int8-avx512-vnni, measured "
+                 "at the run's start); % of floor: the floor over the variant's time; 1.5x "
+                 "needs: the % of the floor that a time 1.5x below the fastest int8 peer's "
+                 "would take" if rate else f"n/a ({no_rate})"), "",
              "| case | threads | " + " | ".join(VARIANTS) +
              " | int8 / fp32 | int8 / bf16 | int8 / best int8 peer | err rnnx int8 | err ORT int8 "
-             "| err torch int8 | err oneDNN int8 |",
-             "|" + "---|" * (len(VARIANTS) + 9)]
+             "| err torch int8 | err oneDNN int8 | int8 floor | rnnx int8 % of floor "
+             "| best peer % of floor | 1.5x needs |",
+             "|" + "---|" * (len(VARIANTS) + 13)]
     by = {}
     for r in rows:
         by.setdefault((r["case"], r["threads"]), {})[r["variant"]] = r
@@ -365,9 +424,16 @@ def write_section(args, rows, seconds):
                else "n/a" for k in ("rnnx int8", "ORT int8", "torch int8")]
         err.append(f"{v['oneDNN int8']['err_vs_own_fp32']:.1e}"
                    if "err_vs_own_fp32" in v.get("oneDNN int8", {}) else "n/a")
+        floor = ms("int8 floor")
+        bound = ["n/a"] * 4
+        if floor is not None:
+            bound = [f"{floor:.2f}", f"{100 * floor / q:.0f}%"]
+            bound += ([f"{100 * floor / min(peers):.0f}%", f"{150 * floor / min(peers):.0f}%"]
+                      if peers else ["n/a", "n/a"])
         lines.append(f"| {case} | {threads} | " + " | ".join(cell(k) for k in VARIANTS) +
                      f" | {ms('rnnx fp32') / q:.2f} | {ms('rnnx bf16') / q:.2f} | "
-                     f"{(min(peers) / q) if peers else float('nan'):.2f} | " + " | ".join(err) + " |")
+                     f"{(min(peers) / q) if peers else float('nan'):.2f} | " + " | ".join(err) +
+                     " | " + " | ".join(bound) + " |")
     lines += ["", "n/a: the peer has no such operator (ONNX Runtime: no DynamicQuantizeGRU, no "
               "LSTM projection; PyTorch's dynamic LSTM refuses proj_size at its first call; "
               "oneDNN: no int8 linear-before-reset GRU)."]

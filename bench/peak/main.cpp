@@ -1,6 +1,7 @@
 // rnnx_machine_peak: what the machine's arithmetic units can do, for bench/run_all.py's
-// roofline columns: float32 FMAs on registers (the best of AVX-512 and AVX2 the CPU has) and
-// bf16 dot products on AMX tiles, on 1..n threads at once (one loop per thread, each on its
+// roofline columns: float32 FMAs on registers (the best of AVX-512 and AVX2 the CPU has),
+// int8 multiply-adds (AVX2's vpmaddubsw, AVX512-VNNI's vpdpbusd) and bf16 dot products on AMX
+// tiles, on 1..n threads at once (one loop per thread, each on its
 // own core's units). No memory traffic: the bound no kernel of rnnx can pass.
 // --round-trip measures instead how long a cache line takes from one core to another and
 // back (two threads handing a counter to each other): what every barrier of a team time
@@ -57,6 +58,16 @@ bool int8_avx2_kernel(Kernel* k) {
   const std::string isa = rnnx::cpu_isa_used();
   if (isa != "avx2" && isa.rfind("avx512", 0) != 0) return false;
   *k = {"int8-avx2-maddubs", "avx2", &rnnx::peak::int8_avx2_maddubs};
+  return true;
+}
+
+// The AVX512-VNNI int8 loop where the CPU has it (CPUID 7.0 ECX bit 11) and RNNX_CPU_ISA
+// allows AVX-512: the ceiling of rnnx's int8 kernel (and of the int8 peers) without AMX.
+bool int8_vnni_kernel(Kernel* k) {
+  if (std::string(rnnx::cpu_isa_used()).rfind("avx512", 0) != 0) return false;
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !((c >> 11) & 1u)) return false;
+  *k = {"int8-avx512-vnni", "avx512", &rnnx::peak::int8_avx512_vnni};
   return true;
 }
 
@@ -167,7 +178,8 @@ int round_trip(int repeat, bool as_json) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"The machine's float32 FMA and AMX bf16 peaks, on registers (bench/README.md)"};
+  CLI::App app{
+      "The machine's float32 FMA, int8 and AMX bf16 peaks, on registers (bench/README.md)"};
   std::string threads_list = "1";
   int repeat = 5;
   double target_ms = 100.0;
@@ -195,14 +207,16 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  Kernel fma{}, amx{}, int8{};
+  Kernel fma{}, amx{}, int8{}, vnni{};
   const bool have_fma = fma_kernel(&fma), have_amx = amx_kernel(&amx),
-             have_int8 = int8_avx2_kernel(&int8);
+             have_int8 = int8_avx2_kernel(&int8), have_vnni = int8_vnni_kernel(&vnni);
   for (int threads : thread_counts) {
     if (threads == 0) threads = omp_get_max_threads();
     for (auto [have, k, kind, why] :
          {std::tuple{have_fma, fma, "fma-f32", "no AVX2 or AVX-512 on this CPU"},
           std::tuple{have_int8, int8, "int8-avx2-maddubs", "no AVX2 on this CPU"},
+          std::tuple{have_vnni, vnni, "int8-avx512-vnni",
+                     "no AVX512-VNNI on this CPU (or RNNX_CPU_ISA caps it)"},
           std::tuple{have_amx, amx, "amx-bf16",
                      "no AMX-BF16 on this CPU (or the OS refuses it)"}}) {
       if (!have) {

@@ -19,6 +19,12 @@ double fma_avx2_f32(int64_t iterations);
 // int8 kernel on an AVX2 CPU without VNNI (docs/int8.md weighs it against float32's FMA).
 double int8_avx2_maddubs(int64_t iterations);
 
+// int8 multiply-adds with AVX512-VNNI on registers (vpdpbusd: 64 uint8 x int8 products summed
+// in fours into 16 int32, no saturation): 128 integer operations per instruction, counted like
+// flops. The bound of rnnx's `int8-avx512-vnni` kernel and of every int8 peer on a CPU
+// without AMX (docs/int8.md, "The arithmetic").
+double int8_avx512_vnni(int64_t iterations);
+
 // bf16 dot products on AMX tiles (tdpbf16ps: 16 x 16 float32 results, 32 bf16 products each,
 // 16,384 flops per instruction) into four independent accumulator tiles. The caller has asked
 // the OS for the tile state (amx_permitted()).

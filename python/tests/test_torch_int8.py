@@ -164,9 +164,8 @@ def test_quantize_dynamic_keeps_rnnx_options():
     assert torch.all(y[2:, 1] == -1.0)  # padding_fill past the second sequence's end
 
 
-def test_int8_peers_names_a_bad_onednn_peer(capsys):
-    """bench/int8_peers.py: a --onednn-peer that is not an executable is refused by name (it
-    used to end in a traceback from subprocess at the first round)."""
+def _int8_peers():
+    """bench/int8_peers.py as a module, or a skip where bench/ is not beside the tests."""
     import importlib.util
     import os
     path = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "int8_peers.py")
@@ -175,8 +174,29 @@ def test_int8_peers_names_a_bad_onednn_peer(capsys):
     spec = importlib.util.spec_from_file_location("int8_peers", path)
     peers = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(peers)
+    return peers
+
+
+@pytest.mark.parametrize("flag", ["--onednn-peer", "--machine-peak"])
+def test_int8_peers_names_a_bad_tool(capsys, flag):
+    """bench/int8_peers.py: a --onednn-peer or --machine-peak that is not an executable is
+    refused by name (the first used to end in a traceback from subprocess at the first
+    round); '' leaves the tool out."""
+    peers = _int8_peers()
     with pytest.raises(SystemExit):
-        peers.parse_args(["--onednn-peer", "/nonexistent/rnnx_onednn_peer"])
-    assert "--onednn-peer '/nonexistent/rnnx_onednn_peer' is not an executable" in \
-        capsys.readouterr().err
-    assert peers.parse_args(["--onednn-peer", ""]).onednn_peer == ""
+        peers.parse_args([flag, "/nonexistent/tool"])
+    assert f"{flag} '/nonexistent/tool' is not an executable" in capsys.readouterr().err
+    assert getattr(peers.parse_args([flag, ""]), flag[2:].replace("-", "_")) == ""
+
+
+def test_int8_peers_counts_the_multiply_adds_of_each_cell():
+    """The int8 floor's work: per step and row, G x H x (I + R) for the gates' products over
+    the input and the recurrent state (R = P with a projection) and P x H for the projection,
+    counted here independently as the products of the weight matrices' shapes."""
+    peers = _int8_peers()
+    T, B, I = 7, 3, 5
+    for cell, H, P, shapes in (
+            ("lstm", 4, 0, [(16, 5), (16, 4)]),
+            ("gru", 4, 0, [(12, 5), (12, 4)]),
+            ("lstm", 6, 2, [(24, 5), (24, 2), (2, 6)])):
+        assert peers.multiply_adds(cell, T, B, I, H, P) == T * B * sum(r * c for r, c in shapes)
