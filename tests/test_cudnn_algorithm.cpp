@@ -2,6 +2,8 @@
 // cudnn_algorithm.hpp), and what its cached choice is keyed by; checked without a GPU.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <set>
 
 #include "cuda/rules/cudnn_algorithm.hpp"
@@ -87,6 +89,54 @@ TEST(CudnnAlgorithm, KeyNamesWhatTheChoiceDependsOn) {
   const std::string odd =
       cuda::cudnn_autotune_key(lstm, MathMode::fp32, batch, kTrain, "a\tb\nc", 1);
   EXPECT_EQ(odd.find_first_of("\t\n"), std::string::npos) << odd;
+}
+
+cuda::CudnnBatch full_batch(const Config& c, int64_t T, int64_t B) {
+  const SequenceShape shape = SequenceShape::padded(T, B);
+  return cuda::cudnn_batch(shape, core::make_schedule(shape), c);
+}
+
+TEST(CudnnAlgorithm, CandidatesAreHeldToHalfTheTestsBound) {
+  // The search keeps a candidate within half of what the tests allow the plan against the
+  // reference (tests/cuda: tolerance(c, T, B, false), rnnx::error_bound), so that a kept
+  // candidate does not fail them where STANDARD passes with room.
+  const Config lstm = make_config(CellType::lstm, 8, 64, 2, true, DataType::f32);
+  const double strict =
+      cuda::cudnn_candidate_tolerance(lstm, MathMode::fp32, full_batch(lstm, 5, 3));
+  EXPECT_DOUBLE_EQ(strict, 0.5 * rnnx::error_bound(lstm, 5, 3, false, false));
+  // TF32's products round to 10 bits (unit roundoff 2^-11): a strict float32 plan of the
+  // tests' small shapes drops a candidate that computes so.
+  EXPECT_LT(strict, 1.0 / 2048);
+  // Under allow_conversion the conversion's rounding is allowed (TF32, float16 on opt-in).
+  const double converting =
+      cuda::cudnn_candidate_tolerance(lstm, MathMode::allow_conversion, full_batch(lstm, 5, 3));
+  EXPECT_DOUBLE_EQ(converting, 0.5 * rnnx::error_bound(lstm, 5, 3, false, true));
+  EXPECT_GT(converting, 1.0 / 256);
+  // Longer sequences and bigger batches carry more rounding: the bound follows the batch.
+  EXPECT_GT(cuda::cudnn_candidate_tolerance(lstm, MathMode::fp32, full_batch(lstm, 50, 32)),
+            strict);
+  // A float64 plan drops a candidate that computes in float32.
+  const Config f64 = make_config(CellType::lstm, 8, 64, 2, true, DataType::f64);
+  EXPECT_LT(cuda::cudnn_candidate_tolerance(f64, MathMode::fp32, full_batch(f64, 50, 32)),
+            std::numeric_limits<float>::epsilon());
+  // 16-bit data keeps its own rounding whatever the math.
+  const Config half = make_config(CellType::lstm, 8, 64, 2, true, DataType::f16);
+  EXPECT_GT(cuda::cudnn_candidate_tolerance(half, MathMode::fp32, full_batch(half, 5, 3)),
+            1.0 / 2048);
+}
+
+TEST(CudnnAlgorithm, AgreementIsRelativeToTheLargestMagnitudeAndRefusesNaN) {
+  const double tol = 1e-4;
+  const std::vector<double> want = {0.5, -0.25, 0.0};
+  EXPECT_TRUE(cuda::cudnn_candidate_agrees(want, want, tol));
+  EXPECT_TRUE(cuda::cudnn_candidate_agrees({0.5 + 0.9e-4, -0.25, 0.0}, want, tol));
+  EXPECT_FALSE(cuda::cudnn_candidate_agrees({0.5 + 1.1e-4, -0.25, 0.0}, want, tol));
+  // The scale is the largest |want| where it exceeds 1: 1e-4 of 40 is 4e-3.
+  const std::vector<double> large = {40.0, 0.001};
+  EXPECT_TRUE(cuda::cudnn_candidate_agrees({40.0, 0.001 + 3.9e-3}, large, tol));
+  EXPECT_FALSE(cuda::cudnn_candidate_agrees({40.0, 0.001 + 4.1e-3}, large, tol));
+  EXPECT_FALSE(cuda::cudnn_candidate_agrees({0.5, std::nan(""), 0.0}, want, tol));
+  EXPECT_FALSE(cuda::cudnn_candidate_agrees({0.5, -0.25}, want, tol)) << "sizes differ";
 }
 
 }  // namespace

@@ -2,9 +2,11 @@
 #include "cuda/rules/cudnn_algorithm.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "core/autotune_cache.hpp"
+#include "rnnx/error_bound.hpp"
 #include "rnnx/version.hpp"
 
 namespace rnnx::cuda {
@@ -52,6 +54,28 @@ std::string cudnn_autotune_key(const Config& c, MathMode math, const CudnnBatch&
   std::replace(key.begin(), key.end(), '\t', ' ');  // the cache's separator
   std::replace(key.begin(), key.end(), '\n', ' ');
   return key;
+}
+
+double cudnn_candidate_tolerance(const Config& c, MathMode math, const CudnnBatch& batch) {
+  // Converted products only where the plan lets cuDNN convert: float32 data under
+  // allow_conversion (TF32, or float16 on the explicit opt-in). 16-bit data's own rounding is
+  // in the bound whatever the math; float64 is never converted.
+  const bool converts = c.dtype == DataType::f32 && math == MathMode::allow_conversion;
+  return 0.5 * error_bound(c, std::max<int64_t>(batch.max_seq_len, 1),
+                           std::max<int64_t>(batch.batch, 1), /*backward=*/false, converts);
+}
+
+bool cudnn_candidate_agrees(const std::vector<double>& got, const std::vector<double>& want,
+                            double tolerance) {
+  if (got.size() != want.size()) return false;
+  double scale = 1.0, worst = 0.0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    scale = std::max(scale, std::fabs(want[i]));
+    const double d = std::fabs(got[i] - want[i]);
+    if (std::isnan(d)) return false;
+    worst = std::max(worst, d);
+  }
+  return worst <= tolerance * scale;
 }
 
 }  // namespace rnnx::cuda

@@ -37,4 +37,19 @@ std::vector<CudnnAlgo> cudnn_algorithm_candidates(const Config& config, const Cu
 std::string cudnn_autotune_key(const Config& config, MathMode math, const CudnnBatch& batch,
                                PlanPurpose purpose, const std::string& device, int cudnn_version);
 
+// How far a candidate's output may be from STANDARD's, relative to the output's largest
+// magnitude (at least 1), for the search to keep it: half of rnnx::error_bound for the plan
+// (its config, the batch's longest sequence and size; with the conversion's products only
+// where the math allows them), the bound the tests hold a cuda plan to against the
+// reference. Half, so that a candidate the search keeps also meets the bound against the
+// reference wherever STANDARD meets it with room: a candidate that computes more coarsely
+// than the plan allows (TF32 in a strict float32 plan, about 1e-3) is dropped wherever the
+// tests would fail it, instead of being chosen and failing them.
+double cudnn_candidate_tolerance(const Config& config, MathMode math, const CudnnBatch& batch);
+
+// Whether `got` agrees with `want` within cudnn_candidate_tolerance: every element, NaN
+// nowhere (a NaN where STANDARD has a number, or the other way round, disagrees).
+bool cudnn_candidate_agrees(const std::vector<double>& got, const std::vector<double>& want,
+                            double tolerance);
+
 }  // namespace rnnx::cuda
