@@ -39,6 +39,7 @@ const CallTable kLibraries = {
     &::cudaGetLastError,
     &::cudaGetErrorName,
     &::cudaGetErrorString,
+    &::cudaRuntimeGetVersion,
     &::cudnnGetVersion,
     &::cudnnCreate,
     &::cudnnDestroy,

@@ -39,6 +39,7 @@ struct CallTable {
   cudaError_t (*cudaGetLastError)();
   const char* (*cudaGetErrorName)(cudaError_t);
   const char* (*cudaGetErrorString)(cudaError_t);
+  cudaError_t (*cudaRuntimeGetVersion)(int*);
   // cuDNN.
   size_t (*cudnnGetVersion)();
   cudnnStatus_t (*cudnnCreate)(cudnnHandle_t*);

@@ -1,14 +1,28 @@
 // MapUploads of map_uploads.hpp.
 #include "cuda/map_uploads.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace rnnx::cuda {
+namespace {
+
+// The capacity (values) a buffer holding `needed` grows to from `current`: at least twice
+// what it was and at least 32 KiB, so that a network's ragged batches allocate a handful of
+// times in all (each time a cudaFree or cudaFreeHost of the old buffer, which waits for the
+// device) rather than whenever a batch is the longest yet.
+size_t grown_capacity(size_t needed, size_t current) {
+  constexpr size_t kMinimum = 4096;  // values: 32 KiB, a batch of 4096 rows' maps
+  return std::max({needed, 2 * current, kMinimum});
+}
+
+}  // namespace
 
 const int64_t* MapUploads::stage(const std::vector<int64_t>& maps) {
   if (maps.size() > device_capacity_) {  // grown, never shrunk: a network's batches reuse it
-    device_ = device_memory().allocate(maps.size() * sizeof(int64_t), "plan", "row maps");
-    device_capacity_ = maps.size();
+    const size_t capacity = grown_capacity(maps.size(), device_capacity_);
+    device_ = device_memory().allocate(capacity * sizeof(int64_t), "plan", "row maps");
+    device_capacity_ = capacity;
   }
   pending_ = maps;
   dirty_ = !maps.empty();
@@ -29,11 +43,20 @@ void MapUploads::flush(cudaStream_t stream) {
         check(status, "cudaEventQuery (row maps)");
       }
     } else {
-      s.copied = make_sync_event();
+      // The first flush: both buffers' events at once, so that no later flush creates one.
+      for (Staging& each : staging_) each.copied = make_sync_event();
     }
     if (pending_.size() > s.capacity) {
-      s.host = allocate_pinned(pending_.size() * sizeof(int64_t), "row maps staging");
-      s.capacity = pending_.size();
+      const size_t capacity = grown_capacity(pending_.size(), s.capacity);
+      s.host = allocate_pinned(capacity * sizeof(int64_t), "row maps staging");
+      s.capacity = capacity;
+      // The other buffer, if it has never been made, is made now too: the next batch's
+      // flush then allocates nothing.
+      Staging& other = staging_[1 - next_];
+      if (other.capacity == 0) {
+        other.host = allocate_pinned(capacity * sizeof(int64_t), "row maps staging");
+        other.capacity = capacity;
+      }
     }
     const size_t bytes = pending_.size() * sizeof(int64_t);
     std::memcpy(s.host.get(), pending_.data(), bytes);

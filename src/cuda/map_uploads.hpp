@@ -25,7 +25,7 @@ class MapUploads {
 
   // Keeps `maps` for the next flush and returns where they will be on the device: a buffer
   // kept across batches, made anew (the old one freed, which waits for the device) only when
-  // too small.
+  // too small, then at least twice as large (map_uploads.cpp).
   const int64_t* stage(const std::vector<int64_t>& maps);
   // Before a call's first work on `stream`: the staged maps, if any, copied on it.
   void flush(cudaStream_t stream);

@@ -228,6 +228,11 @@ const char* error_name(cudaError_t) {
 const char* error_string(cudaError_t) {
   return "a failure the fake device was told to make";
 }
+cudaError_t runtime_version(int* v) {
+  if (enter("cudaRuntimeGetVersion")) return cudaErrorUnknown;
+  *v = 13000;
+  return cudaSuccess;
+}
 
 // ---- cuDNN -------------------------------------------------------------------------------
 
@@ -478,6 +483,7 @@ const rnnx::cuda::CallTable kFake = {
     &get_last_error,
     &error_name,
     &error_string,
+    &runtime_version,
     &version,
     &create,
     &destroy,

@@ -119,6 +119,8 @@ const char* const kWatched[] = {"cudaMalloc",
                                 "cudaEventQuery",
                                 "cudaStreamWaitEvent",
                                 "cudaMallocHost",
+                                "cudaFreeHost",
+                                "cudaEventCreateWithFlags",
                                 "cudaMemcpyAsync",
                                 "cudnnRNNForward",
                                 "kernel:cell"};
@@ -150,9 +152,18 @@ TEST_P(FakeDevicePath, RaggedTrainingStepsCountedAndLeakFree) {
       std::printf("[   NOTE   ]   %-30s %6lld / %8.2f\n", name, static_cast<long long>(first[name]),
                   static_cast<double>(rest[name]) / 99.0);
     }
-    // A new batch's maps go from pinned memory on the call's stream: no host wait per step.
-    EXPECT_EQ(rest["cudaStreamSynchronize"], 0) << "host waits in 99 ragged steps";
-    EXPECT_EQ(rest["cudaEventSynchronize"], 0) << "host waits in 99 ragged steps";
+    // A new batch's maps go from pinned memory on the call's stream: no host wait per step;
+    // its buffers grow geometrically from 32 KiB, so these small batches fit the first ones;
+    // handles, streams, events and cuDNN's descriptors are the network's: after the first
+    // step, nothing is allocated, created or waited for in 99 ragged steps.
+    for (const char* name :
+         {"cudaStreamSynchronize", "cudaEventSynchronize", "cudaMalloc", "cudaFree",
+          "cudaMallocHost", "cudaFreeHost", "cudnnCreate", "cudnnCreateRNNDescriptor",
+          "cudnnCreateRNNDataDescriptor", "cudnnCreateTensorDescriptor",
+          "cudnnCreateDropoutDescriptor", "cublasCreate", "cudaStreamCreateWithFlags",
+          "cudaEventCreate", "cudaEventCreateWithFlags"}) {
+      EXPECT_EQ(rest[name], 0) << name << " in 99 ragged steps";
+    }
     // The same shape again: its batch is bound, so nothing is allocated, created or waited
     // for (the caller gives workspace and reserve).
     st.run(net, shapes.back());
