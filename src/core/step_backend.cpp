@@ -43,6 +43,7 @@ class StepBackend final : public BackendImpl {
   size_t reserve_size() const override { return bytes(programs_.reserve); }
   const Memory& memory() const override { return device_->memory(); }
   bool takes_stream() const override { return device_->takes_stream(); }
+  size_t buffer_alignment() const override { return device_->buffer_alignment(); }
 
   void forward(const ForwardArgs& a, void* workspace) override {
     device_->flush_maps(a.stream);

@@ -26,6 +26,8 @@ class StepDevice {
   virtual std::string name() const = 0;
   virtual const Memory& memory() const = 0;
   virtual bool takes_stream() const = 0;
+  // What a caller's workspace and reserve must be aligned to (BackendImpl::buffer_alignment).
+  virtual size_t buffer_alignment() const { return alignof(double); }
   // A batch's maps (at bind time): where in the device's memory the calls will read them
   // (a buffer the device keeps across batches), there by the time flush_maps(stream) has
   // ordered them before a call's work on `stream`, which every call does first.

@@ -16,6 +16,10 @@
 
 namespace rnnx::cuda {
 
+// What a caller's workspace and reserve must be aligned to on the cuda backend, on cuDNN and
+// on rnnx's own kernels alike (what cudaMalloc gives, and what cuDNN's spaces need).
+constexpr size_t kBufferAlignment = 256;
+
 // Throw Error naming `what` and the library's own text: out_of_memory for allocation
 // failures, unsupported for what cuDNN does not support, internal for the rest.
 void check(cudaError_t status, const char* what);

@@ -38,7 +38,7 @@ namespace cuda {
 namespace {
 
 // What cuDNN's spaces need (and cudaMalloc gives): a caller's workspace and reserve too.
-constexpr size_t kCudnnAlignment = 256;
+constexpr size_t kCudnnAlignment = kBufferAlignment;
 static_assert(kCudnnAlignment > sizeof(core::ReserveHeader), "the reserve's body pads to it");
 
 // p advanced by `elems` elements of `elem` bytes; null stays null.

@@ -449,11 +449,11 @@ TEST(Cuda, BuffersMustBe256AlignedAndSaySo) {
   for (void* p : {base, dx, dy, dw}) cudaFree(p);
 }
 
-// allow_conversion keeps float32's range on cuDNN (TF32, not the seed's float16): products
-// beyond 65504 stay finite and within TF32's rounding of strict float32.
-TEST(Cuda, AllowConversionKeepsFloat32sRange) {
-  RNNX_SKIP_WITHOUT_GPU();
-  Config c = make_config(CellType::rnn_relu, 4, 6, 1, false, DataType::f32);
+// allow_conversion keeps float32's range (cuDNN: TF32, not the seed's float16; rnnx's own
+// kernels: cuBLAS's bfloat16 products): products beyond 65504 stay finite and within the
+// conversion's rounding of strict float32. `per_operand` is that rounding (2^-11 for TF32's
+// 11 significant bits, 2^-8 for bfloat16's 8).
+void expect_float32_range_kept(Config c, const std::string& impl, double per_operand) {
   const std::vector<int64_t> lengths = {2, 2};
   Data d = make_data(c, lengths, 5, {});
   for (auto& seq : d.x)
@@ -464,6 +464,7 @@ TEST(Cuda, AllowConversionKeepsFloat32sRange) {
   const Results want = run(strict, make_tensors(strict, d), on_gpu({}));
   c.math = MathMode::allow_conversion;
   Plan fast(c, SequenceShape::padded(2, 2, lengths), backend_options(Backend::cuda));
+  ASSERT_EQ(fast.impl_name().rfind(impl, 0), 0u) << fast.impl_name();
   const Results got = run(fast, make_tensors(fast, d), on_gpu({}));
   double worst = 0.0, biggest = 0.0;
   for (int64_t i = 0; i < want.y.size(); ++i) {
@@ -473,9 +474,21 @@ TEST(Cuda, AllowConversionKeepsFloat32sRange) {
         worst, std::fabs(got.y.get(i) - want.y.get(i)) / std::max(1.0, std::fabs(want.y.get(i))));
   }
   EXPECT_GT(biggest, 65504.0) << "the data must reach beyond float16's range";
-  // TF32 rounds each product's inputs to 11 significant bits: 2^-11 relative each, a few
-  // of them through two steps.
-  EXPECT_LE(worst, 8 * std::ldexp(1.0, -11)) << fast.impl_name();
+  // Each product's operands rounded once: a few such roundings through two steps.
+  EXPECT_LE(worst, 8 * per_operand) << fast.impl_name();
+}
+
+TEST(Cuda, AllowConversionKeepsFloat32sRange) {
+  RNNX_SKIP_WITHOUT_GPU();
+  expect_float32_range_kept(make_config(CellType::rnn_relu, 4, 6, 1, false, DataType::f32),
+                            "cuda:cudnn", std::ldexp(1.0, -11));
+}
+
+TEST(Cuda, AllowConversionKeepsFloat32sRangeOnTheOwnKernels) {
+  RNNX_SKIP_WITHOUT_GPU();
+  Config c = make_config(CellType::rnn_relu, 4, 6, 1, false, DataType::f32);
+  c.reverse = true;  // cuDNN has no reverse-only direction: rnnx's own kernels run it
+  expect_float32_range_kept(c, "cuda:own", std::ldexp(1.0, -8));
 }
 
 }  // namespace

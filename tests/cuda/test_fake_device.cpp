@@ -297,6 +297,33 @@ TEST_P(FakeDevicePath, NewMapsAreOrderedAfterThePreviousCallsWork) {
   EXPECT_TRUE(fake.misuse().empty()) << fake.misuse().front();
 }
 
+// A caller's workspace and reserve must be 256-byte aligned on the cuda backend (cuDNN
+// carves 256-aligned spaces from them): one that is not is refused before any work, naming
+// the buffer, the alignment and the backend; aligned ones run.
+TEST_P(FakeDevicePath, CallersBuffersMustBe256AlignedAndSaySo) {
+  const ScopedEnv no_search("RNNX_AUTOTUNE", "0");
+  FakeDevice fake;
+  const Config c = config_for(GetParam());
+  const std::vector<SequenceShape> shapes = ragged_shapes(1, 3);
+  Buffers bufs;
+  Step st = make_step(bufs, c, shapes);
+  Network net(c, training_options());
+  EXPECT_NO_THROW(st.run(net, shapes[0]));
+  {
+    Buffers more;  // room for the offset, so that the misaligned one still holds the size
+    Step off = st;
+    off.ws = static_cast<char*>(more.take(st.ws_size + 256)) + 64;
+    expect_error([&] { off.run(net, shapes[0]); }, Status::invalid_argument,
+                 {"workspace", "aligned to 256 bytes on backend cuda"});
+    off = st;
+    off.reserve = static_cast<char*>(more.take(st.reserve_size + 256)) + 64;
+    expect_error([&] { off.run(net, shapes[0]); }, Status::invalid_argument,
+                 {"reserve", "aligned to 256 bytes on backend cuda"});
+  }
+  EXPECT_NO_THROW(st.run(net, shapes[0]));
+  EXPECT_TRUE(fake.misuse().empty()) << fake.misuse().front();
+}
+
 INSTANTIATE_TEST_SUITE_P(Paths, FakeDevicePath, ::testing::Values("cudnn", "own_kernels"));
 
 }  // namespace
