@@ -2,33 +2,52 @@
 against the same module on the CPU, forward and backward, float64 and float32, ragged lengths
 with zeros, packed input, dropout masks equal to the CPU's, a non-default stream. Skips, saying
 why, where there is no GPU or this build has no cuda backend, built in or from the rnnx-cuda
-wheel's plugin (tools/gpu-check runs it on one, --cuda-wheel with the plugin)."""
+wheel's plugin; under RNNX_REQUIRE_GPU=1 (tools/gpu-check on a GPU machine) each of those is a
+failure naming what is missing (tools/gpu-check runs it on one, --cuda-wheel with the plugin)."""
 
 import copy
 import os
 
 import pytest
 
-torch = pytest.importorskip("torch")
+# tools/gpu-check sets it on a GPU machine (nvidia-smi lists a GPU, or /dev/nvidiaN exists):
+# there a test that cannot run is a failure, never a skip.
+_REQUIRE_GPU = os.environ.get("RNNX_REQUIRE_GPU", "0") not in ("", "0")
+try:
+    import torch
+except ImportError as e:
+    if _REQUIRE_GPU:
+        pytest.fail(f"RNNX_REQUIRE_GPU=1 (a GPU machine) but torch cannot be imported: {e}",
+                    pytrace=False)
+    pytest.skip(f"no torch ({e})", allow_module_level=True)
 import rnnx  # noqa: E402
 import rnnx.torch as rt  # noqa: E402
 from torch.nn.utils.rnn import pack_padded_sequence  # noqa: E402
 
 from conftest import assert_near, tolerance  # noqa: E402
 
-if not torch.cuda.is_available() and os.environ.get("RNNX_REQUIRE_GPU", "0") not in ("", "0"):
-    # tools/gpu-check sets it where nvidia-smi lists a GPU: one torch cannot use is a failure.
-    pytest.fail("RNNX_REQUIRE_GPU is set (nvidia-smi lists a GPU) but torch.cuda.is_available() "
-                f"is False (torch {torch.__version__}, CUDA {torch.version.cuda})",
-                pytrace=False)
-if not torch.cuda.is_available():
-    pytest.skip("no CUDA device for torch (the cuda backend's tests run on tools/gpu-check)",
-                allow_module_level=True)
 _info = rnnx.build_info()
+_missing = []
+if not torch.cuda.is_available():
+    _missing.append(f"torch.cuda.is_available() is False (torch {torch.__version__}, "
+                    f"CUDA {torch.version.cuda}, {torch.cuda.device_count()} device(s))")
 if "cuda" not in _info["backends"] and not _info["plugins"].startswith("cuda from "):
-    pytest.skip("this rnnx build has no cuda backend (RNNX_WITH_CUDA) and no cuda plugin loads "
-                f"(the rnnx-cuda wheel; plugins: {_info['plugins'] or 'none'})",
+    _missing.append("this rnnx build has no cuda backend (RNNX_WITH_CUDA; backends: "
+                    f"{_info['backends']}) and no cuda plugin loads (the rnnx-cuda wheel; "
+                    f"plugins: {_info['plugins'] or 'none'}; rnnx from "
+                    f"{os.path.dirname(rnnx.__file__)})")
+if _missing and not _REQUIRE_GPU:
+    pytest.skip("; ".join(_missing) + " (the cuda backend's tests run on tools/gpu-check)",
                 allow_module_level=True)
+
+
+@pytest.fixture(autouse=True)
+def _cuda_usable():
+    # Each test fails (at set-up) rather than the whole module at collection, so that the
+    # modules run in the same pytest session (tools/gpu-check --cuda-wheel) still report.
+    if _missing:
+        pytest.fail("RNNX_REQUIRE_GPU=1 (a GPU machine) but " + "; ".join(_missing),
+                    pytrace=False)
 
 
 def run(m, x, lengths, hx=None):
