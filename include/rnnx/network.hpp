@@ -51,6 +51,7 @@ struct BatchInfo {
   size_t forward_workspace[2] = {0, 0};  // bytes: [inference, training]
   size_t backward_workspace = 0;
   size_t reserve = 0;
+  size_t buffer_alignment = 8;  // bytes a workspace and reserve must be aligned to
 };
 
 class Network {

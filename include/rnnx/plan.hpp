@@ -13,8 +13,9 @@
 // allocates nothing; with workspace == nullptr the plan uses (and keeps) its own (on a
 // device backend such a call then waits for its stream before it returns, so that the next
 // call may reuse that workspace; pass a workspace to stay asynchronous).
-// Every tensor must be aligned to its element size; workspace and reserve to 8 bytes
-// (64 recommended: sub-buffers are carved at 64-byte offsets from the base).
+// Every tensor must be aligned to its element size; workspace and reserve to
+// buffer_alignment(): 8 bytes on the host backends (64 recommended: sub-buffers are carved
+// at 64-byte offsets from the base), 256 on cuda.
 // An empty batch (B = 0, as torch.nn.LSTM accepts) is a no-op: its sequence and state
 // tensors have no elements and may be null ("required" means: when it has elements), its
 // workspaces are 0 bytes, its reserve only the header that ties backward to the forward,
@@ -159,7 +160,7 @@ class Plan {
   size_t backward_workspace_size() const;              // bytes
   size_t reserve_size() const;                         // bytes
   // What a caller's workspace and reserve must be aligned to (bytes): 8 on the host
-  // backends, 256 on cuda (cuDNN's spaces; cudaMalloc's alignment).
+  // backends, 256 on cuda, on cuDNN and rnnx's own kernels alike (cudaMalloc's alignment).
   size_t buffer_alignment() const;
 
   // What runs: "reference", "cpu:avx512/onednn-sgemm", ...

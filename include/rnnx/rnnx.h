@@ -25,7 +25,8 @@
  *   h0, hy [L*D, B, P']   c0, cy [L*D, B, H] (LSTM)   weights: the flat buffer whose
  *   parameters rnnx_plan_get_weight_param() names.
  * Each tensor must be aligned to its element size; workspace and reserve to 8 bytes
- * (64 recommended). A plan may be executed by one thread at a time; distinct plans may
+ * (64 recommended) on the host backends, to 256 on cuda (whichever path runs the plan).
+ * A plan may be executed by one thread at a time; distinct plans may
  * run concurrently. */
 #ifndef RNNX_RNNX_H
 #define RNNX_RNNX_H
@@ -472,6 +473,9 @@ RNNX_API rnnx_status_t rnnx_plan_destroy(rnnx_plan_t plan);
 RNNX_API rnnx_status_t rnnx_plan_get_workspace_size(rnnx_plan_t plan, rnnx_phase_t phase,
                                                     size_t* bytes);
 RNNX_API rnnx_status_t rnnx_plan_get_reserve_size(rnnx_plan_t plan, size_t* bytes);
+/* What the workspace and reserve must be aligned to (bytes): 8 on the host backends, 256 on
+ * cuda; a misaligned one is refused naming it. */
+RNNX_API rnnx_status_t rnnx_plan_get_buffer_alignment(rnnx_plan_t plan, size_t* bytes);
 
 /* T of the padded tensors (packed: num_steps), B, and the real tokens (sum of lengths). */
 RNNX_API rnnx_status_t rnnx_plan_get_max_seq_len(rnnx_plan_t plan, int64_t* max_seq_len);

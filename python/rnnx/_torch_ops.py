@@ -776,15 +776,21 @@ def _weight_grads(dw, weights):
         shape = w.shape
         grads.append(dw.as_strided(shape, _contiguous_strides(shape), offset))
         offset += w.numel()
+    if offset != dw.storage_offset() + dw.numel():  # as split_with_sizes would refuse
+        raise _rnnx.InternalError(
+            f"rnnx.torch: the parameters hold {offset - dw.storage_offset()} elements, the "
+            f"flat gradient {dw.numel()}; please report it")
     return grads
 
 
 @functools.lru_cache(maxsize=256)
 def _contiguous_strides(shape):
+    """torch's strides of a contiguous tensor of this shape (a dimension of 0 or 1 counted
+    as 1, as torch does)."""
     strides, step = [], 1
     for n in reversed(shape):
         strides.append(step)
-        step *= n
+        step *= max(n, 1)
     return tuple(reversed(strides))
 
 

@@ -1162,6 +1162,10 @@ PYBIND11_MODULE(_rnnx, m) {
       .def_property_readonly("c_numel", [](const PyPlan& p) { return p.info.c_numel; })
       .def_property_readonly("weights_numel", [](const PyPlan& p) { return p.weights_numel(); })
       .def_property_readonly("reserve_size", [](const PyPlan& p) { return p.info.reserve; })
+      .def_property_readonly(
+          "buffer_alignment", [](const PyPlan& p) { return p.info.buffer_alignment; },
+          "What workspace and reserve addresses must be aligned to (bytes): 8 on the host "
+          "backends, 256 on cuda.")
       .def_property_readonly("backward_workspace_size",
                              [](const PyPlan& p) { return p.info.backward_workspace; })
       .def(

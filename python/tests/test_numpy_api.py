@@ -212,6 +212,7 @@ def test_low_level_plan_and_buffer_checks():
     plan = rnnx.Plan.padded(cfg, 5, 2, lengths=[5, 3])
     assert (plan.x_numel, plan.y_numel, plan.h_numel, plan.c_numel) == (30, 40, 16, 0)
     assert plan.tokens == 8 and plan.reserve_size > 0 and plan.layout == "time_major"
+    assert plan.buffer_alignment == 8  # the host backends' (256 on cuda)
     x = np.zeros((5, 2, 3))
     w = np.full(plan.weights_numel, 0.1)
     y = np.empty((5, 2, 4))

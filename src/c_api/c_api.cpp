@@ -861,6 +861,10 @@ rnnx_status_t rnnx_plan_get_reserve_size(rnnx_plan_t plan, size_t* bytes) {
   return plan_get(__func__, plan, bytes, "bytes",
                   [](const rnnx_plan& p) { return p.plan.reserve_size(); });
 }
+rnnx_status_t rnnx_plan_get_buffer_alignment(rnnx_plan_t plan, size_t* bytes) {
+  return plan_get(__func__, plan, bytes, "bytes",
+                  [](const rnnx_plan& p) { return p.plan.buffer_alignment(); });
+}
 
 rnnx_status_t rnnx_plan_get_max_seq_len(rnnx_plan_t plan, int64_t* max_seq_len) {
   return plan_get(__func__, plan, max_seq_len, "max_seq_len",

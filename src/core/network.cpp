@@ -138,6 +138,7 @@ BatchInfo Network::describe(const SequenceShape& shape) const {
   info.forward_workspace[1] = slot->forward_workspace_size(true);
   info.backward_workspace = slot->backward_workspace_size();
   info.reserve = slot->reserve_size();
+  info.buffer_alignment = slot->buffer_alignment();
   return info;
 }
 std::string Network::problem_name(const SequenceShape& shape) const {

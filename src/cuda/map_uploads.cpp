@@ -44,7 +44,11 @@ void MapUploads::flush(cudaStream_t stream) {
       }
     } else {
       // The first flush: both buffers' events at once, so that no later flush creates one.
-      for (Staging& each : staging_) each.copied = make_sync_event();
+      // Only those not made yet: one made and recorded before a failed creation of the
+      // other still orders its buffer's copy.
+      for (Staging& each : staging_) {
+        if (!each.copied.get()) each.copied = make_sync_event();
+      }
     }
     if (pending_.size() > s.capacity) {
       const size_t capacity = grown_capacity(pending_.size(), s.capacity);

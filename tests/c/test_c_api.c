@@ -1033,6 +1033,11 @@ static void test_null_arguments(void) {
   CHECK_NULL_ARG(rnnx_plan_get_reserve_size(NULL, &bytes),
                  "rnnx_plan_get_reserve_size: plan is null");
   CHECK_NULL_ARG(rnnx_plan_get_reserve_size(p, NULL), "bytes is null");
+  CHECK_NULL_ARG(rnnx_plan_get_buffer_alignment(NULL, &bytes),
+                 "rnnx_plan_get_buffer_alignment: plan is null");
+  CHECK_NULL_ARG(rnnx_plan_get_buffer_alignment(p, NULL), "bytes is null");
+  CHECK_OK(rnnx_plan_get_buffer_alignment(p, &bytes));
+  CHECK_TRUE(bytes == 8, "a cpu plan's workspace and reserve alignment is 8 bytes");
   CHECK_NULL_ARG(rnnx_plan_get_max_seq_len(NULL, &v), "plan is null");
   CHECK_NULL_ARG(rnnx_plan_get_max_seq_len(p, NULL), "max_seq_len is null");
   CHECK_NULL_ARG(rnnx_plan_get_batch(NULL, &v), "plan is null");

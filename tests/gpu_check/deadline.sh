@@ -42,7 +42,7 @@ t() {  # t NAME WANT_RC PATTERN... -- ENV... -- ARGS...: the summary must match 
   fi
 }
 # A deadline too short for any stage: each recorded as not started, the summary written, exit 1.
-MAXT=6 t "tiny deadline: nothing starts" 1 'device +- s  NOT STARTED' \
+MAXT=8 t "tiny deadline: nothing starts" 1 'device +- s  NOT STARTED' \
   'bench vs torch +- s  NOT STARTED' 'of a 5 s deadline' -- -- --bench --quick --deadline=5
 # configure sleeps past the deadline: cut to it, timed out, the rest not run; ends by the deadline.
 MAXT=16 t "configure cut to the deadline" 1 \

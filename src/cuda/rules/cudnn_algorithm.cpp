@@ -61,8 +61,15 @@ double cudnn_candidate_tolerance(const Config& c, MathMode math, const CudnnBatc
   // allow_conversion (TF32, or float16 on the explicit opt-in). 16-bit data's own rounding is
   // in the bound whatever the math; float64 is never converted.
   const bool converts = c.dtype == DataType::f32 && math == MathMode::allow_conversion;
-  return 0.5 * error_bound(c, std::max<int64_t>(batch.max_seq_len, 1),
-                           std::max<int64_t>(batch.batch, 1), /*backward=*/false, converts);
+  const bool half_data = c.dtype == DataType::f16 || c.dtype == DataType::bf16;
+  const double half_bound =
+      0.5 * error_bound(c, std::max<int64_t>(batch.max_seq_len, 1),
+                        std::max<int64_t>(batch.batch, 1), /*backward=*/false, converts);
+  // The worst-case bound grows with T and the widths (2.5% for a float32 LSTM H 1024 at
+  // T 100) far past what a candidate computing as the plan allows differs by: the fixed
+  // ceilings of before stay, 1e-3 where nothing converts, 5e-2 where something does.
+  const double ceiling = converts || half_data ? 5e-2 : 1e-3;
+  return std::min(half_bound, ceiling);
 }
 
 bool cudnn_candidate_agrees(const std::vector<double>& got, const std::vector<double>& want,

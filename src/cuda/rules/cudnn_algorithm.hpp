@@ -41,10 +41,12 @@ std::string cudnn_autotune_key(const Config& config, MathMode math, const CudnnB
 // magnitude (at least 1), for the search to keep it: half of rnnx::error_bound for the plan
 // (its config, the batch's longest sequence and size; with the conversion's products only
 // where the math allows them), the bound the tests hold a cuda plan to against the
-// reference. Half, so that a candidate the search keeps also meets the bound against the
-// reference wherever STANDARD meets it with room: a candidate that computes more coarsely
-// than the plan allows (TF32 in a strict float32 plan, about 1e-3) is dropped wherever the
-// tests would fail it, instead of being chosen and failing them.
+// reference, and at most 1e-3 (5e-2 where the plan converts or its data is 16-bit). Half,
+// so that a candidate the search keeps also meets the bound against the reference wherever
+// STANDARD meets it with room: a candidate that computes more coarsely than the plan allows
+// (TF32 in a strict float32 plan, about 1e-3) is dropped wherever the tests would fail it,
+// instead of being chosen and failing them; the ceiling keeps the worst-case bound, which
+// grows with the sequence and the widths, from admitting such a candidate at large shapes.
 double cudnn_candidate_tolerance(const Config& config, MathMode math, const CudnnBatch& batch);
 
 // Whether `got` agrees with `want` within cudnn_candidate_tolerance: every element, NaN
