@@ -343,3 +343,19 @@ def test_copies_and_pickles(name):
         with torch.no_grad():
             other.weight_ih.mul_(2)  # its own parameters, not the original's
         assert not torch.equal(flat(other(x))[0], flat(ours(x))[0])
+
+
+def test_cached_gradient_views_take_torch_s_strides_and_check_their_sizes():
+    """The cached backward's per-parameter views of the flat gradient (_weight_grads): each
+    in its parameter's shape with the strides torch gives a contiguous tensor of it (empty
+    dimensions included), at its place in the flat buffer; sizes that do not add up to the
+    flat gradient's are refused, not silently viewed."""
+    weights = [torch.empty(3, 4), torch.empty(4, 0), torch.empty(0, 2), torch.empty(5)]
+    flat = torch.arange(40.0)[7:]  # a view with a storage offset, as large as the four
+    grads = _torch_ops._weight_grads(flat[:sum(w.numel() for w in weights)], weights)
+    for g, w in zip(grads, weights):
+        assert g.shape == w.shape and g.stride() == w.stride()
+    assert torch.equal(grads[0].reshape(-1), flat[:12])
+    assert torch.equal(grads[3], flat[12:17])
+    with pytest.raises(rnnx.InternalError, match="hold 17 elements, the flat gradient 20"):
+        _torch_ops._weight_grads(flat[:20], weights)

@@ -200,3 +200,26 @@ def test_int8_peers_counts_the_multiply_adds_of_each_cell():
             ("gru", 4, 0, [(12, 5), (12, 4)]),
             ("lstm", 6, 2, [(24, 5), (24, 2), (2, 6)])):
         assert peers.multiply_adds(cell, T, B, I, H, P) == T * B * sum(r * c for r, c in shapes)
+
+
+def test_int8_peers_reads_the_vnni_rate_or_says_why_not(tmp_path, monkeypatch):
+    """int8_peers.py's floor takes rnnx_machine_peak's int8-avx512-vnni record (GOP/s), and
+    says why there is none: int8 on another kernel, no tool, or a tool without the record."""
+    peers = _int8_peers()
+    tool = tmp_path / "peak"
+    tool.write_text("#!/bin/sh\n"
+                    "echo '{\"kind\":\"fma-f32\",\"gflops\":100.0}'\n"
+                    "echo '{\"kind\":\"int8-avx512-vnni\",\"gflops\":467.5}'\n")
+    tool.chmod(0o755)
+    silent = tmp_path / "silent"
+    silent.write_text("#!/bin/sh\necho '{\"kind\":\"int8-avx512-vnni\",\"error\":\"no VNNI\"}'\n")
+    silent.chmod(0o755)
+    monkeypatch.setattr(peers.rnnx, "build_info", lambda: {"int8_gemm": "avx512-vnni"})
+    assert peers.int8_core_rate(str(tool)) == (467.5, None)
+    rate, why = peers.int8_core_rate(str(silent))
+    assert rate is None and "gave no int8-avx512-vnni rate" in why
+    rate, why = peers.int8_core_rate("")
+    assert rate is None and "no rnnx_machine_peak" in why
+    monkeypatch.setattr(peers.rnnx, "build_info", lambda: {"int8_gemm": "amx-int8"})
+    rate, why = peers.int8_core_rate(str(tool))
+    assert rate is None and "int8 on amx-int8" in why
