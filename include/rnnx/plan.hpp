@@ -102,7 +102,8 @@ struct ForwardArgs {
   // stream). Host backends run on the calling thread and refuse one.
   void* stream = nullptr;
   // The weights' version: 0 = unknown, and what the backend prepares from the weights (the
-  // cpu's packed recurrent weights) is prepared at every call. Otherwise a number the caller
+  // cpu's packed recurrent weights, cuDNN's weight space in an inference call on the cuda
+  // backend) is prepared at every call. Otherwise a number the caller
   // changes whenever the values at `weights` change (PyTorch's tensor version counter, a
   // step count): the second call with the same (weights, version) keeps the prepared copy
   // in the network (plan), and later calls with them use it instead of preparing their own.

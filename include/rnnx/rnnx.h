@@ -353,7 +353,8 @@ typedef struct rnnx_forward_args {
   /* Version 3. The weights' version (rnnx::ForwardArgs::weights_version): 0 = unknown (the
    * weights are prepared at every call); otherwise a number the caller changes whenever the
    * values at `weights` change, so that a network keeps what it prepares from them (the cpu's
-   * packed recurrent weights) from one call to the next. */
+   * packed recurrent weights, cuDNN's weight space in an inference call on the cuda
+   * backend) from one call to the next. */
   uint64_t weights_version;
 } rnnx_forward_args_t;
 

@@ -3,11 +3,12 @@
 // differs and scattered back with padding_fill; states are permuted to that order and back,
 // and the sequences of length 0 (which cuDNN refuses) get hy = h0, cy = c0, dh0 = dhy,
 // dc0 = dcy here. Weights are copied from the flat buffer into cuDNN's weight space each
-// forward (into the reserve when training, so that backward does not copy them again), and
-// gradients back into the flat buffer, overwritten or added. With dropout between layers each
-// layer is its own cuDNN call and rnnx's own masks (philox.hpp) go between them, the same as
-// on the CPU. What cuDNN cannot express (cudnn_refusal) runs on rnnx's own kernels
-// instead (core/step_backend.hpp, step_device.hpp).
+// forward (into the reserve when training, so that backward does not copy them again; an
+// inference call with a weights version uses the network's kept copy instead,
+// kept_cudnn_weights.hpp), and gradients back into the flat buffer, overwritten or added. With
+// dropout between layers each layer is its own cuDNN call and rnnx's own masks (philox.hpp) go
+// between them, the same as on the CPU. What cuDNN cannot express (cudnn_refusal) runs on rnnx's
+// own kernels instead (core/step_backend.hpp, step_device.hpp).
 #include "cuda/cuda_backend.hpp"
 
 #include <cuda_runtime_api.h>
@@ -27,6 +28,7 @@
 #include "cuda/cudnn_rnn.hpp"
 #include "cuda/cudnn_search.hpp"
 #include "cuda/device_rows.hpp"
+#include "cuda/kept_cudnn_weights.hpp"
 #include "cuda/kernels.hpp"
 #include "cuda/map_uploads.hpp"
 #include "cuda/rules/cudnn_layout.hpp"
@@ -49,10 +51,17 @@ P at(P p, int64_t elems, int64_t elem) {
   return static_cast<P>(static_cast<Byte*>(p) + elems * elem);
 }
 
+// The cuda backend's state for every batch of one network (core/backend.hpp): its kept
+// copies of the weights in cuDNN's spaces.
+struct CudaNetwork final : BackendShared {
+  KeptCudnnWeights kept;
+};
+
 class CudaBackend final : public BackendImpl {
  public:
   CudaBackend(const PlanContext& ctx, CudnnAlgo algo)
       : BackendImpl(ctx),
+        network_(ctx.shared->get<CudaNetwork>([] { return std::make_unique<CudaNetwork>(); })),
         algo_(algo),
         device_(current_device()),
         batch_(cudnn_batch(ctx.shape, ctx.schedule, ctx.config)),
@@ -71,6 +80,7 @@ class CudaBackend final : public BackendImpl {
     // descriptor was set through it).
     setup_ = make_handle();
     rnn_ = std::make_unique<CudnnRnn>(ctx, batch_, setup_.get(), algo);
+    lay_out_kept_weights();
     upload_maps();
   }
 
@@ -105,6 +115,7 @@ class CudaBackend final : public BackendImpl {
     reserve_parts(nullptr, &used);
     return used;
   }
+  size_t kept_bytes() const override { return network_.kept.bytes(); }
   const core::Memory& memory() const override { return device_memory(); }
   bool takes_stream() const override { return true; }
   // cuDNN's workspace and reserve spaces, and everything carved beside them, 256-aligned.
@@ -221,6 +232,44 @@ class CudaBackend final : public BackendImpl {
     return parts;
   }
 
+  // Where each group's weight space sits in a kept copy (256-aligned, one after another),
+  // and what identifies that layout: the groups, their spaces and the algorithm.
+  void lay_out_kept_weights() {
+    uint64_t h = 1469598103934665603ull;  // FNV-1a over the numbers that place the weights
+    const auto mix = [&h](uint64_t v) {
+      for (int b = 0; b < 8; ++b) h = (h ^ ((v >> (8 * b)) & 0xff)) * 1099511628211ull;
+    };
+    mix(static_cast<uint64_t>(algo_));
+    mix(static_cast<uint64_t>(ctx_.config.dtype));
+    for (char ch : rnn_->math_name()) mix(static_cast<uint64_t>(ch));
+    Carver k(nullptr, kCudnnAlignment);
+    for (const CudnnGroup& g : rnn_->groups()) {
+      kept_offsets_.push_back(k.used());
+      k.take<char>(static_cast<int64_t>(g.weight_bytes));
+      for (uint64_t v : {uint64_t(g.first_layer), uint64_t(g.layers), uint64_t(g.weight_bytes),
+                         uint64_t(g.flat_base)})
+        mix(v);
+    }
+    kept_total_ = k.used();
+    kept_layout_ = h;
+  }
+
+  // An inference call's kept weights (an empty Use: it converts into its workspace).
+  KeptCudnnWeights::Use kept_weights(const ForwardArgs& a, cudaStream_t stream) {
+    if (a.training || a.weights_version == 0) return {};
+    const auto convert = [&](void* space) {
+      const auto& groups = rnn_->groups();
+      for (size_t gi = 0; gi < groups.size(); ++gi) {
+        const CudnnGroup& g = groups[gi];
+        weights_to_cudnn(ctx_.config.dtype, static_cast<const WeightSegment*>(g.segments.get()),
+                         g.segment_count, g.longest_segment, a.weights, g.flat_base,
+                         at(space, static_cast<int64_t>(kept_offsets_[gi]), 1), stream);
+      }
+    };
+    return network_.kept.find({a.weights, a.weights_version, kept_layout_}, kept_total_, stream,
+                              convert);
+  }
+
   // The maps the kernels read, on the device: the batch mover's (core/batch_mover.hpp: the
   // caller's row of every packed row, its padding rows, the caller's state row of every state
   // row of cuDNN's batch and of every length-0 sequence) and the first dropout element of every
@@ -250,6 +299,7 @@ class CudaBackend final : public BackendImpl {
     dropout_base_ = base + drop_at;
   }
 
+  CudaNetwork& network_;  // shared by the network's batches
   CudnnAlgo algo_;
   int device_;
   CudnnBatch batch_;
@@ -262,7 +312,10 @@ class CudaBackend final : public BackendImpl {
   DeviceRows rows_;
   int64_t elem_ = 4, D_ = 1, P_ = 0, H_ = 0, LD_ = 0, DP_ = 0;
   bool lstm_ = false;
-  bool direct_states_ = false;  // cuDNN's batch is the caller's: states need no permutation
+  bool direct_states_ = false;        // cuDNN's batch is the caller's: states need no permutation
+  std::vector<size_t> kept_offsets_;  // each group's space in a kept copy
+  size_t kept_total_ = 0;
+  uint64_t kept_layout_ = 0;
 };
 
 void CudaBackend::forward(const ForwardArgs& a, void* workspace) {
@@ -293,12 +346,17 @@ void CudaBackend::forward(const ForwardArgs& a, void* workspace) {
     }
     const std::vector<GroupReserve> reserve = reserve_parts(a.reserve, nullptr);
     const auto& groups = rnn_->groups();
+    KeptCudnnWeights::Use kept = kept_weights(a, stream);
     for (size_t gi = 0; gi < groups.size(); ++gi) {
       const CudnnGroup& g = groups[gi];
       const bool last = gi + 1 == groups.size();
       void* weights = a.training ? reserve[gi].weights : f.weights;
-      weights_to_cudnn(dt, static_cast<const WeightSegment*>(g.segments.get()), g.segment_count,
-                       g.longest_segment, a.weights, g.flat_base, weights, stream);
+      if (kept.space()) {
+        weights = at(kept.space(), static_cast<int64_t>(kept_offsets_[gi]), 1);
+      } else {
+        weights_to_cudnn(dt, static_cast<const WeightSegment*>(g.segments.get()), g.segment_count,
+                         g.longest_segment, a.weights, g.flat_base, weights, stream);
+      }
       void* out = a.training ? reserve[gi].y : (last && batch_.rows_in_place) ? a.y : f.y[gi % 2];
       const int64_t slab = g.first_layer * D_ * Bp;
       check(calls().cudnnRNNForward(
@@ -317,6 +375,7 @@ void CudaBackend::forward(const ForwardArgs& a, void* workspace) {
         in = f.x_drop;
       }
     }
+    kept.done();  // cuDNN's reads of the kept copy are queued
     if (in != a.y) m.rows_out(in, a.y, DP_, c.padding_fill, stream);
     if (!direct_states_) {
       if (a.hy) m.states_out(f.hy, a.hy, P_, stream);

@@ -41,6 +41,7 @@ struct State {
   std::set<void*> pinned;                // the allocations cudaMallocHost made
   std::map<void*, std::string> objects;  // handles, streams, events, descriptors
   std::vector<std::string> misuse;
+  std::vector<const void*> weight_spaces;  // cudnnRNNForward's, in order
   rnnx::cuda::Cublas cublas{};
 };
 State* g_state = nullptr;
@@ -397,8 +398,13 @@ cudnnStatus_t weight_params(cudnnHandle_t, cudnnRNNDescriptor_t d, int32_t pseud
 cudnnStatus_t rnn_forward(cudnnHandle_t, cudnnRNNDescriptor_t, cudnnForwardMode_t, const int32_t[],
                           cudnnRNNDataDescriptor_t, const void*, cudnnRNNDataDescriptor_t, void*,
                           cudnnTensorDescriptor_t, const void*, void*, cudnnTensorDescriptor_t,
-                          const void*, void*, size_t, const void*, size_t, void*, size_t, void*) {
-  return enter("cudnnRNNForward") ? CUDNN_STATUS_INTERNAL_ERROR : CUDNN_STATUS_SUCCESS;
+                          const void*, void*, size_t weight_bytes, const void* weights, size_t,
+                          void*, size_t, void*) {
+  if (enter("cudnnRNNForward")) return CUDNN_STATUS_INTERNAL_ERROR;
+  if (!inside_allocation(weights, weight_bytes)) misuse("cudnnRNNForward's weight space");
+  std::lock_guard<std::mutex> lock(g_state->mutex);
+  g_state->weight_spaces.push_back(weights);
+  return CUDNN_STATUS_SUCCESS;
 }
 cudnnStatus_t rnn_backward_data(cudnnHandle_t, cudnnRNNDescriptor_t, const int32_t[],
                                 cudnnRNNDataDescriptor_t, const void*, const void*,
@@ -546,6 +552,11 @@ const std::vector<std::string>& FakeDevice::log() const {
 void FakeDevice::clear_log() {
   std::lock_guard<std::mutex> lock(g_state->mutex);
   g_state->log.clear();
+  g_state->weight_spaces.clear();
+}
+std::vector<const void*> FakeDevice::weight_spaces() const {
+  std::lock_guard<std::mutex> lock(g_state->mutex);
+  return g_state->weight_spaces;
 }
 std::map<std::string, int64_t> FakeDevice::counts() const {
   std::lock_guard<std::mutex> lock(g_state->mutex);

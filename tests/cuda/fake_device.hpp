@@ -23,6 +23,8 @@ class FakeDevice {
   // construction or the last clear_log().
   const std::vector<std::string>& log() const;
   void clear_log();
+  // The weight space each cudnnRNNForward in the log was given, in order.
+  std::vector<const void*> weight_spaces() const;
   // How many times each was called in the log.
   std::map<std::string, int64_t> counts() const;
   // Device memory and handles (cuDNN's, streams, events, descriptors) alive now.

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 
 #include "core/autotune_cache.hpp"
 #include "core/backend.hpp"
@@ -21,6 +22,7 @@
 #include "cuda/rules/cudnn_layout.hpp"
 #include "device_hooks.hpp"
 #include "problems.hpp"
+#include "rnnx/network.hpp"
 
 namespace rnnx_test {
 namespace {
@@ -489,6 +491,67 @@ TEST(Cuda, AllowConversionKeepsFloat32sRangeOnTheOwnKernels) {
   Config c = make_config(CellType::rnn_relu, 4, 6, 1, false, DataType::f32);
   c.reverse = true;  // cuDNN has no reverse-only direction: rnnx's own kernels run it
   expect_float32_range_kept(c, "cuda:own", std::ldexp(1.0, -8));
+}
+
+// An inference network's kept copy of its weights in cuDNN's spaces (ForwardArgs::
+// weights_version, kept_cudnn_weights.hpp) gives what converting at every call gives, for
+// all layers in one cuDNN RNN and one per layer; after new values under a new version, the
+// new weights' results (a stale copy would give the old ones).
+TEST(Cuda, KeptWeightsGiveWhatConvertingGives) {
+  RNNX_SKIP_WITHOUT_GPU();
+  for (const bool per_layer : {false, true}) {
+    Config c = make_config(CellType::lstm, 6, 16, 2, true, DataType::f32, 8);
+    if (per_layer) c.dropout = 0.25;  // inference: no masks, one cuDNN RNN per layer
+    const SequenceShape shape = SequenceShape::padded(7, 5, {7, 3, 0, 7, 5});
+    Network net(c, backend_options(Backend::cuda));
+    const BatchInfo info = net.describe(shape);
+    std::mt19937 rng(per_layer ? 5 : 4);
+    std::uniform_real_distribution<float> u(-0.5f, 0.5f);
+    const auto random = [&](int64_t n) {
+      std::vector<float> v(static_cast<size_t>(n));
+      for (float& f : v) f = u(rng);
+      return v;
+    };
+    const std::vector<float> x = random(info.x_numel), w1 = random(net.weights_numel()),
+                             w2 = random(net.weights_numel());
+    const DeviceHooks& dev = cuda_hooks();
+    const auto upload = [&](const std::vector<float>& v) {
+      void* p = dev.allocate(v.size() * sizeof(float));
+      dev.to_device(p, v.data(), v.size() * sizeof(float));
+      return p;
+    };
+    void* dx = upload(x);
+    void* dw = upload(w1);
+    void* dy = dev.allocate(static_cast<size_t>(info.y_numel) * sizeof(float));
+    void* ws = dev.allocate(info.forward_workspace[0]);
+    const auto forward = [&](uint64_t version) {
+      ForwardArgs f;
+      f.x = dx, f.y = dy, f.weights = dw, f.weights_version = version;
+      f.workspace = ws, f.workspace_size = info.forward_workspace[0];
+      net.forward(shape, f);
+      std::vector<float> y(static_cast<size_t>(info.y_numel));
+      dev.to_host(y.data(), dy, y.size() * sizeof(float));
+      return y;
+    };
+    const auto expect_near = [&](const std::vector<float>& got, const std::vector<float>& want,
+                                 const char* what) {
+      double worst = 0;
+      for (size_t i = 0; i < got.size(); ++i)
+        worst = std::max(worst, std::abs(double(got[i]) - double(want[i])));
+      EXPECT_LE(worst, 1e-6) << what << (per_layer ? ", per layer" : ", all layers");
+    };
+    const std::vector<float> converted1 = forward(0);
+    for (int call = 0; call < 4; ++call) expect_near(forward(5), converted1, "version 5");
+    EXPECT_GT(net.stats().kept_weights_bytes, 0u);
+    dev.to_device(dw, w2.data(), w2.size() * sizeof(float));
+    const std::vector<float> converted2 = forward(0);
+    double moved = 0;
+    for (size_t i = 0; i < converted2.size(); ++i)
+      moved = std::max(moved, std::abs(double(converted2[i]) - double(converted1[i])));
+    EXPECT_GT(moved, 1e-3) << "the new weights change y";
+    for (int call = 0; call < 4; ++call) expect_near(forward(6), converted2, "version 6");
+    for (void* p : {dx, dw, dy, ws}) dev.release(p);
+  }
 }
 
 }  // namespace

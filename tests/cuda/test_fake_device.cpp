@@ -11,6 +11,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "cuda/call_table.hpp"
 #include "cuda/cuda_api.hpp"
@@ -323,6 +324,273 @@ TEST_P(FakeDevicePath, CallersBuffersMustBe256AlignedAndSaySo) {
   EXPECT_NO_THROW(st.run(net, shapes[0]));
   EXPECT_TRUE(fake.misuse().empty()) << fake.misuse().front();
 }
+
+// ---- Kept weights (kept_cudnn_weights.hpp) ---------------------------------------------
+
+// An inference network on cuDNN and the buffers of its calls: one shape, the caller's weights,
+// a workspace; `forward` runs one call with a weights version on a stream.
+struct KeptSetup {
+  Config config;
+  SequenceShape shape = SequenceShape::padded(kT, kB, std::vector<int64_t>(kB, kT));
+  Buffers bufs;
+  void *x = nullptr, *y = nullptr, *w = nullptr, *ws = nullptr;
+  size_t ws_size = 0;
+  explicit KeptSetup(const Config& c) : config(c) {
+    Network sizer(c, backend_options(Backend::cuda));
+    ws_size = sizer.describe(shape).forward_workspace[0];
+    const size_t f = sizeof(float);
+    x = bufs.take(kT * kB * kI * f);
+    y = bufs.take(kT * kB * c.num_directions() * kH * f);
+    w = bufs.take(static_cast<size_t>(sizer.weights_numel()) * f);
+    ws = bufs.take(ws_size);
+  }
+  void forward(Network& net, uint64_t version, void* stream = nullptr,
+               const void* weights = nullptr) const {
+    ForwardArgs f;
+    f.x = x, f.y = y, f.weights = weights ? weights : w;
+    f.workspace = ws, f.workspace_size = ws_size, f.stream = stream;
+    f.weights_version = version;
+    net.forward(shape, f);
+  }
+  bool in_workspace(const void* p) const {
+    const auto at = static_cast<const char*>(p), base = static_cast<const char*>(ws);
+    return at >= base && at < base + ws_size;
+  }
+};
+
+Config kept_config(bool per_layer) {
+  Config c = config_for("cudnn");
+  if (per_layer) c.dropout = 0.25;  // one cuDNN RNN per layer: two spaces in a kept copy
+  return c;
+}
+
+class FakeDeviceKeptWeights : public ::testing::TestWithParam<bool> {};
+
+// The first call of a (weights, version) pair converts into its workspace, the second into a
+// device buffer the network keeps, and every later call gives cuDNN that buffer: no
+// conversion, allocation, wait or creation, one event recorded. Version 0 converts every
+// time; so does a training forward, whose backward reads the weights from the reserve.
+TEST_P(FakeDeviceKeptWeights, SecondCallKeepsACopyLaterCallsReadIt) {
+  const ScopedEnv no_search("RNNX_AUTOTUNE", "0");
+  FakeDevice fake;
+  const KeptSetup k(kept_config(GetParam()));
+  const int64_t caller_allocations = fake.live_allocations();
+  {
+    Network net(k.config, backend_options(Backend::cuda));
+    const size_t groups = GetParam() ? 2 : 1;
+    k.forward(net, 0);  // binds the batch
+    for (int call = 0; call < 3; ++call) {
+      fake.clear_log();
+      k.forward(net, 0);
+      EXPECT_EQ(fake.counts()["kernel:weights_to_cudnn"], static_cast<int64_t>(groups));
+      for (const void* p : fake.weight_spaces()) EXPECT_TRUE(k.in_workspace(p));
+    }
+    EXPECT_EQ(net.stats().kept_weights_bytes, 0u);
+    fake.clear_log();
+    k.forward(net, 7);  // the pair's first call: as without a version
+    EXPECT_EQ(fake.counts()["kernel:weights_to_cudnn"], static_cast<int64_t>(groups));
+    EXPECT_EQ(fake.counts()["cudaMalloc"], 0);
+    for (const void* p : fake.weight_spaces()) EXPECT_TRUE(k.in_workspace(p));
+    fake.clear_log();
+    k.forward(net, 7);  // the second: converted once more, into the kept buffer
+    EXPECT_EQ(fake.counts()["kernel:weights_to_cudnn"], static_cast<int64_t>(groups));
+    EXPECT_EQ(fake.counts()["cudaMalloc"], 1);
+    const std::vector<const void*> kept = fake.weight_spaces();
+    ASSERT_EQ(kept.size(), groups);
+    for (const void* p : kept) EXPECT_FALSE(k.in_workspace(p));
+    if (groups == 2) {
+      EXPECT_NE(kept[0], kept[1]);
+    }
+    EXPECT_GT(net.stats().kept_weights_bytes, 0u);
+    for (int call = 0; call < 5; ++call) {
+      fake.clear_log();
+      k.forward(net, 7);
+      auto n = fake.counts();
+      EXPECT_EQ(n["kernel:weights_to_cudnn"], 0) << "call " << call;
+      EXPECT_EQ(fake.weight_spaces(), kept) << "call " << call;
+      for (const char* name :
+           {"cudaMalloc", "cudaFree", "cudaStreamSynchronize", "cudaEventSynchronize",
+            "cudaEventCreateWithFlags", "cudaStreamWaitEvent", "cudaEventQuery"}) {
+        EXPECT_EQ(n[name], 0) << name << ", call " << call;
+      }
+      EXPECT_EQ(n["cudaEventRecord"], 1) << "the call's read of the copy";
+    }
+    // Another version of the same weights (they changed): converted at the call again.
+    fake.clear_log();
+    k.forward(net, 8);
+    EXPECT_EQ(fake.counts()["kernel:weights_to_cudnn"], static_cast<int64_t>(groups));
+    for (const void* p : fake.weight_spaces()) EXPECT_TRUE(k.in_workspace(p));
+  }
+  EXPECT_EQ(fake.live_allocations(), caller_allocations) << "a kept copy outlived its network";
+  EXPECT_EQ(fake.live_objects(), 0) << "events leaked";
+  EXPECT_TRUE(fake.misuse().empty()) << fake.misuse().front();
+}
+
+// A network keeps four pairs; a fifth pair's copy reuses the least recently used buffer
+// (no allocation) when nothing may still read it: on the same stream, stream order suffices;
+// while another stream's last read has not completed, the call converts into its workspace
+// instead, and once it has, the buffer is reused.
+TEST_P(FakeDeviceKeptWeights, ABufferIsRewrittenOnlyWhenNoStreamMayStillReadIt) {
+  const ScopedEnv no_search("RNNX_AUTOTUNE", "0");
+  FakeDevice fake;
+  const KeptSetup k(kept_config(GetParam()));
+  cudaStream_t a = nullptr, b = nullptr;
+  ASSERT_EQ(cuda::calls().cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cuda::calls().cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking), cudaSuccess);
+  {
+    Network net(k.config, backend_options(Backend::cuda));
+    std::set<const void*> buffers;
+    for (uint64_t v = 1; v <= 4; ++v) {
+      k.forward(net, v, a);
+      fake.clear_log();
+      k.forward(net, v, a);
+      buffers.insert(fake.weight_spaces().front());
+    }
+    EXPECT_EQ(buffers.size(), 4u);
+    const size_t four = net.stats().kept_weights_bytes;
+    // Pair 5 on stream a, the device behind: pair 1's buffer is rewritten, ordered by a.
+    fake.events_pending(true);
+    k.forward(net, 5, a);
+    fake.clear_log();
+    k.forward(net, 5, a);
+    EXPECT_EQ(fake.counts()["cudaMalloc"], 0);
+    EXPECT_EQ(fake.counts()["cudaFree"], 0);
+    ASSERT_EQ(fake.weight_spaces().size(), GetParam() ? 2u : 1u);
+    EXPECT_TRUE(buffers.count(fake.weight_spaces().front())) << "not a kept buffer";
+    EXPECT_EQ(net.stats().kept_weights_bytes, four);
+    // Pair 5 read on stream b: b waits for its making on the device, once.
+    fake.clear_log();
+    k.forward(net, 5, b);
+    EXPECT_EQ(fake.counts()["cudaStreamWaitEvent"], 1);
+    EXPECT_EQ(fake.counts()["kernel:weights_to_cudnn"], 0);
+    fake.clear_log();
+    k.forward(net, 5, b);
+    EXPECT_EQ(fake.counts()["cudaStreamWaitEvent"], 0);
+    // Pair 6 on stream a takes pair 2's slot... but first make every other slot's buffer
+    // read on b: then with the device behind, no buffer may be rewritten from a.
+    for (uint64_t v = 2; v <= 4; ++v) k.forward(net, v, b);
+    k.forward(net, 6, a);
+    fake.clear_log();
+    k.forward(net, 6, a);
+    EXPECT_EQ(fake.counts()["kernel:weights_to_cudnn"], GetParam() ? 2 : 1);
+    for (const void* p : fake.weight_spaces()) EXPECT_TRUE(k.in_workspace(p)) << "rewritten";
+    EXPECT_EQ(fake.counts()["cudaEventSynchronize"] + fake.counts()["cudaStreamSynchronize"], 0);
+    // The device caught up: the third call of the pair makes its copy.
+    fake.events_pending(false);
+    fake.clear_log();
+    k.forward(net, 6, a);
+    EXPECT_EQ(fake.counts()["cudaMalloc"], 0);
+    for (const void* p : fake.weight_spaces()) EXPECT_FALSE(k.in_workspace(p));
+    fake.clear_log();
+    k.forward(net, 6, a);
+    EXPECT_EQ(fake.counts()["kernel:weights_to_cudnn"], 0);
+  }
+  cuda::calls().cudaStreamDestroy(a);
+  cuda::calls().cudaStreamDestroy(b);
+  EXPECT_EQ(fake.live_objects(), 0);
+  EXPECT_TRUE(fake.misuse().empty()) << fake.misuse().front();
+}
+
+// Other weights at the same version are another pair; so is a backend of another layout
+// (weights_to_cudnn's spaces differ): neither reads the first pair's copy.
+TEST(FakeDeviceKeptWeightsKey, WeightsAddressAndVersionBothName) {
+  const ScopedEnv no_search("RNNX_AUTOTUNE", "0");
+  FakeDevice fake;
+  KeptSetup k(kept_config(false));
+  void* other = k.bufs.take(
+      static_cast<size_t>(Network(k.config, backend_options(Backend::cuda)).weights_numel()) *
+      sizeof(float));
+  Network net(k.config, backend_options(Backend::cuda));
+  k.forward(net, 3);
+  k.forward(net, 3);
+  fake.clear_log();
+  k.forward(net, 3);
+  const std::vector<const void*> kept = fake.weight_spaces();
+  fake.clear_log();
+  k.forward(net, 3, nullptr, other);  // other weights, the same number
+  EXPECT_EQ(fake.counts()["kernel:weights_to_cudnn"], 1);
+  EXPECT_NE(fake.weight_spaces(), kept);
+  fake.clear_log();
+  k.forward(net, 3, nullptr, other);
+  EXPECT_EQ(fake.counts()["kernel:weights_to_cudnn"], 1);  // its own copy, made now
+  EXPECT_NE(fake.weight_spaces(), kept);
+  fake.clear_log();
+  k.forward(net, 3);
+  EXPECT_EQ(fake.counts()["kernel:weights_to_cudnn"], 0);
+  EXPECT_EQ(fake.weight_spaces(), kept);
+  EXPECT_TRUE(fake.misuse().empty()) << fake.misuse().front();
+}
+
+// Every call with a status of a kept copy's making and use, made to fail in turn: the call
+// throws naming it, and the network works afterwards (the next calls make or read the copy).
+TEST(FakeDeviceKeptWeightsKey, FailingCallsAreNamedAndLeaveItWorking) {
+  const ScopedEnv no_search("RNNX_AUTOTUNE", "0");
+  FakeDevice fake;
+  const KeptSetup k(kept_config(false));
+  Network net(k.config, backend_options(Backend::cuda));
+  k.forward(net, 0);
+  k.forward(net, 1);
+  fake.clear_log();
+  k.forward(net, 1);  // makes the copy
+  k.forward(net, 1);  // reads it
+  const std::vector<std::string> calls = fake.log();
+  int64_t tried = 0;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    if (!returns_checked_status(calls[i]) || is_release(calls[i])) continue;
+    ++tried;
+    Network fresh(k.config, backend_options(Backend::cuda));
+    k.forward(fresh, 0);
+    k.forward(fresh, 1);
+    fake.clear_log();
+    fake.fail_at(static_cast<int64_t>(i));
+    testing::internal::CaptureStderr();
+    try {
+      k.forward(fresh, 1);
+      k.forward(fresh, 1);
+      ADD_FAILURE() << "call " << i << " (" << calls[i] << ") failed and nothing was reported";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(calls[i]), std::string::npos)
+          << "call " << i << " (" << calls[i] << "): " << e.what();
+    }
+    testing::internal::GetCapturedStderr();
+    fake.fail_at(-1);
+    for (int again = 0; again < 3; ++again) EXPECT_NO_THROW(k.forward(fresh, 1)) << calls[i];
+    fake.clear_log();
+    k.forward(fresh, 1);
+    EXPECT_EQ(fake.counts()["kernel:weights_to_cudnn"], 0) << "after " << calls[i];
+  }
+  EXPECT_GT(tried, 5);
+  EXPECT_TRUE(fake.misuse().empty()) << fake.misuse().front();
+}
+
+// Four threads calling one network with one pair at once: each call reads the one copy or
+// converts into its own workspace; nothing is misused and no event or buffer leaks.
+TEST(FakeDeviceKeptWeightsKey, ThreadsShareTheCopy) {
+  const ScopedEnv no_search("RNNX_AUTOTUNE", "0");
+  FakeDevice fake;
+  const KeptSetup k(kept_config(false));
+  std::vector<std::unique_ptr<KeptSetup>> own;
+  for (int t = 0; t < 4; ++t) own.push_back(std::make_unique<KeptSetup>(k.config));
+  const int64_t caller_allocations = fake.live_allocations();
+  {
+    Network net(k.config, backend_options(Backend::cuda));
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        for (int call = 0; call < 50; ++call) own[t]->forward(net, 9, nullptr, k.w);
+      });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_GT(net.stats().kept_weights_bytes, 0u);
+  }
+  own.clear();
+  EXPECT_EQ(fake.live_allocations(), caller_allocations - 4 * 4);
+  EXPECT_EQ(fake.live_objects(), 0);
+  EXPECT_TRUE(fake.misuse().empty()) << fake.misuse().front();
+}
+
+INSTANTIATE_TEST_SUITE_P(OneOrPerLayer, FakeDeviceKeptWeights, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "PerLayer" : "AllLayers"; });
 
 INSTANTIATE_TEST_SUITE_P(Paths, FakeDevicePath, ::testing::Values("cudnn", "own_kernels"));
 
