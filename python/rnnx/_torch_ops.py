@@ -302,11 +302,14 @@ def _resolve(engine, backend, num_threads, config, x, weights, lengths, batch_si
 
 def forward_kernel(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, config, engine,
                    backend, num_threads, batch_first, training, dropout_counter,
-                   static_reserve, eager_inference=False, prepared=None):
+                   static_reserve, eager_inference=False, prepared=None, weights_version=0):
     """The operator's CPU and CUDA kernel. eager_inference (never from the dispatcher): the
     module's own eager inference call, which discards the reserve and a non-LSTM's cy, so
     they are not allocated (None in their place). prepared (a module's cached eager CPU call,
-    Prepared): the plan and the weights' address without looking them up."""
+    Prepared): the plan and the weights' address without looking them up. weights_version
+    (the module's eager CUDA inference call): ForwardArgs::weights_version of the
+    parameters, passed only when they are the flat buffer itself (a gathered copy is new at
+    every call)."""
     info = config_info(config)
     device = x.device
     eng, plan, batch, flat = _resolve(engine, backend, num_threads, config, x, weights, lengths,
@@ -351,6 +354,8 @@ def forward_kernel(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, con
     else:
         ws_size = plan.forward_workspace_size(training)
         ws = torch.empty(ws_size, dtype=torch.uint8, device=device) if ws_size else None
+        if weights_version and flat.data_ptr() != _own_flat_address(info, weights):
+            weights_version = 0
         with torch.cuda.device(device):
             plan.forward_ptr(ptr(x), ptr(flat), ptr(y), h0=ptr(hx), c0=ptr(cx), hy=ptr(hy),
                              cy=ptr(cy) if info.lstm else 0, training=training,
@@ -358,8 +363,13 @@ def forward_kernel(x, hx, cx, weights, lengths, batch_sizes, sorted_indices, con
                              workspace_size=ws_size,
                              reserve=ptr(reserve) if training else 0,
                              reserve_size=plan.reserve_size if training else 0,
-                             stream=stream(device))
+                             stream=stream(device), weights_version=weights_version)
     return y, hy, cy, reserve
+
+
+def _own_flat_address(info, weights):
+    """Where the flat buffer starts if the parameters are views of one in rnnx's layout."""
+    return weights[0].data_ptr() - info.params[0].offset * weights[0].element_size()
 
 
 def plan_and_flat_address(engines, config, x, weights, batch_first, purpose="inference"):
@@ -370,7 +380,7 @@ def plan_and_flat_address(engines, config, x, weights, batch_first, purpose="inf
     engine, _, plan, _ = _plan_and_config(engines, x.device, config, x, None, None, None,
                                           batch_first, purpose)
     flat = _flat_weights(plan, info, weights, x.dtype, x.device)
-    if flat.data_ptr() != weights[0].data_ptr() - info.params[0].offset * x.element_size():
+    if flat.data_ptr() != _own_flat_address(info, weights):
         return None
     return engine, plan, flat.data_ptr()
 

@@ -22,6 +22,7 @@ PyTorch's caching allocator (docs/cuda.md; a build without the backend refuses t
 
 import itertools
 import math
+import weakref
 
 import torch
 from torch.nn.utils.rnn import PackedSequence
@@ -356,6 +357,7 @@ class _RnnxModule:
         state.pop("_rnnx_engines", None)
         state.pop("_rnnx_config_memo", None)  # holds configs, which are rebuilt too
         state.pop("_rnnx_fast", None)  # holds a plan
+        state.pop("_rnnx_version_memo", None)  # weak references, of this process's tensors
         return state
 
     def __setstate__(self, state):
@@ -530,6 +532,10 @@ class _RnnxModule:
             counter = self.dropout_calls if apply_dropout else 0
             inference = op is _torch_ops.forward_kernel and not apply_dropout
             extra = {"eager_inference": True} if inference else {}
+            if inference and device.type == "cuda" and dtype == weights[0].dtype:
+                # The network keeps cuDNN's copy of the weights by this version (docs/cuda.md
+                # "Weights versions"); the kernel passes it only for the module's own buffer.
+                extra["weights_version"] = self._rnnx_weights_version(weights)
             op_config = self._rnnx_op_config(dtype, self.dropout if apply_dropout else 0.0)
             y, hy, cy, _ = op(
                 _dense(x), h0, c0, weights, op_lengths, op_bs, op_si, op_config,
@@ -592,6 +598,23 @@ class _RnnxModule:
             x.dtype, tuple(weights), tuple(w.data_ptr() for w in weights),
             tuple(w.shape for w in weights), prepared, token)
         self.__dict__["_rnnx_fast"] = fast
+
+    def _rnnx_weights_version(self, weights):
+        """ForwardArgs::weights_version of an eager inference call on these parameters: a
+        token of these tensor objects at their addresses (a new one when any is another
+        tensor or moved, so that an (address, version) pair never repeats for other values)
+        and the sum of their version counters, which every in-place change advances. 0 when
+        module.rnnx_keep_packed_weights is False (code that writes through .data, which
+        bypasses the counters)."""
+        if not self.__dict__.get("rnnx_keep_packed_weights", True):
+            return 0
+        addresses = tuple(w.data_ptr() for w in weights)
+        memo = self.__dict__.get("_rnnx_version_memo")
+        if (memo is None or memo[1] != addresses or len(memo[0]) != len(weights)
+                or any(r() is not w for r, w in zip(memo[0], weights))):
+            memo = (tuple(weakref.ref(w) for w in weights), addresses, next(_weights_tokens))
+            self.__dict__["_rnnx_version_memo"] = memo
+        return (memo[2] << 40) | (sum(w._version for w in weights) & ((1 << 40) - 1))
 
     def _rnnx_fast_call(self, fast, x, hx, cell=False):
         """The cached call (_rnnx_remember_fast) for this call's purpose when it is like the

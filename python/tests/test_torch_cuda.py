@@ -186,3 +186,32 @@ def test_cuda_modules_are_flattened_once():
     want = run(cpu, x, [5, 2, 4])
     for k in want:
         assert_near(got[k], want[k], 1e-4, f"flattened CUDA module: {k}")
+
+
+def test_eval_calls_keep_cudnns_weights_and_follow_in_place_changes():
+    """An eval-mode CUDA module passes its parameters' version (docs/cuda.md "Weights
+    versions"): from the second call on the network keeps cuDNN's copy of the weights, later
+    calls read it and give what the CPU gives, and in-place changes (torch.no_grad edits, an
+    optimizer's step) give the new results at once."""
+    torch.manual_seed(3)
+    cpu = rt.LSTM(8, 16, num_layers=2, bidirectional=True).eval()
+    gpu = copy.deepcopy(cpu).cuda().eval()
+    x = torch.randn(7, 3, 8)
+    with torch.no_grad():
+        for _ in range(4):
+            assert_near(gpu(x.cuda())[0].cpu(), cpu(x)[0], 1e-5, "y")
+        assert gpu.rnnx_network_stats()["kept_weights_bytes"] > 0, gpu.rnnx_network_stats()
+        for step in range(3):
+            for m in (cpu, gpu):
+                m.weight_hh_l1.mul_(0.5)
+                m.bias_ih_l0.add_(0.25)
+            for _ in range(3):
+                assert_near(gpu(x.cuda())[0].cpu(), cpu(x)[0], 1e-5, f"y after change {step}")
+    for m in (cpu, gpu):
+        m.train()
+        m(x.to(next(m.parameters()).device))[0].sum().backward()
+        torch.optim.SGD(m.parameters(), lr=0.5).step()
+        m.eval()
+    with torch.no_grad():
+        for _ in range(3):
+            assert_near(gpu(x.cuda())[0].cpu(), cpu(x)[0], 1e-4, "y after an optimizer step")

@@ -506,6 +506,37 @@ def test_the_cached_training_call_gives_torch_nn_gradients_step_after_step(cls):
     assert "training" not in ours.__dict__.get("_rnnx_fast", {}), "dropout is never cached"
 
 
+def test_weights_version_names_the_tensors_and_their_values():
+    """The version an eager CUDA inference call passes (ForwardArgs::weights_version; the
+    rule runs anywhere): the same while the parameters are the same tensors with the same
+    values; another after an in-place change, after a parameter is replaced (even by a tensor
+    whose version counter reads the same) or moved; 0 when the module is told its weights
+    change behind the counters."""
+    m = rt.LSTM(3, 4, num_layers=2)
+    w = lambda: [getattr(m, n) for n in m._flat_weights_names]  # noqa: E731
+    v1 = m._rnnx_weights_version(w())
+    assert v1 != 0 and m._rnnx_weights_version(w()) == v1
+    with torch.no_grad():
+        m.weight_hh_l1.mul_(0.5)
+    v2 = m._rnnx_weights_version(w())
+    assert v2 not in (0, v1)
+    assert m._rnnx_weights_version(w()) == v2
+    replaced = torch.nn.Parameter(m.weight_hh_l1.detach().clone())
+    assert replaced._version == 0
+    m.weight_hh_l1 = replaced
+    v3 = m._rnnx_weights_version(w())
+    assert v3 not in (0, v1, v2)
+    m.double()
+    v4 = m._rnnx_weights_version(w())
+    assert v4 not in (0, v1, v2, v3)
+    copied = pickle.loads(pickle.dumps(m))  # the memo (weak references) is not pickled
+    assert "_rnnx_version_memo" not in copied.__dict__
+    assert copied._rnnx_weights_version([getattr(copied, n) for n in m._flat_weights_names]) \
+        not in (0, v4)
+    m.rnnx_keep_packed_weights = False
+    assert m._rnnx_weights_version(w()) == 0
+
+
 def test_kept_packed_weights_follow_in_place_changes(monkeypatch):
     """The cached eager inference call passes the weights' version (their version counters):
     from the third call on the network multiplies by its kept packed copy, and an in-place
