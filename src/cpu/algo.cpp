@@ -3,6 +3,7 @@
 #include "cpu/algo.hpp"
 
 #include <cstdlib>
+#include <limits>
 #include <sstream>
 #include <utility>
 
@@ -163,6 +164,12 @@ AlgoSpace algo_space(const PlanContext& ctx, bool team_rows, bool threads) {
     }
   }
   return space;
+}
+
+int64_t step_input_min_rows(InputProjection input, PackedType type) {
+  if (input == InputProjection::steps) return 1;
+  if (input == InputProjection::bulk) return std::numeric_limits<int64_t>::max();
+  return packs_s8(type) ? kStepInputMinRowsInt8 : kStepInputMinRows;
 }
 
 std::string algo_name(const Algo& algo, bool float32, Isa isa) {

@@ -1,8 +1,6 @@
 // PlanSpec: the plan's dimensions and weight offsets, computed once at plan time.
 #include "cpu/plan_spec.hpp"
 
-#include <limits>
-
 #include "cpu/packed_gemm.hpp"
 
 namespace rnnx::cpu {
@@ -79,10 +77,7 @@ void PlanSpec::set_algo(const Algo& a) {
   engine = a.engine;
   concurrent_dirs = a.concurrent_dirs;
   team_loops = a.team_loops;
-  const int64_t min_rows = a.input == InputProjection::steps ? 1
-                           : a.input == InputProjection::split
-                               ? kStepInputMinRows
-                               : std::numeric_limits<int64_t>::max();
+  const int64_t min_rows = step_input_min_rows(a.input, packed_type());
   step_input_steps = 0;
   while (step_input_steps < T_eff && ctx->schedule.batch_sizes[step_input_steps] >= min_rows) {
     ++step_input_steps;

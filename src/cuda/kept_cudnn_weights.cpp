@@ -79,9 +79,8 @@ KeptCudnnWeights::Use KeptCudnnWeights::find(const Key& key, size_t bytes, cudaS
   if (s == std::end(slots_)) {
     // A first call: remembered in the least recently used slot (an unused one first). Its
     // buffer stays with the slot, for the pair's copy if it has a second call.
-    s = std::min_element(std::begin(slots_), std::end(slots_), [](const Slot& a, const Slot& b) {
-      return a.last_use < b.last_use;
-    });
+    s = std::min_element(std::begin(slots_), std::end(slots_),
+                         [](const Slot& a, const Slot& b) { return a.last_use < b.last_use; });
     s->key = key;
     s->has_copy = false;
     s->last_use = clock_;
