@@ -95,6 +95,17 @@ def cell_variants(cell, B, I, H, mode):
     return module_calls(ref, ours, torch.randn(B, I), mode)
 
 
+def _choices(ap, text, allowed, flag):
+    """The comma-separated values of `flag`, each one of `allowed` (else argparse's error,
+    naming the flag, the value and what it may be)."""
+    values = [v for v in text.split(",") if v]
+    bad = [v for v in values if v not in allowed]
+    if bad or not values:
+        ap.error(f"{flag} {text!r}: {', '.join(bad) or 'nothing'} is not one of "
+                 f"{', '.join(allowed)} (comma-separated)")
+    return values
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cells", default="lstm,gru,rnn_tanh")
@@ -107,15 +118,24 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--json", help="write the cells to this file")
     args = ap.parse_args(argv)
+    kinds = _choices(ap, args.kinds, ("seq", "cell"), "--kinds")
+    cell_names = _choices(ap, args.cells, ("lstm", "gru", "rnn_tanh"), "--cells")
+    modes = _choices(ap, args.modes, ("infer", "train", "step"), "--modes")
+    try:
+        T, B, I, H = (int(v) for v in args.shape.split(","))
+        if min(T, B, I, H) < 1:
+            raise ValueError
+    except ValueError:
+        ap.error(f"--shape {args.shape!r}: four positive integers T,B,I,H")
+    if args.calls < 1 or args.rounds < 1:
+        ap.error(f"--calls {args.calls} and --rounds {args.rounds} must be at least 1")
     torch.set_num_threads(1)
-    T, B, I, H = (int(v) for v in args.shape.split(","))
     print(f"PyTorch {torch.__version__}, rnnx {rnnx.__version__}, Python "
           f"{sys.version.split()[0]}; T={T} B={B} I={I} H={H}, 1 thread, median of "
           f"{args.rounds} rounds of {args.calls} calls (us per call)")
     rows = []
     failed = False
-    for kind, cell, mode in ((k, c, m) for k in args.kinds.split(",")
-                             for c in args.cells.split(",") for m in args.modes.split(",")):
+    for kind, cell, mode in ((k, c, m) for k in kinds for c in cell_names for m in modes):
         vs = (variants(cell, T, B, I, H, mode) if kind == "seq"
               else cell_variants(cell, B, I, H, mode))
         timers = {name: timer(fn, args.calls) for name, fn in vs.items()}
