@@ -83,23 +83,13 @@ TEST(CpuChoices, EachChoiceIsHonouredAndOverridesTheEnvironment) {
   }
 }
 
-// `split` projects a step's input in the time loop from 32 rows for float32 and bfloat16
-// products, from 8 for int8 ones (their bulk projection's float32 gates come back from beyond
-// L2: algo.hpp); `steps` from one row, `bulk` never.
-TEST(CpuChoices, Int8ProjectsStepsOfEightRowsInTheLoop) {
+// `split` projects a step's input in the time loop from 8 rows (algo.hpp: the bulk
+// projection's gates come back from beyond L2), `steps` from one row, `bulk` never.
+TEST(CpuChoices, SplitProjectsStepsOfEightRowsInTheLoop) {
   using cpu::InputProjection;
-  using cpu::PackedType;
-  for (PackedType t :
-       {PackedType::s8_vnni, PackedType::s8_amx, PackedType::s8_avx_vnni, PackedType::s8_scalar}) {
-    EXPECT_EQ(cpu::step_input_min_rows(InputProjection::split, t), 8);
-  }
-  for (PackedType t :
-       {PackedType::f32, PackedType::f32_avx2, PackedType::bf16, PackedType::bf16_amx}) {
-    EXPECT_EQ(cpu::step_input_min_rows(InputProjection::split, t), 32);
-  }
-  EXPECT_EQ(cpu::step_input_min_rows(InputProjection::steps, PackedType::s8_vnni), 1);
-  EXPECT_EQ(cpu::step_input_min_rows(InputProjection::bulk, PackedType::f32),
-            std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(cpu::step_input_min_rows(InputProjection::split), 8);
+  EXPECT_EQ(cpu::step_input_min_rows(InputProjection::steps), 1);
+  EXPECT_EQ(cpu::step_input_min_rows(InputProjection::bulk), std::numeric_limits<int64_t>::max());
 }
 
 // The ISA cap per plan: below the process's, and "auto" above set_cpu_isa_limit's.

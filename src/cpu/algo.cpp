@@ -166,10 +166,10 @@ AlgoSpace algo_space(const PlanContext& ctx, bool team_rows, bool threads) {
   return space;
 }
 
-int64_t step_input_min_rows(InputProjection input, PackedType type) {
+int64_t step_input_min_rows(InputProjection input) {
   if (input == InputProjection::steps) return 1;
   if (input == InputProjection::bulk) return std::numeric_limits<int64_t>::max();
-  return packs_s8(type) ? kStepInputMinRowsInt8 : kStepInputMinRows;
+  return kStepInputMinRows;
 }
 
 std::string algo_name(const Algo& algo, bool float32, Isa isa) {

@@ -13,8 +13,7 @@
 namespace rnnx::cpu {
 
 // Where the input projection x W_ih^T runs: `split` projects the steps with at least
-// kStepInputMinRows rows (kStepInputMinRowsInt8 for int8 products) in the time loop (packed
-// engine) and the others before it; `bulk`
+// kStepInputMinRows rows in the time loop (packed engine) and the others before it; `bulk`
 // every row before the loop; `steps` every step in the loop.
 enum class InputProjection { split, bulk, steps };
 
@@ -27,21 +26,21 @@ struct Algo {
   bool operator==(const Algo&) const = default;
 };
 
-// From this many rows a step's input projection is as fast in the loop, on weights packed
-// once (about 155 GFLOP/s per core for I = 512, 4H = 2048), as one GEMM over all tokens,
-// and its result is then still in cache for the step kernel.
-constexpr int64_t kStepInputMinRows = 32;
-// The same for int8 products (math mode int8): their bulk projection writes float32 gates
-// for every token (9.8 MB for a GRU H 512 at T 100, B 16) that the step kernels read back
-// from beyond L2, while the products themselves are 2-4x faster than float32's. On a Zen 4
-// (one thread, I = H = 512, T 100; `RNNX_CPU_INPUT_PROJECTION=bulk|steps rnnx bench --math
-// int8 --keep-weights`) projecting in the loop was 12-14% faster from B 16 to B 28 (LSTM,
-// GRU, LSTMP), 2-3% at B 8, even at B 4, and 20-60% slower at B 1-2.
-constexpr int64_t kStepInputMinRowsInt8 = 8;
+// From this many rows a step projects its input in the time loop under `split`: the
+// product is about as fast there as in one GEMM over all tokens, and its gates are then
+// still in cache for the step kernel, where a bulk projection writes float32 gates for every
+// token (9.8 MB for a GRU H 512, B 16, T 100) that the step kernels read back from beyond L2.
+// Measured on a Zen 4, one thread, I = H = 512, T 100 (`RNNX_CPU_INPUT_PROJECTION=bulk|steps
+// rnnx bench --keep-weights`): in the loop int8 was 12-14% faster at B 16-28, 2-3% at B 8,
+// even at B 4 and 20-60% slower at B 1-2 (a 1- or 2-row product per step); bfloat16 3-7%
+// faster at B 8-24, float32 1-7% at B 4-24 on one and two threads, capped at AVX2 within 1%
+// either way. It was 32 (float32 on an earlier machine); the search still measures both
+// `split` and `bulk`.
+constexpr int64_t kStepInputMinRows = 8;
 
-// The fewest rows a step needs to project its input in the time loop under `input`, for
-// products in `type` (none: never, for `bulk`).
-int64_t step_input_min_rows(InputProjection input, PackedType type);
+// The fewest rows a step needs to project its input in the time loop under `input` (none:
+// never, for `bulk`).
+int64_t step_input_min_rows(InputProjection input);
 
 // The threads a plan's calls run on.
 int plan_threads(const PlanContext& ctx);

@@ -77,7 +77,7 @@ void PlanSpec::set_algo(const Algo& a) {
   engine = a.engine;
   concurrent_dirs = a.concurrent_dirs;
   team_loops = a.team_loops;
-  const int64_t min_rows = step_input_min_rows(a.input, packed_type());
+  const int64_t min_rows = step_input_min_rows(a.input);
   step_input_steps = 0;
   while (step_input_steps < T_eff && ctx->schedule.batch_sizes[step_input_steps] >= min_rows) {
     ++step_input_steps;

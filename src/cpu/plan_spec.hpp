@@ -96,8 +96,7 @@ struct PlanSpec {
   // The two directions' time loops run at once, one thread each (bidirectional plans for
   // two or more threads); they then have a set of per-direction buffers each.
   bool concurrent_dirs = false;
-  // Steps [0, step_input_steps) have at least kStepInputMinRows rows (int8:
-  // kStepInputMinRowsInt8) and project their input
+  // Steps [0, step_input_steps) have at least kStepInputMinRows rows and project their input
   // (x W_ih^T) in the time loop (packed engine); the rows of later steps are projected in
   // bulk before it.
   int64_t step_input_steps = 0;
