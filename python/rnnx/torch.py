@@ -652,10 +652,12 @@ class _RnnxModule:
         # its call takes the full path), each at its remembered address, shape and strides.
         params = self._parameters
         current = [params.get(n) for n in self._flat_weights_names]
+        weight_grad = False
         for w, kept, address, kept_shape in zip(current, weights, addresses, shapes):
             if (w is not kept or w.data_ptr() != address or w.shape != kept_shape
                     or not w.is_contiguous()):
                 return None
+            weight_grad = weight_grad or w.requires_grad
         lstm = prepared.lstm
         h0 = c0 = None
         if hx is not None:
@@ -670,8 +672,9 @@ class _RnnxModule:
                                       or t.dtype != dtype or not t.is_cpu
                                       or not t.is_contiguous() or t.is_conj() or t.is_neg()):
                     return None
-        needs_grad = grad and (x.requires_grad or any(w.requires_grad for w in current)
-                               or any(t is not None and t.requires_grad for t in (h0, c0)))
+        needs_grad = grad and (weight_grad or x.requires_grad
+                               or (h0 is not None and h0.requires_grad)
+                               or (c0 is not None and c0.requires_grad))
         if needs_grad != prepared.training:
             return None
         if (_dispatch_modes_active() or torch.jit.is_tracing() or _functorch_active()
