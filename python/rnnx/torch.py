@@ -39,6 +39,14 @@ from ._torch_ops import compiling as _compiling, dispatch_modes_active as _dispa
 # Identities of the weights the cached eager inference call keeps (_rnnx_remember_fast).
 _weights_tokens = itertools.count(1)
 
+
+def _weights_version(token, weights):
+    """ForwardArgs::weights_version from a remembering's token (24 bits, wrapping after 16
+    million rememberings: a uint64 must hold it) and the sum of the tensors' version
+    counters (40 bits), which every in-place change advances; never 0."""
+    return (((token - 1) % ((1 << 24) - 1) + 1) << 40) | (
+        sum(w._version for w in weights) & ((1 << 40) - 1))
+
 __all__ = ["LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell", "onnx_translation_table"]
 
 _torch_ops.register()  # torch.ops.rnnx.forward/backward, on PyTorch 2.4 and later
@@ -612,9 +620,12 @@ class _RnnxModule:
         memo = self.__dict__.get("_rnnx_version_memo")
         if (memo is None or memo[1] != addresses or len(memo[0]) != len(weights)
                 or any(r() is not w for r, w in zip(memo[0], weights))):
-            memo = (tuple(weakref.ref(w) for w in weights), addresses, next(_weights_tokens))
+            # Detached aliases keep the memory alive, so that no other buffer (a `.data`
+            # swap keeps the tensor objects) can come to these addresses meanwhile.
+            memo = (tuple(weakref.ref(w) for w in weights), addresses, next(_weights_tokens),
+                    tuple(w.detach() for w in weights))
             self.__dict__["_rnnx_version_memo"] = memo
-        return (memo[2] << 40) | (sum(w._version for w in weights) & ((1 << 40) - 1))
+        return _weights_version(memo[2], weights)
 
     def _rnnx_fast_call(self, fast, x, hx, cell=False):
         """The cached call (_rnnx_remember_fast) for this call's purpose when it is like the
@@ -693,7 +704,7 @@ class _RnnxModule:
         # module.rnnx_keep_packed_weights = False for code that edits weights that way.
         version = 0
         if self.__dict__.get("rnnx_keep_packed_weights", True):
-            version = (token << 40) | (sum(w._version for w in current) & ((1 << 40) - 1))
+            version = _weights_version(token, current)
         h_shape = prepared.h_shape[skip:]
         hy = torch.empty(h_shape, dtype=dtype)
         cy = torch.empty(prepared.c_shape[skip:], dtype=dtype) if lstm else None

@@ -535,6 +535,13 @@ def test_weights_version_names_the_tensors_and_their_values():
         not in (0, v4)
     m.rnnx_keep_packed_weights = False
     assert m._rnnx_weights_version(w()) == 0
+    # The token wraps within 24 bits (a uint64 holds every version), never to 0.
+    make = rt._weights_version
+    for token in (1, 2, (1 << 24) - 1, 1 << 24, (1 << 24) + 1, 1 << 40):
+        v = make(token, w())
+        assert 0 < v < (1 << 64), (token, v)
+    assert make((1 << 24) - 1, w()) != make((1 << 24) - 2, w())
+    assert make(1 << 24, w()) == make(1, w())
 
 
 def test_kept_packed_weights_follow_in_place_changes(monkeypatch):

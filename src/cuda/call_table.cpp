@@ -35,6 +35,8 @@ const CallTable kLibraries = {
     &::cudaEventSynchronize,
     &::cudaEventQuery,
     &::cudaStreamWaitEvent,
+    &::cudaStreamGetId,
+    &::cudaStreamIsCapturing,
     &::cudaEventElapsedTime,
     &::cudaGetLastError,
     &::cudaGetErrorName,

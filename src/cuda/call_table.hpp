@@ -35,6 +35,8 @@ struct CallTable {
   cudaError_t (*cudaEventSynchronize)(cudaEvent_t);
   cudaError_t (*cudaEventQuery)(cudaEvent_t);
   cudaError_t (*cudaStreamWaitEvent)(cudaStream_t, cudaEvent_t, unsigned int);
+  cudaError_t (*cudaStreamGetId)(cudaStream_t, unsigned long long*);
+  cudaError_t (*cudaStreamIsCapturing)(cudaStream_t, cudaStreamCaptureStatus*);
   cudaError_t (*cudaEventElapsedTime)(float*, cudaEvent_t, cudaEvent_t);
   cudaError_t (*cudaGetLastError)();
   const char* (*cudaGetErrorName)(cudaError_t);

@@ -4,18 +4,36 @@
 #include <algorithm>
 #include <utility>
 
+#include "rnnx/error.hpp"
+
 namespace rnnx::cuda {
+namespace {
+
+// The runtime's identity of `stream`, and whether it is capturing a graph; false when either
+// cannot be told (the call then converts into its workspace, as without a version).
+bool stream_for_copies(cudaStream_t stream, unsigned long long* id) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (calls().cudaStreamIsCapturing(stream, &capture) != cudaSuccess ||
+      calls().cudaStreamGetId(stream, id) != cudaSuccess) {
+    calls().cudaGetLastError();  // not sticky: clears the runtime's last status
+    return false;
+  }
+  return capture == cudaStreamCaptureStatusNone;
+}
+
+}  // namespace
 
 KeptCudnnWeights::Use::Use(Use&& o) noexcept
     : owner_(std::exchange(o.owner_, nullptr)),
       slot_(o.slot_),
       stream_(o.stream_),
+      stream_id_(o.stream_id_),
       space_(std::exchange(o.space_, nullptr)) {}
 
 void KeptCudnnWeights::Use::done() {
   if (owner_ == nullptr) return;
   cudaError_t status = cudaSuccess;
-  if (owner_->release(slot_, stream_, &status)) {
+  if (owner_->release(slot_, stream_, stream_id_, &status)) {
     owner_ = nullptr;
     return;
   }
@@ -26,7 +44,7 @@ void KeptCudnnWeights::Use::done() {
 KeptCudnnWeights::Use::~Use() {
   if (owner_ == nullptr) return;
   cudaError_t status = cudaSuccess;
-  if (!owner_->release(slot_, stream_, &status)) {
+  if (!owner_->release(slot_, stream_, stream_id_, &status)) {
     // Nothing then says when this call's reads end: the buffer stays held, never written
     // again while the network lives.
     calls().cudaGetLastError();
@@ -34,33 +52,34 @@ KeptCudnnWeights::Use::~Use() {
   }
 }
 
-KeptCudnnWeights::Reader& KeptCudnnWeights::reader(Slot& s, cudaStream_t stream) {
+KeptCudnnWeights::Reader& KeptCudnnWeights::reader(Slot& s, unsigned long long stream) {
   for (Reader& r : s.readers) {
     if (r.stream == stream) return r;
   }
   Reader r;
   r.stream = stream;
-  r.last_read = make_sync_event();  // once per stream and slot: streams are few and reused
+  r.last_read = make_sync_event();  // once per stream and copy (a making prunes the others)
   s.readers.push_back(std::move(r));
   return s.readers.back();
 }
 
-bool KeptCudnnWeights::writable(Slot& s, cudaStream_t stream) {
+bool KeptCudnnWeights::completed(cudaEvent_t e) {
+  const cudaError_t status = calls().cudaEventQuery(e);
+  if (status == cudaErrorNotReady) {
+    calls().cudaGetLastError();  // not an error: clears the runtime's last status
+    return false;
+  }
+  check(status, "cudaEventQuery (kept weights)");
+  return true;
+}
+
+bool KeptCudnnWeights::writable(Slot& s) {
   if (s.holders > 0) return false;
-  // Work queued on `stream` is ordered before what this call queues; another stream's last
-  // read (or the copy's making there) must have completed on the device.
-  const auto done = [&](cudaEvent_t e) {
-    const cudaError_t status = calls().cudaEventQuery(e);
-    if (status == cudaErrorNotReady) {
-      calls().cudaGetLastError();  // not an error: clears the runtime's last status
-      return false;
-    }
-    check(status, "cudaEventQuery (kept weights)");
-    return true;
-  };
-  if (s.made.get() && s.maker != stream && !done(s.made.get())) return false;
+  // Even the calling stream's own reads must have completed: a stream id is checked, but a
+  // write is never ordered by stream alone (the simplest rule that holds for every stream).
+  if (s.made.get() && !s.made_done && !completed(s.made.get())) return false;
   for (Reader& r : s.readers) {
-    if (r.stream != stream && !done(r.last_read.get())) return false;
+    if (!completed(r.last_read.get())) return false;
   }
   return true;
 }
@@ -68,7 +87,8 @@ bool KeptCudnnWeights::writable(Slot& s, cudaStream_t stream) {
 KeptCudnnWeights::Use KeptCudnnWeights::find(const Key& key, size_t bytes, cudaStream_t stream,
                                              const std::function<void(void*)>& convert) {
   Use use;
-  if (key.version == 0) return use;
+  unsigned long long id = 0;
+  if (key.version == 0 || !stream_for_copies(stream, &id)) return use;
   std::lock_guard<std::mutex> lock(mutex_);
   ++clock_;
   const auto same = [&](const Slot& s) {
@@ -89,43 +109,70 @@ KeptCudnnWeights::Use KeptCudnnWeights::find(const Key& key, size_t bytes, cudaS
   s->last_use = clock_;
   if (!s->has_copy) {
     // The second call: converted once more, into the slot's buffer, under the lock (a third
-    // call of the pair waits for this copy rather than converting its own). Events first,
-    // so that a failed creation leaves no half-made copy.
-    if (!writable(*s, stream)) return use;
+    // call of the pair waits for this copy rather than converting its own).
+    if (!writable(*s)) return use;
+    // Every read has completed: only this stream's reader is kept (a caller that makes a
+    // stream per request would otherwise grow the list without bound).
+    s->readers.erase(std::remove_if(s->readers.begin(), s->readers.end(),
+                                    [&](const Reader& r) { return r.stream != id; }),
+                     s->readers.end());
+    // Events first, so that a failed creation leaves no half-made copy.
     if (!s->made.get()) s->made = make_sync_event();
-    reader(*s, stream);
+    reader(*s, id);
     if (s->capacity < bytes) {
       s->buffer.reset();  // frees the smaller one first: cudaFree waits for the device
       s->capacity = 0;
-      s->buffer = device_memory().allocate(bytes, "network", "kept weights");
+      try {
+        s->buffer = device_memory().allocate(bytes, "network", "kept weights");
+      } catch (const Error& e) {
+        if (e.code() != Status::out_of_memory) throw;
+        calls().cudaGetLastError();
+        return use;  // the call converts into its workspace, as without a version
+      }
       s->capacity = bytes;
     }
+    // Until the making is recorded the buffer may have writes queued that no event covers:
+    // a failure on the way frees it (cudaFree waits for the device, so for those writes).
+    struct Unmade {
+      Slot* slot;
+      bool armed = true;
+      ~Unmade() {
+        if (!armed) return;
+        slot->buffer.reset();
+        slot->capacity = 0;
+      }
+    } unmade{s};
     convert(s->buffer.get());
     check(calls().cudaEventRecord(s->made.get(), stream), "cudaEventRecord (kept weights)");
-    s->maker = stream;
-    for (Reader& r : s->readers) r.waited = r.stream == stream;
+    unmade.armed = false;
+    s->maker = id;
+    s->made_done = false;
     s->has_copy = true;
   }
-  Reader& r = reader(*s, stream);
-  if (!r.waited) {
-    // Made on another stream: this one waits for it on the device, once.
-    check(calls().cudaStreamWaitEvent(stream, s->made.get(), 0),
-          "cudaStreamWaitEvent (kept weights)");
-    r.waited = true;
+  reader(*s, id);
+  if (id != s->maker && !s->made_done) {
+    if (completed(s->made.get())) {
+      s->made_done = true;  // from now on no stream waits
+    } else {
+      check(calls().cudaStreamWaitEvent(stream, s->made.get(), 0),
+            "cudaStreamWaitEvent (kept weights)");
+    }
   }
   ++s->holders;
   use.owner_ = this;
   use.slot_ = static_cast<size_t>(s - slots_);
   use.stream_ = stream;
+  use.stream_id_ = id;
   use.space_ = s->buffer.get();
   return use;
 }
 
-bool KeptCudnnWeights::release(size_t slot, cudaStream_t stream, cudaError_t* status) noexcept {
+bool KeptCudnnWeights::release(size_t slot, cudaStream_t stream, unsigned long long stream_id,
+                               cudaError_t* status) noexcept {
   std::lock_guard<std::mutex> lock(mutex_);
   Slot& s = slots_[slot];
   for (Reader& r : s.readers) {
-    if (r.stream != stream) continue;
+    if (r.stream != stream_id) continue;
     *status = calls().cudaEventRecord(r.last_read.get(), stream);
     if (*status != cudaSuccess) return false;
   }

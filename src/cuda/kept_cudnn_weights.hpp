@@ -7,12 +7,16 @@
 // buffer.
 //
 // What the host cannot see is ordered on the device: a copy is made on the calling stream
-// and an event recorded after it; a call on another stream first makes its stream wait for
-// that event (once per stream and copy). Every call that reads a copy records an event of
-// its stream after its work, and a buffer is written again (for another pair) only when no
-// call holds it and every other stream's last read of it has completed (cudaEventQuery,
-// never a wait): otherwise that call converts into its workspace as without a version. A
-// network keeps at most kPairs buffers; they go with it.
+// and an event recorded after it; a call on another stream makes its stream wait for that
+// event until a query says the copy is complete. Every call that reads a copy records an
+// event of its stream after its work, and a buffer is written again (for another pair) only
+// when no call holds it and its making and every stream's last read of it have completed
+// (cudaEventQuery, never a wait): otherwise that call converts into its workspace as without
+// a version. Streams are told apart by the runtime's stream id, not the handle (the
+// per-thread default stream is one handle for many streams; a destroyed stream's handle may
+// come back). A call on a capturing stream (a CUDA graph) neither makes nor reads a copy: a
+// graph would keep reading the buffer at replay. A network keeps at most kPairs buffers;
+// they go with it.
 #pragma once
 
 #include <cstddef>
@@ -56,6 +60,7 @@ class KeptCudnnWeights {
     KeptCudnnWeights* owner_ = nullptr;
     size_t slot_ = 0;
     cudaStream_t stream_ = nullptr;
+    unsigned long long stream_id_ = 0;
     void* space_ = nullptr;
   };
 
@@ -65,7 +70,8 @@ class KeptCudnnWeights {
 
   // The kept copy of `key` (`bytes` long), ready for work queued on `stream` after this
   // returns; made now by `convert(space)` on `stream` at the pair's second call. An empty
-  // Use for version 0, a pair's first call, or when no buffer can be written now.
+  // Use for version 0, a pair's first call, a capturing stream, or when no buffer can be
+  // written or allocated now.
   Use find(const Key& key, size_t bytes, cudaStream_t stream,
            const std::function<void(void*)>& convert);
 
@@ -76,12 +82,11 @@ class KeptCudnnWeights {
   static constexpr size_t kPairs = 4;
 
  private:
-  // A stream that has read a slot's buffer: its event, recorded after its last read, and
-  // whether it has waited for the current copy's making.
+  // A stream that has read a slot's buffer (by the runtime's stream id): its event,
+  // recorded after its last read.
   struct Reader {
-    cudaStream_t stream = nullptr;
+    unsigned long long stream = 0;
     EventOwner last_read;
-    bool waited = false;
   };
   struct Slot {
     Key key;
@@ -89,19 +94,23 @@ class KeptCudnnWeights {
     uint64_t last_use = 0;
     core::Buffer buffer;  // kept when the slot takes another pair, reused if large enough
     size_t capacity = 0;
-    cudaStream_t maker = nullptr;  // the stream the copy was made on
+    unsigned long long maker = 0;  // the stream the copy was made on
+    bool made_done = false;        // a query saw the making complete: no stream waits
     EventOwner made;               // recorded after the copy
     std::vector<Reader> readers;
     int64_t holders = 0;  // Uses alive
   };
 
-  // Whether the slot's buffer may be written on `stream` now: no Use holds it and every
-  // other stream's last read has completed.
-  bool writable(Slot& s, cudaStream_t stream);
-  Reader& reader(Slot& s, cudaStream_t stream);
+  // Whether the slot's buffer may be written now: no Use holds it, and its making and every
+  // stream's last read have completed.
+  bool writable(Slot& s);
+  // Whether `e` has completed (false: not yet); throws on an error.
+  static bool completed(cudaEvent_t e);
+  Reader& reader(Slot& s, unsigned long long stream);
   // The end of a Use: its stream's event recorded; false (the buffer stays held) when the
   // record failed with `status`.
-  bool release(size_t slot, cudaStream_t stream, cudaError_t* status) noexcept;
+  bool release(size_t slot, cudaStream_t stream, unsigned long long stream_id,
+               cudaError_t* status) noexcept;
 
   mutable std::mutex mutex_;
   Slot slots_[kPairs];

@@ -1,6 +1,7 @@
 // The fake GPU of fake_device.hpp.
 #include "fake_device.hpp"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -37,6 +38,7 @@ struct State {
   std::vector<std::string> log;
   int64_t fail_index = -1;
   bool events_pending = false;  // cudaEventQuery answers cudaErrorNotReady
+  bool capturing = false;       // cudaStreamIsCapturing answers Active
   std::map<void*, size_t> allocations;
   std::set<void*> pinned;                // the allocations cudaMallocHost made
   std::map<void*, std::string> objects;  // handles, streams, events, descriptors
@@ -45,6 +47,11 @@ struct State {
   rnnx::cuda::Cublas cublas{};
 };
 State* g_state = nullptr;
+
+unsigned long long next_stream_id() {
+  static std::atomic<unsigned long long> next{1};
+  return next++;
+}
 
 // Records the call; true when it is the one told to fail.
 bool enter(const char* name) {
@@ -169,11 +176,15 @@ cudaError_t memset_async(void* dst, int v, size_t n, cudaStream_t) {
   std::memset(dst, v, n);
   return cudaSuccess;
 }
-struct FakeStream {};
+struct FakeStream {
+  unsigned long long id = 0;
+};
 struct FakeEvent {};
 cudaError_t stream_create(cudaStream_t* s, unsigned) {
   if (enter("cudaStreamCreateWithFlags")) return cudaErrorUnknown;
-  *s = reinterpret_cast<cudaStream_t>(make_object<FakeStream>("stream"));
+  FakeStream* fs = make_object<FakeStream>("stream");
+  fs->id = next_stream_id();
+  *s = reinterpret_cast<cudaStream_t>(fs);
   return cudaSuccess;
 }
 cudaError_t stream_destroy(cudaStream_t s) {
@@ -207,6 +218,26 @@ cudaError_t event_query(cudaEvent_t) {
 }
 cudaError_t stream_wait_event(cudaStream_t, cudaEvent_t, unsigned int) {
   return enter("cudaStreamWaitEvent") ? cudaErrorUnknown : cudaSuccess;
+}
+// Streams' identities as the runtime gives them: the legacy default stream 0, the per-thread
+// default stream (one handle) a number per thread, every created stream its own.
+cudaError_t stream_get_id(cudaStream_t s, unsigned long long* id) {
+  if (enter("cudaStreamGetId")) return cudaErrorUnknown;
+  if (s == nullptr || s == cudaStreamLegacy) {
+    *id = 0;
+  } else if (s == cudaStreamPerThread) {
+    thread_local const unsigned long long mine = next_stream_id();
+    *id = mine;
+  } else {
+    *id = reinterpret_cast<FakeStream*>(s)->id;
+  }
+  return cudaSuccess;
+}
+cudaError_t stream_is_capturing(cudaStream_t, cudaStreamCaptureStatus* status) {
+  if (enter("cudaStreamIsCapturing")) return cudaErrorUnknown;
+  std::lock_guard<std::mutex> lock(g_state->mutex);
+  *status = g_state->capturing ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+  return cudaSuccess;
 }
 cudaError_t event_record(cudaEvent_t, cudaStream_t) {
   return enter("cudaEventRecord") ? cudaErrorUnknown : cudaSuccess;
@@ -485,6 +516,8 @@ const rnnx::cuda::CallTable kFake = {
     &event_sync,
     &event_query,
     &stream_wait_event,
+    &stream_get_id,
+    &stream_is_capturing,
     &event_elapsed,
     &get_last_error,
     &error_name,
@@ -571,6 +604,10 @@ int64_t FakeDevice::live_allocations() const {
 int64_t FakeDevice::live_objects() const {
   std::lock_guard<std::mutex> lock(g_state->mutex);
   return static_cast<int64_t>(g_state->objects.size());
+}
+void FakeDevice::capturing(bool on) {
+  std::lock_guard<std::mutex> lock(g_state->mutex);
+  g_state->capturing = on;
 }
 void FakeDevice::events_pending(bool pending) {
   std::lock_guard<std::mutex> lock(g_state->mutex);

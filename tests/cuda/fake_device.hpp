@@ -33,6 +33,8 @@ class FakeDevice {
   // The call with this index in the log (counting from now) fails with the library's
   // error status; -1: none. Calls that return no status cannot fail.
   void fail_at(int64_t index);
+  // Whether cudaStreamIsCapturing says every stream is capturing (a CUDA graph).
+  void capturing(bool on);
   // Whether cudaEventQuery says cudaErrorNotReady (a device behind the host), else success.
   void events_pending(bool pending);
   // Problems the fake saw (a free of memory it never gave, a copy outside an allocation).

@@ -369,7 +369,7 @@ class FakeDeviceKeptWeights : public ::testing::TestWithParam<bool> {};
 // The first call of a (weights, version) pair converts into its workspace, the second into a
 // device buffer the network keeps, and every later call gives cuDNN that buffer: no
 // conversion, allocation, wait or creation, one event recorded. Version 0 converts every
-// time; so does a training forward, whose backward reads the weights from the reserve.
+// time, and so does another version of the same weights.
 TEST_P(FakeDeviceKeptWeights, SecondCallKeepsACopyLaterCallsReadIt) {
   const ScopedEnv no_search("RNNX_AUTOTUNE", "0");
   FakeDevice fake;
@@ -426,14 +426,16 @@ TEST_P(FakeDeviceKeptWeights, SecondCallKeepsACopyLaterCallsReadIt) {
   EXPECT_TRUE(fake.misuse().empty()) << fake.misuse().front();
 }
 
-// A network keeps four pairs; a fifth pair's copy reuses the least recently used buffer
-// (no allocation) when nothing may still read it: on the same stream, stream order suffices;
-// while another stream's last read has not completed, the call converts into its workspace
-// instead, and once it has, the buffer is reused.
-TEST_P(FakeDeviceKeptWeights, ABufferIsRewrittenOnlyWhenNoStreamMayStillReadIt) {
+// A network keeps four pairs; a fifth pair's copy goes into the least recently used buffer
+// (no allocation), only once nothing may still read it: with the device behind (a read
+// pending, on any stream) the call converts into its workspace, and the next call after the
+// device caught up makes the copy there. A stream other than the maker's waits for the
+// making on the device until a query sees it complete, then never again.
+TEST_P(FakeDeviceKeptWeights, ABufferIsRewrittenOnlyWhenNoReadMayBePending) {
   const ScopedEnv no_search("RNNX_AUTOTUNE", "0");
   FakeDevice fake;
   const KeptSetup k(kept_config(GetParam()));
+  const int64_t groups = GetParam() ? 2 : 1;
   cudaStream_t a = nullptr, b = nullptr;
   ASSERT_EQ(cuda::calls().cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking), cudaSuccess);
   ASSERT_EQ(cuda::calls().cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking), cudaSuccess);
@@ -448,42 +450,42 @@ TEST_P(FakeDeviceKeptWeights, ABufferIsRewrittenOnlyWhenNoStreamMayStillReadIt) 
     }
     EXPECT_EQ(buffers.size(), 4u);
     const size_t four = net.stats().kept_weights_bytes;
-    // Pair 5 on stream a, the device behind: pair 1's buffer is rewritten, ordered by a.
+    // Pair 5, the device behind: pair 1's buffer may still be read, even on the same stream.
     fake.events_pending(true);
     k.forward(net, 5, a);
+    for (int call = 0; call < 2; ++call) {
+      fake.clear_log();
+      k.forward(net, 5, a);
+      EXPECT_EQ(fake.counts()["kernel:weights_to_cudnn"], groups) << "call " << call;
+      for (const void* p : fake.weight_spaces()) EXPECT_TRUE(k.in_workspace(p)) << "rewritten";
+      EXPECT_EQ(fake.counts()["cudaEventSynchronize"] + fake.counts()["cudaStreamSynchronize"], 0);
+    }
+    // Caught up: the copy is made in pair 1's buffer.
+    fake.events_pending(false);
     fake.clear_log();
     k.forward(net, 5, a);
     EXPECT_EQ(fake.counts()["cudaMalloc"], 0);
     EXPECT_EQ(fake.counts()["cudaFree"], 0);
-    ASSERT_EQ(fake.weight_spaces().size(), GetParam() ? 2u : 1u);
+    ASSERT_EQ(fake.weight_spaces().size(), static_cast<size_t>(groups));
     EXPECT_TRUE(buffers.count(fake.weight_spaces().front())) << "not a kept buffer";
     EXPECT_EQ(net.stats().kept_weights_bytes, four);
-    // Pair 5 read on stream b: b waits for its making on the device, once.
-    fake.clear_log();
-    k.forward(net, 5, b);
-    EXPECT_EQ(fake.counts()["cudaStreamWaitEvent"], 1);
-    EXPECT_EQ(fake.counts()["kernel:weights_to_cudnn"], 0);
-    fake.clear_log();
-    k.forward(net, 5, b);
-    EXPECT_EQ(fake.counts()["cudaStreamWaitEvent"], 0);
-    // Pair 6 on stream a takes pair 2's slot... but first make every other slot's buffer
-    // read on b: then with the device behind, no buffer may be rewritten from a.
-    for (uint64_t v = 2; v <= 4; ++v) k.forward(net, v, b);
-    k.forward(net, 6, a);
-    fake.clear_log();
-    k.forward(net, 6, a);
-    EXPECT_EQ(fake.counts()["kernel:weights_to_cudnn"], GetParam() ? 2 : 1);
-    for (const void* p : fake.weight_spaces()) EXPECT_TRUE(k.in_workspace(p)) << "rewritten";
-    EXPECT_EQ(fake.counts()["cudaEventSynchronize"] + fake.counts()["cudaStreamSynchronize"], 0);
-    // The device caught up: the third call of the pair makes its copy.
+    // Read on b while the making may be running: b waits for it on the device, each time
+    // until a query sees it complete.
+    fake.events_pending(true);
+    for (int call = 0; call < 2; ++call) {
+      fake.clear_log();
+      k.forward(net, 5, b);
+      EXPECT_EQ(fake.counts()["cudaStreamWaitEvent"], 1) << "call " << call;
+      EXPECT_EQ(fake.counts()["kernel:weights_to_cudnn"], 0);
+    }
     fake.events_pending(false);
     fake.clear_log();
-    k.forward(net, 6, a);
-    EXPECT_EQ(fake.counts()["cudaMalloc"], 0);
-    for (const void* p : fake.weight_spaces()) EXPECT_FALSE(k.in_workspace(p));
+    k.forward(net, 5, b);  // the query sees the making complete
+    EXPECT_EQ(fake.counts()["cudaStreamWaitEvent"], 0);
+    EXPECT_EQ(fake.counts()["cudaEventQuery"], 1);
     fake.clear_log();
-    k.forward(net, 6, a);
-    EXPECT_EQ(fake.counts()["kernel:weights_to_cudnn"], 0);
+    k.forward(net, 5, b);
+    EXPECT_EQ(fake.counts()["cudaStreamWaitEvent"] + fake.counts()["cudaEventQuery"], 0);
   }
   cuda::calls().cudaStreamDestroy(a);
   cuda::calls().cudaStreamDestroy(b);
@@ -491,8 +493,60 @@ TEST_P(FakeDeviceKeptWeights, ABufferIsRewrittenOnlyWhenNoStreamMayStillReadIt) 
   EXPECT_TRUE(fake.misuse().empty()) << fake.misuse().front();
 }
 
-// Other weights at the same version are another pair; so is a backend of another layout
-// (weights_to_cudnn's spaces differ): neither reads the first pair's copy.
+// The per-thread default stream is one handle for a stream per thread: a copy made on one
+// thread's is waited for by another thread's, as by any other stream (streams are told apart
+// by the runtime's id, not the handle).
+TEST(FakeDeviceKeptWeightsKey, PerThreadDefaultStreamsAreStreamsOfTheirOwn) {
+  const ScopedEnv no_search("RNNX_AUTOTUNE", "0");
+  FakeDevice fake;
+  const KeptSetup k(kept_config(false));
+  Network net(k.config, backend_options(Backend::cuda));
+  k.forward(net, 2, cudaStreamPerThread);
+  k.forward(net, 2, cudaStreamPerThread);  // made on this thread's stream
+  fake.events_pending(true);
+  fake.clear_log();
+  k.forward(net, 2, cudaStreamPerThread);  // the maker's own stream: ordered by it
+  EXPECT_EQ(fake.counts()["cudaStreamWaitEvent"], 0);
+  fake.clear_log();
+  std::thread([&] { k.forward(net, 2, cudaStreamPerThread); }).join();
+  EXPECT_EQ(fake.counts()["cudaStreamWaitEvent"], 1) << "another thread's stream must wait";
+  EXPECT_EQ(fake.counts()["kernel:weights_to_cudnn"], 0);
+  fake.events_pending(false);
+  EXPECT_TRUE(fake.misuse().empty()) << fake.misuse().front();
+}
+
+// A call on a capturing stream (a CUDA graph) neither makes nor reads a kept copy: a replay
+// would read the buffer long after, whatever became of it. It converts, as without a version.
+TEST(FakeDeviceKeptWeightsKey, CapturedCallsConvertAsWithoutAVersion) {
+  const ScopedEnv no_search("RNNX_AUTOTUNE", "0");
+  FakeDevice fake;
+  const KeptSetup k(kept_config(false));
+  Network net(k.config, backend_options(Backend::cuda));
+  k.forward(net, 0);  // binds the batch (its maps' upload) before the capture
+  fake.capturing(true);
+  for (int call = 0; call < 3; ++call) {
+    fake.clear_log();
+    k.forward(net, 4);
+    EXPECT_EQ(fake.counts()["kernel:weights_to_cudnn"], 1) << "call " << call;
+    EXPECT_EQ(fake.counts()["cudaMalloc"] + fake.counts()["cudaEventRecord"], 0);
+    for (const void* p : fake.weight_spaces()) EXPECT_TRUE(k.in_workspace(p));
+  }
+  EXPECT_EQ(net.stats().kept_weights_bytes, 0u);
+  fake.capturing(false);
+  k.forward(net, 4);
+  k.forward(net, 4);  // made
+  fake.capturing(true);
+  fake.clear_log();
+  k.forward(net, 4);
+  EXPECT_EQ(fake.counts()["kernel:weights_to_cudnn"], 1) << "a captured call read the copy";
+  for (const void* p : fake.weight_spaces()) EXPECT_TRUE(k.in_workspace(p));
+  fake.capturing(false);
+  EXPECT_TRUE(fake.misuse().empty()) << fake.misuse().front();
+}
+
+// Other weights at the same version are another pair: they do not read the first pair's
+// copy. (Another layout, a backend of another algorithm or math, is another pair by the key's
+// construction: kept_layout_ in cuda_backend.cpp.)
 TEST(FakeDeviceKeptWeightsKey, WeightsAddressAndVersionBothName) {
   const ScopedEnv no_search("RNNX_AUTOTUNE", "0");
   FakeDevice fake;
@@ -522,67 +576,103 @@ TEST(FakeDeviceKeptWeightsKey, WeightsAddressAndVersionBothName) {
 }
 
 // Every call with a status of a kept copy's making and use, made to fail in turn: the call
-// throws naming it, and the network works afterwards (the next calls make or read the copy).
+// throws naming it, except the stream's probes (cudaStreamIsCapturing, cudaStreamGetId) and
+// the copy's allocation, whose failure makes the call convert as without a version (an
+// optional copy never fails a call that would run without it); either way the network works
+// afterwards and makes or reads the copy again, and nothing leaks.
 TEST(FakeDeviceKeptWeightsKey, FailingCallsAreNamedAndLeaveItWorking) {
   const ScopedEnv no_search("RNNX_AUTOTUNE", "0");
   FakeDevice fake;
   const KeptSetup k(kept_config(false));
-  Network net(k.config, backend_options(Backend::cuda));
-  k.forward(net, 0);
-  k.forward(net, 1);
-  fake.clear_log();
-  k.forward(net, 1);  // makes the copy
-  k.forward(net, 1);  // reads it
-  const std::vector<std::string> calls = fake.log();
+  const int64_t caller_allocations = fake.live_allocations();
+  std::vector<std::string> calls;
+  {
+    Network net(k.config, backend_options(Backend::cuda));
+    k.forward(net, 0);
+    k.forward(net, 1);
+    fake.clear_log();
+    k.forward(net, 1);  // makes the copy
+    k.forward(net, 1);  // reads it
+    calls = fake.log();
+  }
   int64_t tried = 0;
   for (size_t i = 0; i < calls.size(); ++i) {
     if (!returns_checked_status(calls[i]) || is_release(calls[i])) continue;
     ++tried;
-    Network fresh(k.config, backend_options(Backend::cuda));
-    k.forward(fresh, 0);
-    k.forward(fresh, 1);
-    fake.clear_log();
-    fake.fail_at(static_cast<int64_t>(i));
-    testing::internal::CaptureStderr();
-    try {
+    const bool probe = calls[i] == "cudaStreamIsCapturing" || calls[i] == "cudaStreamGetId" ||
+                       calls[i] == "cudaMalloc";
+    {
+      Network fresh(k.config, backend_options(Backend::cuda));
+      k.forward(fresh, 0);
       k.forward(fresh, 1);
+      fake.clear_log();
+      fake.fail_at(static_cast<int64_t>(i));
+      testing::internal::CaptureStderr();
+      try {
+        k.forward(fresh, 1);
+        k.forward(fresh, 1);
+        if (!probe) {
+          ADD_FAILURE() << "call " << i << " (" << calls[i] << ") failed and nothing was reported";
+        }
+      } catch (const Error& e) {
+        EXPECT_FALSE(probe) << calls[i] << " failed: the call should have converted instead";
+        EXPECT_NE(std::string(e.what()).find(calls[i]), std::string::npos)
+            << "call " << i << " (" << calls[i] << "): " << e.what();
+      }
+      testing::internal::GetCapturedStderr();
+      fake.fail_at(-1);
+      for (int again = 0; again < 3; ++again) EXPECT_NO_THROW(k.forward(fresh, 1)) << calls[i];
+      fake.clear_log();
       k.forward(fresh, 1);
-      ADD_FAILURE() << "call " << i << " (" << calls[i] << ") failed and nothing was reported";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(calls[i]), std::string::npos)
-          << "call " << i << " (" << calls[i] << "): " << e.what();
+      EXPECT_EQ(fake.counts()["kernel:weights_to_cudnn"], 0) << "after " << calls[i];
     }
-    testing::internal::GetCapturedStderr();
-    fake.fail_at(-1);
-    for (int again = 0; again < 3; ++again) EXPECT_NO_THROW(k.forward(fresh, 1)) << calls[i];
-    fake.clear_log();
-    k.forward(fresh, 1);
-    EXPECT_EQ(fake.counts()["kernel:weights_to_cudnn"], 0) << "after " << calls[i];
+    EXPECT_EQ(fake.live_allocations(), caller_allocations) << "after " << calls[i];
+    EXPECT_EQ(fake.live_objects(), 0) << "after " << calls[i];
   }
   EXPECT_GT(tried, 5);
   EXPECT_TRUE(fake.misuse().empty()) << fake.misuse().front();
 }
 
-// Four threads calling one network with one pair at once: each call reads the one copy or
-// converts into its own workspace; nothing is misused and no event or buffer leaks.
-TEST(FakeDeviceKeptWeightsKey, ThreadsShareTheCopy) {
+// Four threads, each on a stream of its own, calling one network with one pair at once: the
+// copy is made once and read by most calls; nothing is misused and no event or buffer leaks.
+TEST(FakeDeviceKeptWeightsKey, ThreadsOnTheirOwnStreamsShareTheCopy) {
   const ScopedEnv no_search("RNNX_AUTOTUNE", "0");
   FakeDevice fake;
   const KeptSetup k(kept_config(false));
   std::vector<std::unique_ptr<KeptSetup>> own;
-  for (int t = 0; t < 4; ++t) own.push_back(std::make_unique<KeptSetup>(k.config));
+  std::vector<cudaStream_t> streams(4);
+  for (int t = 0; t < 4; ++t) {
+    own.push_back(std::make_unique<KeptSetup>(k.config));
+    ASSERT_EQ(cuda::calls().cudaStreamCreateWithFlags(&streams[t], cudaStreamNonBlocking),
+              cudaSuccess);
+  }
   const int64_t caller_allocations = fake.live_allocations();
+  constexpr int kCalls = 50;
+  size_t one_copy = 0;
+  {
+    Network single(k.config, backend_options(Backend::cuda));
+    k.forward(single, 9);
+    k.forward(single, 9);
+    one_copy = single.stats().kept_weights_bytes;
+  }
+  ASSERT_GT(one_copy, 0u);
   {
     Network net(k.config, backend_options(Backend::cuda));
+    fake.clear_log();
     std::vector<std::thread> threads;
     for (int t = 0; t < 4; ++t) {
       threads.emplace_back([&, t] {
-        for (int call = 0; call < 50; ++call) own[t]->forward(net, 9, nullptr, k.w);
+        for (int call = 0; call < kCalls; ++call) own[t]->forward(net, 9, streams[t], k.w);
       });
     }
     for (auto& th : threads) th.join();
-    EXPECT_GT(net.stats().kept_weights_bytes, 0u);
+    const auto n = fake.counts();
+    // At most each thread's first call and the second call of the pair convert (and those
+    // of calls that found the copy being made by another thread: none wait for it).
+    EXPECT_LE(n.at("kernel:weights_to_cudnn"), 4 * kCalls / 4) << "most calls read the copy";
+    EXPECT_EQ(net.stats().kept_weights_bytes, one_copy) << "one copy for the one pair";
   }
+  for (cudaStream_t st : streams) cuda::calls().cudaStreamDestroy(st);
   own.clear();
   EXPECT_EQ(fake.live_allocations(), caller_allocations - 4 * 4);
   EXPECT_EQ(fake.live_objects(), 0);
