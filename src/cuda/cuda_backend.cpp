@@ -233,13 +233,15 @@ class CudaBackend final : public BackendImpl {
   }
 
   // Where each group's weight space sits in a kept copy (256-aligned, one after another),
-  // and what identifies that layout: the groups, their spaces and the algorithm.
+  // and what identifies that layout: the groups, their spaces, the algorithm and math, the
+  // GPU.
   void lay_out_kept_weights() {
     uint64_t h = 1469598103934665603ull;  // FNV-1a over the numbers that place the weights
     const auto mix = [&h](uint64_t v) {
       for (int b = 0; b < 8; ++b) h = (h ^ ((v >> (8 * b)) & 0xff)) * 1099511628211ull;
     };
     mix(static_cast<uint64_t>(algo_));
+    mix(static_cast<uint64_t>(device_));
     mix(static_cast<uint64_t>(ctx_.config.dtype));
     for (char ch : rnn_->math_name()) mix(static_cast<uint64_t>(ch));
     Carver k(nullptr, kCudnnAlignment);
