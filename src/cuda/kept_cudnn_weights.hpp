@@ -33,7 +33,8 @@ namespace rnnx::cuda {
 class KeptCudnnWeights {
  public:
   // What identifies a copy: the caller's weights and version, and the layout of the weight
-  // spaces (the backend's groups and algorithm: two backends of a network may differ).
+  // spaces (a hash of the backend's groups, algorithm, math and GPU: two backends of a
+  // network may differ).
   struct Key {
     const void* weights = nullptr;
     uint64_t version = 0;
